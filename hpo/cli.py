@@ -1,0 +1,276 @@
+"""`python -m hpo ...`: search, status, best, export, tensorboard.
+
+Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupted,
+1 anything else (the traceback goes to the study's hpo.log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from hpo.errors import ConfigError, UserInputError
+
+log = logging.getLogger("hpo.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hpo", description="Hyperparameter optimisation for Keras.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug-level messages")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    search = commands.add_parser("search", help="run or resume a study")
+    search.add_argument("experiment", help="experiment YAML file")
+    search.add_argument("--study-dir", help="study folder (default: output.dir, else runs/<name>)")
+    search.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override one experiment key, e.g. --set search.max_trials=10")
+    search.add_argument("--fresh", action="store_true",
+                        help="start a new study even if one exists (the old one is moved aside)")
+
+    status = commands.add_parser("status", help="table of a study's trials")
+    status.add_argument("study_dir")
+
+    best = commands.add_parser("best", help="the best trial's config and objective")
+    best.add_argument("study_dir")
+    best.add_argument("--json", action="store_true", help="machine-readable output")
+
+    export = commands.add_parser("export", help="every trial and epoch, as csv or json")
+    export.add_argument("study_dir")
+    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+
+    board = commands.add_parser("tensorboard", help="start TensorBoard on a study's logs")
+    board.add_argument("study_dir")
+    board.add_argument("extra", nargs=argparse.REMAINDER, help="further tensorboard arguments")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from hpo.console import console, setup_logging
+
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    try:
+        return COMMANDS[args.command](args)
+    except UserInputError as err:
+        console.print(f"[bold red]error:[/] {err}", markup=True, highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        return 130
+    except Exception as exc:
+        log.debug("unexpected failure", exc_info=True)
+        console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        console.print("the full traceback is in the study's hpo.log (or rerun with -v)")
+        if args.verbose:
+            console.print_exception()
+        return 1
+
+
+# --- search ---------------------------------------------------------------------------------
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from hpo.config import load_experiment
+    from hpo.console import console, log_to_file, search_progress, stdout
+    from hpo.resume import prepare_study
+    from hpo.runner import SearchAborted
+
+    experiment = load_experiment(args.experiment, args.overrides)
+    study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
+    study = prepare_study(experiment, study_dir, fresh=args.fresh)
+    handler = log_to_file(study.log_path)
+    study.acquire_driver_lock()
+    try:
+        log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
+        runner = _make_runner(experiment, study)
+        total = experiment.search.max_trials
+        with search_progress() as bar:
+            done = sum(1 for t in study.trials() if t.state.finished)
+            task = bar.add_task("search", total=total, completed=done, best="-")
+            runner.on_progress = lambda p: bar.update(
+                task, completed=p.finished, best="-" if p.best_value is None else f"{p.best_value:.4f}")
+            try:
+                summary = runner.run()
+            except SearchAborted as exc:
+                console.print(f"[bold red]{exc}[/]")
+                return 1
+        _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
+        stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
+        return 130 if summary.stopped_because == "interrupted" else 0
+    except Exception:
+        log.debug("search failed", exc_info=True)
+        raise
+    finally:
+        study.release_driver_lock()
+        study.close()
+        logging.getLogger("hpo").removeHandler(handler)
+        handler.close()
+
+
+def _make_runner(experiment, study):
+    from hpo.executors import make_executor
+    from hpo.runner import Runner
+    from hpo.search import make_searcher
+    from hpo.tensorboard_logs import write_hparams_config
+    from hpo.training.trainer import METRICS
+
+    search = experiment.search
+    if experiment.data.dataset in ("mnist", "digits", "synthetic") and search.objective not in METRICS:
+        raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
+                          key="search.objective", source=experiment.source)
+    try:
+        searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
+                                 direction=search.direction, min_budget=search.min_budget,
+                                 max_budget=search.max_budget, eta=search.eta, options=search.options)
+    except TypeError as exc:
+        raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
+                          source=experiment.source) from None
+    if not study.tensorboard_dir.exists():
+        write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
+    return Runner(experiment, study, searcher, make_executor(experiment))
+
+
+def _print_summary(study, objective: str, direction: str, summary) -> None:
+    from rich.table import Table
+
+    from hpo.console import stdout
+    trials = study.trials()
+    counts = {}
+    for t in trials:
+        counts[t.state.value] = counts.get(t.state.value, 0) + 1
+    stdout.print(f"stopped: {summary.stopped_because}; {summary.trials_finished_now} trial(s) finished in "
+                 f"{summary.wall_seconds:.1f}s; study: " +
+                 ", ".join(f"{n} {state}" for state, n in sorted(counts.items())), highlight=False)
+    done = [t for t in trials if t.value is not None]
+    sign = -1 if direction == "maximize" else 1
+    top = sorted(done, key=lambda t: (-t.budget, sign * t.value))[:5]
+    if top:
+        table = Table(title=f"top trials by {objective} ({direction})")
+        for column in ("trial", "budget", objective, "config"):
+            table.add_column(column)
+        for t in top:
+            table.add_row(str(t.trial_id), f"{t.budget:g}", f"{t.value:.4f}", _config_text(t.config))
+        stdout.print(table)
+    if summary.best is not None:
+        b = summary.best
+        stdout.print(f"best: trial {b.trial_id}, {objective}={b.value:.4f} at budget {b.budget:g}, "
+                     f"config {_config_text(b.config)}", highlight=False)
+
+
+def _config_text(config) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+
+
+# --- inspection -------------------------------------------------------------------------------
+
+def _open(study_dir: str):
+    from hpo.study import Study
+    return Study.open(Path(study_dir))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from hpo.console import stdout
+    study = _open(args.study_dir)
+    experiment = study.experiment()
+    objective = experiment["search"]["objective"]
+    table = Table(title=f"{experiment['name']}: {experiment['search']['algorithm']}, objective {objective}")
+    for column in ("trial", "state", "budget", "bracket", "rung", "continues", objective, "epochs", "attempts",
+                   "config / error"):
+        table.add_column(column)
+    for t in study.trials():
+        detail = t.error if t.error and t.state.value != "complete" else _config_text(t.config)
+        table.add_row(str(t.trial_id), t.state.value, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung),
+                      _dash(t.continues), "-" if t.value is None else f"{t.value:.4f}",
+                      f"{t.epochs_trained:g}", str(t.attempts), detail)
+    stdout.print(table)
+    return 0
+
+
+def _dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from hpo.console import stdout
+    study = _open(args.study_dir)
+    experiment = study.experiment()
+    search = experiment["search"]
+    best = study.best(search["direction"])
+    if best is None:
+        raise UserInputError(f"{args.study_dir}: no trial has completed yet")
+    record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
+              "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        stdout.print(f"trial {best.trial_id}: {search['objective']}={best.value:.4f} at budget {best.budget:g}",
+                     highlight=False)
+        for key, value in best.config.items():
+            stdout.print(f"  {key}: {value}", highlight=False)
+    return 0
+
+
+def export_rows(study) -> list[dict]:
+    """One record per trial, with its per-epoch metrics."""
+    by_trial: dict[int, list] = {}
+    for trial_id, epoch, metrics in study.epochs():
+        by_trial.setdefault(trial_id, []).append({"epoch": epoch, **metrics})
+    rows = []
+    for t in study.trials():
+        rows.append({"trial_id": t.trial_id, "lineage": t.lineage, "state": t.state.value, "budget": t.budget,
+                     "bracket": t.bracket, "rung": t.rung, "continues": t.continues, "value": t.value,
+                     "error": t.error, "epochs_trained": t.epochs_trained, "attempts": t.attempts,
+                     "duration_s": t.duration, "config": t.config, "epochs": by_trial.get(t.trial_id, [])})
+    return rows
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    study = _open(args.study_dir)
+    rows = export_rows(study)
+    if args.format == "json":
+        text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
+    else:
+        text = _csv_text(rows)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _csv_text(rows: list[dict]) -> str:
+    """One line per trial epoch (a trial without epochs still gets one line)."""
+    params = sorted({k for r in rows for k in r["config"]})
+    metrics = sorted({k for r in rows for e in r["epochs"] for k in e if k != "epoch"})
+    fixed = ["trial_id", "lineage", "state", "budget", "bracket", "rung", "continues", "value", "error",
+             "epochs_trained", "attempts", "duration_s"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fixed + [f"config.{p}" for p in params] + ["epoch"] + metrics)
+    writer.writeheader()
+    for r in rows:
+        base = {k: r[k] for k in fixed}
+        base.update({f"config.{p}": r["config"].get(p, "") for p in params})
+        for epoch in r["epochs"] or [{}]:
+            writer.writerow({**base, **epoch})
+    return out.getvalue()
+
+
+def cmd_tensorboard(args: argparse.Namespace) -> int:
+    study = _open(args.study_dir)
+    logdir = study.tensorboard_dir
+    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
+    log.info("running: %s", " ".join(command))
+    return subprocess.call(command)
+
+
+COMMANDS = {"search": cmd_search, "status": cmd_status, "best": cmd_best, "export": cmd_export,
+            "tensorboard": cmd_tensorboard}

@@ -1,0 +1,395 @@
+"""Experiment YAML -> a validated, frozen `Experiment`.
+
+Every error names the file, the line where it can be found, the key path and what was
+expected. Defaults fill everything optional so a three-line experiment is valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from hpo.errors import ConfigError, UserInputError, did_you_mean, one_of
+from hpo.space import SearchSpace
+
+DATASETS = ("mnist", "digits", "synthetic")
+BUILDERS = ("mlp", "cnn")
+ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb")
+COMPILE_MODES = ("auto", "xla", "graph", "eager")
+BACKENDS = ("inline",)
+DIRECTIONS = ("minimize", "maximize")
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+# Keys that may change when a study resumes: they are honoured, not ignored, and they do
+# not change what a finished trial means.
+RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_consecutive_failures",
+                     "execution", "output")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str
+    validation_split: float = 0.1
+    test_split: float = 0.1
+    limit: int | None = None          # cap on training examples, for quick runs
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    builder: str = "mlp"
+    params: Mapping[str, Any] = field(default_factory=dict)   # fixed builder arguments
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    algorithm: str = "hyperband"
+    objective: str = "val_accuracy"
+    direction: str = "maximize"
+    min_budget: float = 1.0
+    max_budget: float = 27.0
+    eta: float = 3.0
+    max_trials: int | None = 50
+    time_limit: float | None = None   # seconds
+    max_consecutive_failures: int = 10
+    options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    compile: str = "auto"
+    device: str = "auto"
+    batch_size: int = 64              # used when the space has no batch_size
+    optimizer: str = "adam"           # used when the space has no optimizer
+    learning_rate: float = 1e-3       # used when the space has no learning_rate
+    steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    backend: str = "inline"
+    workers: int | str = "auto"
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    dir: str | None = None            # default: runs/<name>
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    seed: int
+    data: DataConfig
+    model: ModelConfig
+    space: SearchSpace
+    search: SearchConfig
+    training: TrainingConfig
+    execution: ExecutionConfig
+    output: OutputConfig
+    source: str = "<dict>"
+
+    @property
+    def study_dir(self) -> Path:
+        return Path(self.output.dir or f"runs/{self.name}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-able form; also what the study stores and compares on resume."""
+        out: dict[str, Any] = {"name": self.name, "seed": self.seed}
+        for section in ("data", "model", "search", "training", "execution", "output"):
+            out[section] = _plain(dataclasses.asdict(getattr(self, section)))
+        out["space"] = self.space.to_dict()
+        return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 floats: PyYAML (YAML 1.1) reads `1e-3` as a string."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+def parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)
+
+
+# --- loading ------------------------------------------------------------------------------
+
+def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experiment:
+    path = Path(path)
+    if not path.exists():
+        raise UserInputError(f"{path}: experiment file not found (expected a YAML file such as "
+                             f"experiments/smoke.yaml)")
+    if path.is_dir():
+        raise UserInputError(f"{path}: is a folder; expected an experiment YAML file")
+    text = path.read_text()
+    try:
+        raw = parse_yaml(text)
+        lines = _key_lines(yaml.compose(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise UserInputError(f"{path}{where}: YAML syntax error: {exc.problem}") from None
+    raw = {} if raw is None else raw
+    raw = apply_overrides(raw, overrides)
+    try:
+        return experiment_from_dict(raw, source=str(path))
+    except ConfigError as err:
+        raise err.located(source=str(path), line=_line_for(err.key, lines)) from None
+
+
+def apply_overrides(raw: Any, overrides: Sequence[str]) -> dict[str, Any]:
+    """Apply `--set key.path=value` strings; the value is parsed as YAML (so 5, 1e-3, [a, b])."""
+    if not isinstance(raw, dict):
+        return raw
+    raw = _deep_copy(raw)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"expected key.path=value, got {item!r}", source="--set")
+        key, _, text = item.partition("=")
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise ConfigError(f"empty key in {item!r}", source="--set")
+        try:
+            value = parse_yaml(text)
+        except yaml.YAMLError:
+            value = text
+        node = raw
+        for i, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"cannot set inside '{'.'.join(parts[:i + 1])}', which is {child!r}",
+                                  source="--set", key=key)
+            node = child
+        node[parts[-1]] = value
+    return raw
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def _key_lines(node: Any, prefix: str = "") -> dict[str, int]:
+    """Map every key path in a composed YAML document to its 1-based line."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+            lines[path] = key_node.start_mark.line + 1
+            lines.update(_key_lines(value_node, path))
+    return lines
+
+
+def _line_for(key: str | None, lines: Mapping[str, int]) -> int | None:
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key.rpartition(".")[0]
+    return None
+
+
+# --- validation ---------------------------------------------------------------------------
+
+class _Section:
+    """Reads one mapping, checking types and refusing keys it was not asked about."""
+
+    def __init__(self, raw: Any, key: str, known: Sequence[str]):
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"expected a mapping, got {raw!r}", key=key or None)
+        self.raw, self.key = raw, key
+        for name in raw:
+            if name not in known:
+                raise ConfigError(f"unknown key '{name}'{did_you_mean(name, known)}; "
+                                  f"expected one of {one_of(known)}", key=self._path(str(name)))
+
+    def _path(self, name: str) -> str:
+        return f"{self.key}.{name}" if self.key else name
+
+    def get(self, name: str, kind: str, default: Any = None, *, required: bool = False,
+            choices: Sequence[str] | None = None, minimum: float | None = None,
+            maximum: float | None = None, custom_ok: bool = False) -> Any:
+        key = self._path(name)
+        if name not in self.raw or self.raw[name] is None:
+            if required:
+                raise ConfigError(f"missing required key; expected {_KIND_TEXT[kind]}", key=key)
+            return default
+        value = self.raw[name]
+        if not _is_kind(value, kind):
+            raise ConfigError(f"expected {_KIND_TEXT[kind]}, got {value!r}", key=key)
+        if kind == "number":
+            value = float(value)
+        if choices is not None and value not in choices:
+            if not (custom_ok and isinstance(value, str) and CUSTOM_REF.match(value)):
+                extra = " or a custom 'package.module:function'" if custom_ok else ""
+                raise ConfigError(f"expected one of {one_of(choices)}{extra}, got {value!r}"
+                                  f"{did_you_mean(value, choices)}", key=key)
+            _check_importable(value, key)
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"expected a value >= {minimum}, got {value!r}", key=key)
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"expected a value <= {maximum}, got {value!r}", key=key)
+        return value
+
+
+_KIND_TEXT = {"str": "a string", "int": "a whole number", "number": "a number",
+              "bool": "true or false", "mapping": "a mapping", "workers": "a whole number or 'auto'"}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "mapping":
+        return isinstance(value, Mapping)
+    if kind == "workers":
+        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
+    raise ValueError(kind)
+
+
+def _check_importable(ref: str, key: str) -> None:
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure is the user's to fix
+        raise ConfigError(f"cannot import module '{module_name}' for {ref!r}: {type(exc).__name__}: {exc}",
+                          key=key) from None
+    if not callable(getattr(module, attr, None)):
+        raise ConfigError(f"module '{module_name}' has no function '{attr}' (from {ref!r})", key=key)
+
+
+def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
+    top = _Section(raw, "", ["name", "seed", "data", "model", "space", "search", "training",
+                             "execution", "output"])
+    name = top.get("name", "str", required=True)
+    if not re.fullmatch(r"[\w.\-]+", name):
+        raise ConfigError(f"expected letters, digits, '-', '_' or '.', got {name!r}", key="name")
+
+    d = _Section(raw.get("data"), "data", ["dataset", "validation_split", "test_split", "limit", "options"])
+    data = DataConfig(
+        dataset=d.get("dataset", "str", required=True, choices=DATASETS, custom_ok=True),
+        validation_split=d.get("validation_split", "number", 0.1, minimum=0.01, maximum=0.9),
+        test_split=d.get("test_split", "number", 0.1, minimum=0.0, maximum=0.9),
+        limit=d.get("limit", "int", None, minimum=10),
+        options=dict(d.get("options", "mapping", {})),
+    )
+
+    m = _Section(raw.get("model"), "model", ["builder", "params"])
+    model = ModelConfig(builder=m.get("builder", "str", "mlp", choices=BUILDERS, custom_ok=True),
+                        params=dict(m.get("params", "mapping", {})))
+
+    if "space" not in raw:
+        raise ConfigError("missing required key; expected a mapping of parameters", key="space")
+    space = SearchSpace.from_dict(raw["space"])
+
+    s = _Section(raw.get("search"), "search", [f.name for f in dataclasses.fields(SearchConfig)])
+    objective = s.get("objective", "str", "val_accuracy")
+    default_direction = "maximize" if objective.endswith(("accuracy", "auc")) else "minimize"
+    search = SearchConfig(
+        algorithm=s.get("algorithm", "str", "hyperband", choices=ALGORITHMS),
+        objective=objective,
+        direction=s.get("direction", "str", default_direction, choices=DIRECTIONS),
+        min_budget=s.get("min_budget", "number", 1.0, minimum=1e-9),
+        max_budget=s.get("max_budget", "number", 27.0, minimum=1e-9),
+        eta=s.get("eta", "number", 3.0),
+        max_trials=s.get("max_trials", "int", 50, minimum=1),
+        time_limit=s.get("time_limit", "number", None, minimum=1),
+        max_consecutive_failures=s.get("max_consecutive_failures", "int", 10, minimum=1),
+        options=dict(s.get("options", "mapping", {})),
+    )
+    if search.min_budget > search.max_budget:
+        raise ConfigError(f"expected min_budget <= max_budget, got min_budget={search.min_budget:g} "
+                          f"and max_budget={search.max_budget:g}", key="search.min_budget")
+    if search.eta < 2:
+        raise ConfigError(f"expected eta >= 2 (the halving rate), got {search.eta:g}", key="search.eta")
+
+    t = _Section(raw.get("training"), "training", [f.name for f in dataclasses.fields(TrainingConfig)])
+    training = TrainingConfig(
+        compile=t.get("compile", "str", "auto", choices=COMPILE_MODES),
+        device=t.get("device", "str", "auto"),
+        batch_size=t.get("batch_size", "int", 64, minimum=1),
+        optimizer=t.get("optimizer", "str", "adam", choices=OPTIMIZERS),
+        learning_rate=t.get("learning_rate", "number", 1e-3, minimum=0),
+        steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
+    )
+    _check_space_values(space)
+
+    e = _Section(raw.get("execution"), "execution", ["backend", "workers"])
+    execution = ExecutionConfig(backend=e.get("backend", "str", "inline", choices=BACKENDS),
+                                workers=e.get("workers", "workers", "auto"))
+
+    o = _Section(raw.get("output"), "output", ["dir"])
+    output = OutputConfig(dir=o.get("dir", "str", None))
+
+    return Experiment(name=name, seed=top.get("seed", "int", 0), data=data, model=model, space=space,
+                      search=search, training=training, execution=execution, output=output,
+                      source=source)
+
+
+def _check_space_values(space: SearchSpace) -> None:
+    """Catch values the trainer would only reject mid-search."""
+    if "optimizer" in space.names:
+        param = space["optimizer"]
+        for value in getattr(param, "values", ()):
+            if value not in OPTIMIZERS:
+                raise ConfigError(f"expected optimizers from {one_of(OPTIMIZERS)}, got {value!r}"
+                                  f"{did_you_mean(value, OPTIMIZERS)}", key="space.optimizer.values")
+
+
+def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Lines like `search.eta: 3 -> 4` for every key whose value differs."""
+    flat_a, flat_b = _flatten(stored), _flatten(current)
+    lines = []
+    for key in sorted(set(flat_a) | set(flat_b)):
+        a, b = flat_a.get(key, "<absent>"), flat_b.get(key, "<absent>")
+        if a != b:
+            lines.append(f"{key}: {a!r} -> {b!r}")
+    return lines
+
+
+def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Differences that would change the meaning of finished trials."""
+    return [line for line in diff_experiments(stored, current)
+            if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
+                       for prefix in RESUMABLE_CHANGES)]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}

@@ -1,0 +1,57 @@
+"""Error types that decide how the CLI exits.
+
+`UserInputError` means the user can fix it (exit code 2, one paragraph, no traceback).
+Everything else is a bug or an environment failure and keeps its traceback in hpo.log.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class UserInputError(Exception):
+    """Bad input: a config file, a key, a value, a path. Exit code 2."""
+
+
+class ConfigError(UserInputError):
+    """A problem at one key of one file, with what was expected."""
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None,
+                 line: int | None = None):
+        self.message = message
+        self.key = key
+        self.source = source
+        self.line = line
+        super().__init__(self.__str__())
+
+    def located(self, *, source: str | None = None, line: int | None = None,
+                prefix: str | None = None) -> "ConfigError":
+        """The same error with file, line or a parent key path filled in."""
+        key = self.key
+        if prefix:
+            key = f"{prefix}.{key}" if key else prefix
+        return ConfigError(self.message, key=key, source=self.source or source,
+                           line=self.line if self.line is not None else line)
+
+    def __str__(self) -> str:
+        where = self.source or "<config>"
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.key:
+            where += f", key '{self.key}'"
+        return f"{where}: {self.message}"
+
+
+class TrialFailed(Exception):
+    """A trial could not produce a result (NaN loss, bad config); the search goes on."""
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' when a close option exists, else ''."""
+    matches = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+def one_of(options: Iterable[str]) -> str:
+    return ", ".join(f"'{o}'" for o in options)

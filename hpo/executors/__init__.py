@@ -1,0 +1,16 @@
+"""Executors run `TrainTask`s and stream `EpochDone` / `TrialDone` events back."""
+
+from __future__ import annotations
+
+from hpo.config import Experiment
+from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.executors.inline import InlineExecutor
+
+__all__ = ["EpochDone", "Event", "InlineExecutor", "TrialDone", "make_executor"]
+
+
+def make_executor(experiment: Experiment):
+    if experiment.execution.backend == "inline":
+        from hpo.training.setup import trainer_for
+        return InlineExecutor(lambda: trainer_for(experiment, slot=0))
+    raise ValueError(f"unknown execution backend {experiment.execution.backend!r}")

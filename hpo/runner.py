@@ -1,0 +1,212 @@
+"""The driver loop: ask the searcher, run the job, record everything, tell the searcher.
+
+The runner is the only place that sees both sides: it turns a searcher's `Job` into the
+trainer's `TrainTask` (epochs, checkpoints, TensorBoard run) and the trainer's reports
+back into a `TrialResult`. It is also the only writer of the study.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from hpo.config import Experiment
+from hpo.executors.base import EpochDone, TrialDone
+from hpo.resume import replay
+from hpo.search.base import Searcher
+from hpo.study import Study, TrialRow
+from hpo.tensorboard_logs import run_name
+from hpo.training.task import TrainTask
+from hpo.trial import Job, TrialResult, TrialState
+
+log = logging.getLogger("hpo.runner")
+
+
+class SearchAborted(RuntimeError):
+    """The search stopped itself (too many consecutive failures)."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    finished: int
+    total: int | None
+    best_value: float | None
+    running: list[int]
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    trials_finished_now: int
+    stopped_because: str
+    best: TrialRow | None
+    wall_seconds: float
+
+
+class Executor(Protocol):
+    def free_slots(self) -> int: ...
+    def running(self) -> list[int]: ...
+    def submit(self, task: TrainTask) -> None: ...
+    def next_event(self): ...
+    def cancel(self, trial_id: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def epochs_for(budget: float) -> int:
+    """Budgets are floats; Keras trains whole epochs."""
+    return max(1, int(round(budget)))
+
+
+class Runner:
+    def __init__(self, experiment: Experiment, study: Study, searcher: Searcher, executor: Executor,
+                 on_progress: Callable[[Progress], None] | None = None):
+        self.experiment = experiment
+        self.study = study
+        self.searcher = searcher
+        self.executor = executor
+        self.on_progress = on_progress or (lambda progress: None)
+        self._jobs: dict[int, Job] = {}
+        self._last_epoch: dict[int, dict[str, float]] = {}
+        self._consecutive_failures = 0
+        self._last_error: str | None = None
+
+    # --- the loop -----------------------------------------------------------------------
+    def run(self) -> SearchSummary:
+        started = time.monotonic()
+        search = self.experiment.search
+        queue = replay(self.study, self.searcher)
+        if queue:
+            log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
+                     ", ".join(str(j.trial_id) for j in queue))
+        finished_now = 0
+        stopped = "max_trials"
+        try:
+            while True:
+                if search.time_limit is not None and time.monotonic() - started > search.time_limit:
+                    stopped = "time_limit"
+                    self._interrupt_running("time limit reached")
+                    break
+                while self.executor.free_slots() > 0:
+                    job = queue.pop(0) if queue else self._ask()
+                    if job is None:
+                        break
+                    self._submit(job)
+                if not self.executor.running():
+                    if not queue and self._asked() >= (search.max_trials or math.inf):
+                        stopped = "max_trials"
+                    else:
+                        stopped = "searcher finished"
+                    break
+                event = self.executor.next_event()
+                if isinstance(event, EpochDone):
+                    self._on_epoch(event)
+                else:
+                    self._on_done(event)
+                    finished_now += 1
+                    self._report_progress(started)
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+            self._interrupt_running("interrupted by the user (Ctrl-C)")
+        finally:
+            self.executor.close()
+        return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
+                             best=self.study.best(search.direction), wall_seconds=time.monotonic() - started)
+
+    def _asked(self) -> int:
+        return self.searcher.n_asked
+
+    def _ask(self) -> Job | None:
+        if self._asked() >= (self.experiment.search.max_trials or math.inf):
+            return None
+        job = self.searcher.ask()
+        if job is not None:
+            self.study.record_ask(job)
+        return job
+
+    # --- job <-> task -------------------------------------------------------------------
+    def _submit(self, job: Job) -> None:
+        lineage = self._lineage(job)
+        start_epoch = 0
+        checkpoint_in = None
+        if job.continues is not None:
+            parent = self.study.trial(job.continues)
+            start_epoch = epochs_for(parent.budget)
+            checkpoint_in = str(self._checkpoint(job.continues))
+        end_epoch = max(epochs_for(job.budget), start_epoch + 1)
+        hparams = {**job.config, "trial_id": run_name(lineage), "budget": float(end_epoch),
+                   "bracket": -1 if job.bracket is None else job.bracket,
+                   "rung": -1 if job.rung is None else job.rung}
+        task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,
+                         end_epoch=end_epoch, seed=self._trial_seed(lineage),
+                         checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
+                         tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
+                         hparams=hparams, objective=self.experiment.search.objective)
+        self._jobs[job.trial_id] = job
+        self.study.mark_running(job.trial_id)
+        log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
+        self.executor.submit(task)
+
+    def _lineage(self, job: Job) -> int:
+        row = self.study.trial(job.trial_id)
+        return row.lineage if row is not None else job.trial_id
+
+    def _checkpoint(self, trial_id: int):
+        return self.study.checkpoint_dir / f"trial_{trial_id:04d}.npz"
+
+    def _trial_seed(self, lineage: int) -> int:
+        # One seed per configuration lineage: a promotion continues the same shuffling stream.
+        return zlib.crc32(f"{self.experiment.seed}:{lineage}".encode()) & 0x7FFFFFFF
+
+    # --- events -------------------------------------------------------------------------
+    def _on_epoch(self, event: EpochDone) -> None:
+        report = event.report
+        self.study.record_epoch(report.trial_id, report.epoch, report.metrics)
+        self._last_epoch[report.trial_id] = dict(report.metrics)
+
+    def _on_done(self, event: TrialDone) -> None:
+        job = self._jobs.pop(event.trial_id)
+        metrics = self._last_epoch.pop(event.trial_id, {})
+        objective = self.experiment.search.objective
+        if event.error is None and objective in metrics:
+            result = TrialResult(value=float(metrics[objective]), metrics=metrics)
+            self._consecutive_failures = 0
+            log.info("trial %d finished: %s=%.4f at budget %g %s", job.trial_id, objective,
+                     result.value, job.budget, _short_config(job.config))
+        else:
+            error = event.error or f"no {objective!r} was reported"
+            result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=error)
+            self._consecutive_failures += 1
+            self._last_error = error
+            log.warning("trial %d failed: %s", job.trial_id, error)
+            if event.traceback:
+                log.debug("trial %d traceback:\n%s", job.trial_id, event.traceback)
+        self.study.record_result(job, result, epochs_trained=event.epochs_trained)
+        self.searcher.tell(job, result)
+        limit = self.experiment.search.max_consecutive_failures
+        if self._consecutive_failures >= limit:
+            raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
+                                f"{self._last_error}")
+
+    def _interrupt_running(self, reason: str) -> None:
+        for trial_id in self.executor.running():
+            self.executor.cancel(trial_id)
+            self.study.mark_interrupted(trial_id, reason)
+            log.warning("trial %d interrupted: %s; it will rerun on resume", trial_id, reason)
+
+    def _report_progress(self, started: float) -> None:
+        best = self.study.best(self.experiment.search.direction)
+        finished = sum(1 for t in self.study.trials() if t.state.finished)
+        self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
+                                  best_value=best.value if best else None,
+                                  running=self.executor.running(), elapsed=time.monotonic() - started))
+
+
+def _short_config(config) -> str:
+    parts = []
+    for key, value in config.items():
+        parts.append(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}")
+    return "{" + ", ".join(parts) + "}"

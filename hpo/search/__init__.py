@@ -1,0 +1,33 @@
+"""Searchers: pure numpy, seeded, ask/tell over any objective. No TensorFlow here.
+
+    from hpo.search import BOHB
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
+    job = searcher.ask(); searcher.tell(job, 0.42)
+"""
+
+from hpo.search.asha import ASHA, AsyncHyperband
+from hpo.search.base import ConfigSampler, Searcher
+from hpo.search.hyperband import Hyperband
+from hpo.search.random_search import RandomSearch
+from hpo.search.schedule import hyperband_brackets, rung_budgets
+from hpo.trial import Job, TrialResult, TrialState
+
+__all__ = ["ASHA", "AsyncHyperband", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
+           "TrialResult", "TrialState", "hyperband_brackets", "rung_budgets", "make_searcher"]
+
+
+def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
+                  max_budget: float, eta: float, options=None) -> Searcher:
+    """Build a searcher by its config name (`search.algorithm`)."""
+    options = dict(options or {})
+    common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
+    registry = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
+                "async_hyperband": AsyncHyperband}
+    try:
+        from hpo.search.bohb import BOHB  # noqa: F401  (present once BOHB lands)
+        registry["bohb"] = BOHB
+    except ImportError:
+        pass
+    if algorithm not in registry:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(registry)}")
+    return registry[algorithm](space, **common, **options)

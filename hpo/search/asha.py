@@ -1,0 +1,90 @@
+"""Asynchronous successive halving (Li et al., MLSys 2020) and asynchronous Hyperband.
+
+ASHA never waits: whenever a worker is free it promotes a config that is in the top
+1/eta of its rung and not yet promoted, looking from the highest rung down, and
+otherwise starts a new config at the bottom rung. Async Hyperband runs one ASHA bracket
+per Hyperband bracket (each starting at a higher minimum budget) in round-robin.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpo.search.base import Searcher
+from hpo.search.schedule import rung_budgets
+from hpo.trial import Job
+
+
+@dataclass
+class _Record:
+    trial_id: int
+    config: dict[str, Any]
+    loss: float
+
+
+@dataclass
+class _AshaBracket:
+    index: int
+    budgets: list[float]                                             # rung budgets, bottom first
+    finished: list[list[_Record]] = field(default_factory=list)     # per rung
+    promoted: list[set[int]] = field(default_factory=list)          # trial ids promoted out of each rung
+    rung_of: dict[int, int] = field(default_factory=dict)           # issued trial id -> rung
+
+    def __post_init__(self):
+        self.finished = [[] for _ in self.budgets]
+        self.promoted = [set() for _ in self.budgets]
+
+
+def promotable(records: list[_Record], already: set[int], eta: float) -> _Record | None:
+    """The best record among the top floor(n / eta) of a rung that was not promoted yet."""
+    ok = sorted((r for r in records if math.isfinite(r.loss)), key=lambda r: (r.loss, r.trial_id))
+    top = ok[: int(len(records) // eta)]
+    return next((r for r in top if r.trial_id not in already), None)
+
+
+class ASHA(Searcher):
+    """`brackets=1` is ASHA proper; more brackets give asynchronous Hyperband."""
+
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, brackets: int = 1, sampler=None):
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
+                         max_budget=max_budget, eta=eta, sampler=sampler)
+        budgets = rung_budgets(self.min_budget, self.max_budget, self.eta)
+        if not 1 <= brackets <= len(budgets):
+            raise ValueError(f"brackets must be between 1 and {len(budgets)} for these budgets, got {brackets}")
+        self._brackets = [_AshaBracket(index=b, budgets=budgets[b:]) for b in range(brackets)]
+        self._turn = 0
+
+    def _next_job(self) -> Job:
+        bracket = self._brackets[self._turn % len(self._brackets)]
+        self._turn += 1
+        for rung in range(len(bracket.budgets) - 2, -1, -1):
+            record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta)
+            if record is not None:
+                bracket.promoted[rung].add(record.trial_id)
+                return self._issue(bracket, rung + 1, record.config, continues=record.trial_id)
+        return self._issue(bracket, 0, self._propose(bracket.budgets[0]))
+
+    def _issue(self, bracket: _AshaBracket, rung: int, config: dict[str, Any],
+               continues: int | None = None) -> Job:
+        job = self._new_job(config, bracket.budgets[rung], continues=continues,
+                            bracket=bracket.index, rung=rung)
+        bracket.rung_of[job.trial_id] = rung
+        return job
+
+    def _on_result(self, job: Job, loss: float) -> None:
+        bracket = self._brackets[job.bracket]
+        rung = bracket.rung_of.pop(job.trial_id)
+        bracket.finished[rung].append(_Record(job.trial_id, dict(job.config), loss))
+
+
+class AsyncHyperband(ASHA):
+    """Asynchronous Hyperband: every Hyperband bracket as an ASHA bracket, in round-robin."""
+
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, sampler=None):
+        n_brackets = len(rung_budgets(min_budget, max_budget, eta))
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
+                         max_budget=max_budget, eta=eta, brackets=n_brackets, sampler=sampler)

@@ -1,0 +1,120 @@
+"""The ask/tell protocol every searcher implements.
+
+A searcher decides *what* to evaluate (`Job.config`) and *how much* (`Job.budget`). It
+never sees Keras: results come back as `TrialResult`s or plain floats. Internally every
+searcher minimises a loss; `direction="maximize"` negates values on the way in.
+
+Determinism: all randomness comes from one `numpy.random.Generator` seeded at
+construction, and every state change happens in `ask` or `tell`. Replaying the same
+sequence of asks and tells therefore rebuilds the same state, which is how studies resume.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpo.space import SearchSpace
+from hpo.trial import Job, TrialResult
+
+DIRECTIONS = ("minimize", "maximize")
+
+
+class ConfigSampler:
+    """Proposes new configurations. The default draws uniformly; BOHB swaps in a model."""
+
+    def __init__(self, space: SearchSpace):
+        self.space = space
+
+    def propose(self, rng: np.random.Generator, budget: float,
+                pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+        return self.space.sample(rng)
+
+    def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
+        """Called for every finished job; a model-free sampler ignores it."""
+
+
+class Searcher(abc.ABC):
+    """Base class: trial ids, pending jobs, direction handling and the finished history."""
+
+    def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
+                 direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
+                 eta: float = 3.0, sampler: ConfigSampler | None = None):
+        self.space = space if isinstance(space, SearchSpace) else SearchSpace.from_dict(space)
+        if direction not in DIRECTIONS:
+            raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
+        if not (0 < min_budget <= max_budget):
+            raise ValueError(f"need 0 < min_budget <= max_budget, got {min_budget} and {max_budget}")
+        if eta < 2:
+            raise ValueError(f"eta must be >= 2, got {eta}")
+        self.seed = seed
+        self.direction = direction
+        self.min_budget = float(min_budget)
+        self.max_budget = float(max_budget)
+        self.eta = float(eta)
+        self.rng = np.random.default_rng(seed)
+        self.sampler = sampler or ConfigSampler(self.space)
+        self.pending: dict[int, Job] = {}
+        self.history: list[tuple[Job, TrialResult]] = []
+        self._next_trial_id = 0
+
+    # --- the protocol -------------------------------------------------------------------
+    def ask(self) -> Job | None:
+        """The next job, or None when the searcher must wait for pending jobs first."""
+        job = self._next_job()
+        if job is not None:
+            self.pending[job.trial_id] = job
+        return job
+
+    def tell(self, job: Job, result: TrialResult | float) -> None:
+        """Report a job's outcome: a float (the objective) or a TrialResult."""
+        if job.trial_id not in self.pending:
+            raise KeyError(f"trial {job.trial_id} was not asked by this searcher or was already told")
+        result = TrialResult.coerce(result)
+        del self.pending[job.trial_id]
+        self.history.append((job, result))
+        loss = self.loss_of(result)
+        if math.isfinite(loss):
+            self.sampler.observe(job.config, job.budget, loss)
+        self._on_result(job, loss)
+
+    @property
+    def n_asked(self) -> int:
+        """How many jobs this searcher has handed out."""
+        return self._next_trial_id
+
+    # --- helpers for subclasses ---------------------------------------------------------
+    def loss_of(self, result: TrialResult) -> float:
+        """The value to minimise; failed trials rank last."""
+        if not result.ok:
+            return math.inf
+        return float(result.value) if self.direction == "minimize" else -float(result.value)
+
+    def _new_job(self, config: Mapping[str, Any], budget: float, *, continues: int | None = None,
+                 bracket: int | None = None, rung: int | None = None) -> Job:
+        job = Job(trial_id=self._next_trial_id, config=dict(config), budget=float(budget),
+                  continues=continues, bracket=bracket, rung=rung)
+        self._next_trial_id += 1
+        return job
+
+    def _propose(self, budget: float) -> dict[str, Any]:
+        return self.sampler.propose(self.rng, budget, [j.config for j in self.pending.values()])
+
+    @abc.abstractmethod
+    def _next_job(self) -> Job | None: ...
+
+    def _on_result(self, job: Job, loss: float) -> None:
+        """Scheduling reaction to a finished job (promotions and the like)."""
+
+    # --- reporting ----------------------------------------------------------------------
+    @property
+    def best(self) -> tuple[Job, TrialResult] | None:
+        """The best finished job at the largest budget reached by any successful job."""
+        ok = [(j, r) for j, r in self.history if r.ok]
+        if not ok:
+            return None
+        top_budget = max(j.budget for j, _ in ok)
+        return min(((j, r) for j, r in ok if j.budget == top_budget), key=lambda jr: self.loss_of(jr[1]))

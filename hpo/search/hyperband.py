@@ -1,0 +1,93 @@
+"""Synchronous Hyperband (Li et al., JMLR 2018).
+
+Brackets run in the published order. Inside a bracket, successive halving promotes the
+best 1/eta of a rung once the whole rung has finished; a promotion is a new job that
+`continues` the promoted trial, so the trainer only trains the budget increment. When
+every open bracket waits on running jobs, the next bracket opens (as HpBandSter does),
+so extra workers are not left idle; with one worker the order is exactly the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpo.search.base import Searcher
+from hpo.search.schedule import Bracket, hyperband_brackets
+from hpo.trial import Job
+
+
+@dataclass
+class _BracketRun:
+    plan: Bracket
+    rung: int = 0
+    to_sample: int = 0
+    promotions: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (trial id, config)
+    issued: dict[int, dict[str, Any]] = field(default_factory=dict)            # current rung's jobs
+    losses: dict[int, float] = field(default_factory=dict)                     # current rung's results
+
+    @property
+    def rung_complete(self) -> bool:
+        return (self.to_sample == 0 and not self.promotions
+                and len(self.losses) == len(self.issued))
+
+    @property
+    def done(self) -> bool:
+        return self.rung == len(self.plan.rungs) - 1 and self.rung_complete
+
+
+class Hyperband(Searcher):
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, sampler=None):
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
+                         max_budget=max_budget, eta=eta, sampler=sampler)
+        self.brackets = hyperband_brackets(self.min_budget, self.max_budget, self.eta)
+        self._open: list[_BracketRun] = []
+        self._brackets_started = 0
+
+    def _start_bracket(self) -> _BracketRun:
+        plan = self.brackets[self._brackets_started % len(self.brackets)]
+        self._brackets_started += 1
+        run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
+        self._open.append(run)
+        return run
+
+    def _next_job(self) -> Job | None:
+        for run in self._open:
+            job = self._job_from(run)
+            if job is not None:
+                return job
+        return self._job_from(self._start_bracket())
+
+    def _job_from(self, run: _BracketRun) -> Job | None:
+        rung = run.plan.rungs[run.rung]
+        if run.to_sample > 0:
+            run.to_sample -= 1
+            job = self._new_job(self._propose(rung.budget), rung.budget, bracket=run.plan.s, rung=run.rung)
+        elif run.promotions:
+            parent_id, config = run.promotions.pop(0)
+            job = self._new_job(config, rung.budget, continues=parent_id, bracket=run.plan.s, rung=run.rung)
+        else:
+            return None
+        run.issued[job.trial_id] = dict(job.config)
+        return job
+
+    def _on_result(self, job: Job, loss: float) -> None:
+        run = next((r for r in self._open if job.trial_id in r.issued), None)
+        if run is None:
+            return
+        run.losses[job.trial_id] = loss
+        if run.done:
+            self._open.remove(run)
+        elif run.rung_complete:
+            self._promote(run)
+
+    def _promote(self, run: _BracketRun) -> None:
+        next_rung = run.rung + 1
+        keep = run.plan.rungs[next_rung].n_configs
+        ranked = sorted((loss, trial_id) for trial_id, loss in run.losses.items() if math.isfinite(loss))
+        run.promotions = [(trial_id, run.issued[trial_id]) for _, trial_id in ranked[:keep]]
+        run.rung, run.issued, run.losses = next_rung, {}, {}
+        if not run.promotions:  # every config of the rung failed: nothing left to grow
+            self._open.remove(run)

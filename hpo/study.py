@@ -1,0 +1,329 @@
+"""The study store: one SQLite file, the single source of truth of a search.
+
+Only the driver writes. Every ask and every tell goes into an append-only event log in
+the same transaction as the trial row it changes, so a kill between two writes leaves
+the two consistent, and replaying the log rebuilds the searcher exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from hpo.errors import UserInputError
+from hpo.trial import Job, TrialResult, TrialState
+
+SCHEMA_VERSION = 1
+DB_NAME = "study.sqlite"
+LOCK_NAME = "study.lock"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trials (
+    trial_id INTEGER PRIMARY KEY,
+    lineage INTEGER NOT NULL,          -- first trial of this config; names its TensorBoard run
+    config TEXT NOT NULL,
+    budget REAL NOT NULL,
+    continues INTEGER,
+    bracket INTEGER,
+    rung INTEGER,
+    state TEXT NOT NULL,
+    value REAL,
+    metrics TEXT,
+    error TEXT,
+    epochs_trained REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS epochs (
+    trial_id INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    metrics TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (trial_id, epoch)
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,                -- 'ask' | 'tell'
+    trial_id INTEGER NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS compile_choices (
+    signature TEXT PRIMARY KEY,
+    mode TEXT NOT NULL,
+    detail TEXT
+);
+"""
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    trial_id: int
+    lineage: int
+    config: dict[str, Any]
+    budget: float
+    continues: int | None
+    bracket: int | None
+    rung: int | None
+    state: TrialState
+    value: float | None
+    metrics: dict[str, float]
+    error: str | None
+    epochs_trained: float
+    attempts: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+    @property
+    def job(self) -> Job:
+        return Job(trial_id=self.trial_id, config=self.config, budget=self.budget,
+                   continues=self.continues, bracket=self.bracket, rung=self.rung)
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
+
+
+class Study:
+    def __init__(self, directory: Path, connection: sqlite3.Connection):
+        self.dir = Path(directory)
+        self._db = connection
+
+    # --- opening ------------------------------------------------------------------------
+    @classmethod
+    def create(cls, directory: str | Path, experiment: Mapping[str, Any]) -> "Study":
+        directory = Path(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe = directory / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise UserInputError(f"{directory}: cannot write the study folder there ({exc.strerror}); "
+                                 f"choose another with --study-dir or output.dir") from None
+        if (directory / DB_NAME).exists():
+            raise FileExistsError(directory / DB_NAME)
+        study = cls(directory, _connect(directory / DB_NAME))
+        study._db.executescript(_SCHEMA)
+        with study._transaction() as db:
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            db.execute("INSERT INTO meta VALUES ('experiment', ?)", (json.dumps(experiment, sort_keys=True),))
+            db.execute("INSERT INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
+        return study
+
+    @classmethod
+    def open(cls, directory: str | Path) -> "Study":
+        directory = Path(directory)
+        path = directory / DB_NAME
+        if not path.exists():
+            raise UserInputError(f"{directory}: no study here (expected {path}); run `hpo search` first")
+        try:
+            db = _connect(path)
+            version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            db.execute("SELECT count(*) FROM trials").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise UserInputError(f"{path}: not a readable study database ({exc}); it was left untouched. "
+                                 f"Move it away or use --fresh with another --study-dir") from None
+        if version is None or int(version[0]) != SCHEMA_VERSION:
+            raise UserInputError(f"{path}: study schema version {version and version[0]} is not the "
+                                 f"supported version {SCHEMA_VERSION}")
+        return cls(directory, db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # --- folders ------------------------------------------------------------------------
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.dir / "tensorboard"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.dir / "checkpoints"
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "hpo.log"
+
+    # --- metadata -----------------------------------------------------------------------
+    def experiment(self) -> dict[str, Any]:
+        row = self._db.execute("SELECT value FROM meta WHERE key='experiment'").fetchone()
+        return json.loads(row[0])
+
+    def replace_experiment(self, experiment: Mapping[str, Any]) -> None:
+        """Store the resumable parts that changed (max_trials, execution, ...)."""
+        with self._transaction() as db:
+            db.execute("UPDATE meta SET value=? WHERE key='experiment'", (json.dumps(experiment, sort_keys=True),))
+
+    # --- writes -------------------------------------------------------------------------
+    def record_ask(self, job: Job) -> int:
+        """Insert the trial and its 'ask' event; returns the lineage (TensorBoard run) id."""
+        lineage = job.trial_id
+        if job.continues is not None:
+            row = self._db.execute("SELECT lineage FROM trials WHERE trial_id=?", (job.continues,)).fetchone()
+            if row is not None:
+                lineage = row[0]
+        with self._transaction() as db:
+            db.execute("INSERT INTO trials (trial_id, lineage, config, budget, continues, bracket, rung, state,"
+                       " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                       (job.trial_id, lineage, json.dumps(dict(job.config), sort_keys=True), job.budget,
+                        job.continues, job.bracket, job.rung, TrialState.PENDING.value, time.time()))
+            db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('ask', ?, ?)",
+                       (job.trial_id, json.dumps(job.to_dict(), sort_keys=True)))
+        return lineage
+
+    def mark_running(self, trial_id: int) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE trials SET state=?, started_at=?, attempts=attempts+1, error=NULL "
+                       "WHERE trial_id=?", (TrialState.RUNNING.value, time.time(), trial_id))
+            # A rerun starts its epochs afresh from the parent's checkpoint.
+            db.execute("DELETE FROM epochs WHERE trial_id=?", (trial_id,))
+
+    def record_epoch(self, trial_id: int, epoch: int, metrics: Mapping[str, float]) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO epochs VALUES (?,?,?,?)",
+                       (trial_id, epoch, json.dumps(_finite(metrics)), time.time()))
+
+    def record_result(self, job: Job, result: TrialResult, epochs_trained: float = 0.0) -> None:
+        """Finish a trial and append its 'tell' event atomically."""
+        value = result.value if result.value is not None and math.isfinite(result.value) else None
+        with self._transaction() as db:
+            db.execute("UPDATE trials SET state=?, value=?, metrics=?, error=?, epochs_trained=?, finished_at=? "
+                       "WHERE trial_id=?",
+                       (result.state.value, value, json.dumps(_finite(result.metrics)), result.error,
+                        epochs_trained, time.time(), job.trial_id))
+            db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('tell', ?, ?)",
+                       (job.trial_id, json.dumps(result.to_dict(), sort_keys=True)))
+
+    def mark_interrupted(self, trial_id: int, reason: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE trials SET state=?, error=? WHERE trial_id=? AND state IN (?, ?)",
+                       (TrialState.INTERRUPTED.value, reason, trial_id, TrialState.RUNNING.value,
+                        TrialState.PENDING.value))
+
+    def set_compile_choice(self, signature: str, mode: str, detail: Mapping[str, Any]) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO compile_choices VALUES (?,?,?)",
+                       (signature, mode, json.dumps(detail)))
+
+    def compile_choices(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT signature, mode FROM compile_choices").fetchall())
+
+    # --- reads --------------------------------------------------------------------------
+    def events(self) -> list[tuple[str, int, dict[str, Any]]]:
+        rows = self._db.execute("SELECT kind, trial_id, payload FROM events ORDER BY seq").fetchall()
+        return [(kind, trial_id, json.loads(payload)) for kind, trial_id, payload in rows]
+
+    def trials(self) -> list[TrialRow]:
+        rows = self._db.execute("SELECT trial_id, lineage, config, budget, continues, bracket, rung, state, value,"
+                                " metrics, error, epochs_trained, attempts, created_at, started_at, finished_at"
+                                " FROM trials ORDER BY trial_id").fetchall()
+        return [TrialRow(trial_id=r[0], lineage=r[1], config=json.loads(r[2]), budget=r[3], continues=r[4],
+                         bracket=r[5], rung=r[6], state=TrialState(r[7]), value=r[8],
+                         metrics=json.loads(r[9]) if r[9] else {}, error=r[10], epochs_trained=r[11],
+                         attempts=r[12], created_at=r[13], started_at=r[14], finished_at=r[15])
+                for r in rows]
+
+    def trial(self, trial_id: int) -> TrialRow | None:
+        return next((t for t in self.trials() if t.trial_id == trial_id), None)
+
+    def epochs(self, trial_id: int | None = None) -> list[tuple[int, int, dict[str, float]]]:
+        query = "SELECT trial_id, epoch, metrics FROM epochs"
+        args: tuple = ()
+        if trial_id is not None:
+            query += " WHERE trial_id=?"
+            args = (trial_id,)
+        rows = self._db.execute(query + " ORDER BY trial_id, epoch", args).fetchall()
+        return [(t, e, json.loads(m)) for t, e, m in rows]
+
+    def best(self, direction: str) -> TrialRow | None:
+        """Best complete trial, preferring the largest budget any complete trial reached."""
+        done = [t for t in self.trials() if t.state == TrialState.COMPLETE and t.value is not None]
+        if not done:
+            return None
+        top = max(t.budget for t in done)
+        candidates = [t for t in done if t.budget == top]
+        sign = -1.0 if direction == "maximize" else 1.0
+        return min(candidates, key=lambda t: (sign * t.value, t.trial_id))
+
+    # --- the one-driver lock --------------------------------------------------------------
+    def acquire_driver_lock(self) -> None:
+        """Refuse a second driver; take over a lock whose process is gone."""
+        path = self.dir / LOCK_NAME
+        while True:
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                holder = _read_pid(path)
+                if holder is not None and holder != os.getpid() and _pid_alive(holder):
+                    raise UserInputError(f"{self.dir}: this study is being run by process {holder} "
+                                         f"(lock file {path}); wait for it or stop it first") from None
+                path.unlink(missing_ok=True)  # stale: its process is dead
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(str(os.getpid()))
+            return
+
+    def release_driver_lock(self) -> None:
+        path = self.dir / LOCK_NAME
+        if _read_pid(path) == os.getpid():
+            path.unlink(missing_ok=True)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, timeout=30)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process kills
+    return db
+
+
+def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
+    out = {}
+    for k, v in metrics.items():
+        v = float(v)
+        out[k] = v if math.isfinite(v) else None
+    return out
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); treat it as dead.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True

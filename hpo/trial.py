@@ -1,0 +1,89 @@
+"""The typed records that cross the searcher / runner / trainer boundaries.
+
+Nothing here imports TensorFlow: searchers, the study store and the runner all share these.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class TrialState(str, enum.Enum):
+    PENDING = "pending"          # asked, not yet started
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C, a time limit or a crash; rerun on resume
+
+    @property
+    def finished(self) -> bool:
+        return self in (TrialState.COMPLETE, TrialState.FAILED)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work a searcher hands out: train `config` up to `budget`.
+
+    `continues` is the trial id whose checkpoint this job picks up from (a promotion), so
+    only the budget increment is trained. `bracket` and `rung` place the job in a
+    Hyperband-style schedule; plain searchers leave them None.
+    """
+
+    trial_id: int
+    config: Mapping[str, Any]
+    budget: float
+    continues: int | None = None
+    bracket: int | None = None
+    rung: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial_id": self.trial_id, "config": dict(self.config), "budget": self.budget,
+                "continues": self.continues, "bracket": self.bracket, "rung": self.rung}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Job":
+        return cls(trial_id=int(data["trial_id"]), config=dict(data["config"]),
+                   budget=float(data["budget"]), continues=data.get("continues"),
+                   bracket=data.get("bracket"), rung=data.get("rung"))
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """What a searcher is told about a finished job.
+
+    `value` is the objective in the user's direction (the searcher converts it);
+    None or non-finite means the trial produced no usable value.
+    """
+
+    value: float | None
+    state: TrialState = TrialState.COMPLETE
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @classmethod
+    def coerce(cls, result: "TrialResult | float | int | None") -> "TrialResult":
+        if isinstance(result, TrialResult):
+            return result
+        if result is None:
+            return cls(value=None, state=TrialState.FAILED, error="objective returned None")
+        value = float(result)
+        if not math.isfinite(value):
+            return cls(value=None, state=TrialState.FAILED, error=f"objective was {value}")
+        return cls(value=value)
+
+    @property
+    def ok(self) -> bool:
+        return (self.state == TrialState.COMPLETE and self.value is not None
+                and math.isfinite(self.value))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "state": self.state.value, "metrics": dict(self.metrics),
+                "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
+        return cls(value=data.get("value"), state=TrialState(data["state"]),
+                   metrics=dict(data.get("metrics") or {}), error=data.get("error"))
