@@ -20,7 +20,7 @@ from hpo.space import SearchSpace
 
 DATASETS = ("mnist", "digits", "synthetic")
 BUILDERS = ("mlp", "cnn")
-ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb")
+ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb")
 COMPILE_MODES = ("auto", "xla", "graph", "eager")
 BACKENDS = ("inline",)
 DIRECTIONS = ("minimize", "maximize")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import logging
 import socket
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ def _keras_mnist() -> tuple[np.ndarray, np.ndarray, str]:
     socket.setdefaulttimeout(NETWORK_TIMEOUT_S)
     try:
         import keras
-        with contextlib.redirect_stdout(None):  # keras prints a download line we log ourselves
+        with contextlib.redirect_stdout(io.StringIO()):  # keras prints a download line; we log our own
             (x_tr, y_tr), (x_te, y_te) = keras.datasets.mnist.load_data()
     finally:
         socket.setdefaulttimeout(previous)

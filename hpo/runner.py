@@ -144,7 +144,7 @@ class Runner:
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
-                         hparams=hparams, objective=self.experiment.search.objective)
+                         hparams=hparams, objective=self.experiment.search.objective, budget=job.budget)
         self._jobs[job.trial_id] = job
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)

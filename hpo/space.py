@@ -81,7 +81,7 @@ class IntParam(Param):
         u = min(max(float(u), 0.0), 1.0)
         lo, hi = self._edges()
         x = lo + u * (hi - lo)
-        value = round(math.exp(x)) if self.log else round(x)
+        value = math.floor((math.exp(x) if self.log else x) + 0.5)  # not round(): no banker's rounding
         return int(min(max(value, self.low), self.high))
 
     def to_unit(self, value: Any) -> float:
@@ -147,6 +147,11 @@ class SearchSpace:
                         raise ConfigError(f"'when' value {value!r} is not a possible value of '{parent}'",
                                           key=f"space.{p.name}.when.{parent}")
         return cls(params)
+
+    @classmethod
+    def coerce(cls, space: "SearchSpace | Mapping[str, Any]") -> "SearchSpace":
+        """Accept a SearchSpace or the same dict as the YAML `space:`."""
+        return space if isinstance(space, SearchSpace) else cls.from_dict(space)
 
     def to_dict(self) -> dict[str, Any]:
         return {p.name: p.to_dict() for p in self.params}

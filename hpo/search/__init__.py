@@ -7,12 +7,13 @@
 
 from hpo.search.asha import ASHA, AsyncHyperband
 from hpo.search.base import ConfigSampler, Searcher
+from hpo.search.bohb import BOHB, AsyncBOHB, KDESampler
 from hpo.search.hyperband import Hyperband
 from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.trial import Job, TrialResult, TrialState
 
-__all__ = ["ASHA", "AsyncHyperband", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
+__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
            "TrialResult", "TrialState", "hyperband_brackets", "rung_budgets", "make_searcher"]
 
 
@@ -22,12 +23,7 @@ def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budge
     options = dict(options or {})
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
     registry = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
-                "async_hyperband": AsyncHyperband}
-    try:
-        from hpo.search.bohb import BOHB  # noqa: F401  (present once BOHB lands)
-        registry["bohb"] = BOHB
-    except ImportError:
-        pass
+                "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB}
     if algorithm not in registry:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(registry)}")
     return registry[algorithm](space, **common, **options)

@@ -43,7 +43,7 @@ class Searcher(abc.ABC):
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
                  eta: float = 3.0, sampler: ConfigSampler | None = None):
-        self.space = space if isinstance(space, SearchSpace) else SearchSpace.from_dict(space)
+        self.space = SearchSpace.coerce(space)
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
         if not (0 < min_budget <= max_budget):

@@ -20,6 +20,7 @@ class TrainTask:
     tensorboard_run: str | None = None            # run folder for this config's curves
     hparams: Mapping[str, Any] = field(default_factory=dict)
     objective: str = "val_loss"                   # written as the hpo/objective scalar
+    budget: float | None = None                   # the searcher's budget before rounding to epochs
 
 
 @dataclass(frozen=True)

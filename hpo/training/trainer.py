@@ -37,6 +37,8 @@ class Trainer:
                  fixed_params: Mapping[str, Any], device: str):
         import tensorflow as tf
 
+        # Each trial traces its own step function; TF's "retracing" advice is noise here.
+        tf.get_logger().setLevel(logging.ERROR)
         self.dataset = dataset
         self.builder = builder
         self.training = training

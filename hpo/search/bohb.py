@@ -1,0 +1,136 @@
+"""BOHB: Hyperband's budgets with a model-based choice of new configs
+(Falkner, Klein and Hutter, ICML 2018).
+
+Observations are kept per budget. New configs are modelled on the largest budget that has
+at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
+g(x) (each at least `min_points_in_model` points, as in the paper). `num_samples`
+candidates are drawn from l(x) with bandwidths widened by `bandwidth_factor`, and the one
+maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay uniform, which
+keeps the convergence guarantee of Hyperband.
+
+`BOHB` schedules like synchronous Hyperband; `AsyncBOHB` like asynchronous Hyperband, so
+no worker waits at a rung barrier. Both skip candidates equal to a pending or already
+evaluated config.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpo.search.asha import AsyncHyperband
+from hpo.search.base import ConfigSampler
+from hpo.search.hyperband import Hyperband
+from hpo.search.kde import KDE, dimensions_of, impute
+from hpo.space import SearchSpace
+
+
+class KDESampler(ConfigSampler):
+    def __init__(self, space: SearchSpace, *, min_points_in_model: int | None = None, top_n_percent: float = 15,
+                 num_samples: int = 64, random_fraction: float = 1 / 3, bandwidth_factor: float = 3.0,
+                 min_bandwidth: float = 1e-3):
+        super().__init__(space)
+        if not 0 < top_n_percent < 100:
+            raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
+        if not 0 <= random_fraction <= 1:
+            raise ValueError(f"random_fraction must be in [0, 1], got {random_fraction}")
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        self.min_points_in_model = len(space) + 1 if min_points_in_model is None else int(min_points_in_model)
+        self.top_n_percent = top_n_percent
+        self.num_samples = num_samples
+        self.random_fraction = random_fraction
+        self.bandwidth_factor = bandwidth_factor
+        self.min_bandwidth = min_bandwidth
+        self.dims = dimensions_of(space)
+        self.observations: dict[float, list[tuple[np.ndarray, float]]] = {}
+        self.seen: set[str] = set()
+        self.model_budget: float | None = None     # the budget the last model was fitted on
+        self._models: tuple[float, int, KDE, KDE] | None = None
+
+    def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
+        self.observations.setdefault(budget, []).append((self.space.to_unit(config), loss))
+
+    def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+        # Always draw the coin, so the random stream does not depend on whether a model exists.
+        use_random = rng.random() < self.random_fraction
+        models = None if use_random else self._fit(rng)
+        config = None
+        if models is not None:
+            config = self._best_candidate(rng, *models, pending)
+        if config is None:
+            config = self._fresh_random(rng, pending)
+        self.seen.add(_key(config))
+        return config
+
+    def _fit(self, rng: np.random.Generator) -> tuple[KDE, KDE] | None:
+        enough = [b for b, obs in self.observations.items() if len(obs) >= self.min_points_in_model + 2]
+        if not enough:
+            return None
+        budget = max(enough)
+        observations = self.observations[budget]
+        if self._models is not None and self._models[:2] == (budget, len(observations)):
+            return self._models[2], self._models[3]
+        vectors = np.array([v for v, _ in observations])
+        order = np.argsort([loss for _, loss in observations], kind="stable")
+        n = len(observations)
+        n_good = max(self.min_points_in_model, int(self.top_n_percent * n / 100))
+        n_bad = max(self.min_points_in_model, n - n_good)
+        good = impute(vectors[order[:n_good]], self.dims, rng)
+        bad = impute(vectors[order[-n_bad:]], self.dims, rng)
+        good_kde = KDE(good, self.dims, self.min_bandwidth)
+        bad_kde = KDE(bad, self.dims, self.min_bandwidth)
+        self.model_budget = budget
+        self._models = (budget, n, good_kde, bad_kde)
+        return good_kde, bad_kde
+
+    def _best_candidate(self, rng, good: KDE, bad: KDE, pending) -> dict[str, Any] | None:
+        candidates = good.sample(rng, self.num_samples, self.bandwidth_factor)
+        score = good.log_pdf(candidates) - bad.log_pdf(candidates)        # log l(x)/g(x)
+        taken = self.seen | {_key(c) for c in pending}
+        for index in np.argsort(-score, kind="stable"):
+            if not math.isfinite(score[index]):
+                continue
+            config = self.space.from_unit(candidates[index])
+            if _key(config) not in taken:
+                return config
+        return None
+
+    def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
+        """A uniform draw, unseen if possible; in an exhausted discrete space, at least not pending."""
+        running = {_key(c) for c in pending}
+        config = self.space.sample(rng)
+        for avoid in (self.seen | running, running):
+            for _ in range(100):
+                if _key(config) not in avoid:
+                    return config
+                config = self.space.sample(rng)
+        return config
+
+
+def _key(config: Mapping[str, Any]) -> str:
+    return repr(sorted(config.items()))
+
+
+class BOHB(Hyperband):
+    """BOHB with synchronous Hyperband scheduling (the paper's). `model_options` are
+    KDESampler's: min_points_in_model, top_n_percent, num_samples, random_fraction,
+    bandwidth_factor, min_bandwidth."""
+
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, **model_options):
+        space = SearchSpace.coerce(space)
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
+                         eta=eta, sampler=KDESampler(space, **model_options))
+
+
+class AsyncBOHB(AsyncHyperband):
+    """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung."""
+
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, **model_options):
+        space = SearchSpace.coerce(space)
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
+                         eta=eta, sampler=KDESampler(space, **model_options))

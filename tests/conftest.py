@@ -1,0 +1,39 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LOGICAL_CPUS = 2
+
+
+@pytest.fixture(scope="session")
+def tf_logical_cpus():
+    """TensorFlow with the CPU split into LOGICAL_CPUS logical devices, as GPU slots would be.
+
+    This must happen before TensorFlow initialises its devices, so every TF-using test
+    goes through this fixture first."""
+    import tensorflow as tf
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(LOGICAL_CPUS)])
+    except RuntimeError:
+        pass  # already initialised by an earlier test in this process
+    return tf
+
+
+@pytest.fixture
+def space_dict():
+    return {
+        "layers": {"type": "int", "low": 1, "high": 3},
+        "units": {"type": "int", "low": 32, "high": 512, "log": True},
+        "dropout": {"type": "float", "low": 0.0, "high": 0.5},
+        "learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
+        "optimizer": {"type": "choice", "values": ["adam", "sgd"]},
+        "momentum": {"type": "float", "low": 0.0, "high": 0.99, "when": {"optimizer": "sgd"}},
+    }

@@ -1,0 +1,42 @@
+from hpo.search import ASHA, AsyncHyperband
+from hpo.search.asha import _Record, promotable
+
+SPACE = {"x": {"type": "float", "low": 0, "high": 1}}
+
+
+def test_promotable_picks_top_fraction_not_yet_promoted():
+    records = [_Record(i, {"x": i}, loss) for i, loss in enumerate([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])]
+    assert promotable(records, set(), eta=3).trial_id == 1           # top 2 of 6: ids 1 and 3
+    assert promotable(records, {1}, eta=3).trial_id == 3
+    assert promotable(records, {1, 3}, eta=3) is None               # id 2 is third: not in the top 1/3
+
+
+def test_promotion_needs_eta_finished_configs():
+    records = [_Record(0, {}, 1.0), _Record(1, {}, 2.0)]
+    assert promotable(records, set(), eta=3) is None
+    records.append(_Record(2, {}, 3.0))
+    assert promotable(records, set(), eta=3).trial_id == 0
+
+
+def test_asha_promotes_as_soon_as_a_config_is_in_the_top_third():
+    searcher = ASHA(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
+    jobs = [searcher.ask() for _ in range(3)]
+    assert all(j.budget == 1 for j in jobs)
+    searcher.tell(jobs[0], 0.9)
+    searcher.tell(jobs[1], 0.1)
+    assert searcher.ask().budget == 1                               # only two finished: no promotion
+    searcher.tell(jobs[2], 0.5)
+    promoted = searcher.ask()
+    assert promoted.continues == jobs[1].trial_id and promoted.budget == 3 and promoted.rung == 1
+
+
+def test_asha_never_waits():
+    searcher = ASHA(SPACE, min_budget=1, max_budget=27, eta=3, seed=0)
+    assert all(searcher.ask() is not None for _ in range(50))      # nothing told, still busy
+
+
+def test_async_hyperband_round_robins_brackets():
+    searcher = AsyncHyperband(SPACE, min_budget=1, max_budget=27, eta=3, seed=0)
+    jobs = [searcher.ask() for _ in range(8)]
+    assert [j.bracket for j in jobs] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert [j.budget for j in jobs[:4]] == [1, 3, 9, 27]

@@ -1,0 +1,89 @@
+"""Hyperband's schedule against tables computed by hand from Li et al. (JMLR 2018), Alg. 1."""
+
+from collections import Counter
+
+import pytest
+
+from hpo.search import Hyperband, hyperband_brackets, rung_budgets
+
+# bracket s -> [(configs, budget), ...] per rung
+TABLES = {
+    (1, 27, 3): {3: [(27, 1), (9, 3), (3, 9), (1, 27)],
+                 2: [(12, 3), (4, 9), (1, 27)],
+                 1: [(6, 9), (2, 27)],
+                 0: [(4, 27)]},
+    (1, 81, 3): {4: [(81, 1), (27, 3), (9, 9), (3, 27), (1, 81)],
+                 3: [(34, 3), (11, 9), (3, 27), (1, 81)],
+                 2: [(15, 9), (5, 27), (1, 81)],
+                 1: [(8, 27), (2, 81)],
+                 0: [(5, 81)]},
+    (1, 100, 3): {4: [(81, 100 / 81), (27, 100 / 27), (9, 100 / 9), (3, 100 / 3), (1, 100)],
+                  3: [(34, 100 / 27), (11, 100 / 9), (3, 100 / 3), (1, 100)],
+                  2: [(15, 100 / 9), (5, 100 / 3), (1, 100)],
+                  1: [(8, 100 / 3), (2, 100)],
+                  0: [(5, 100)]},
+}
+
+
+@pytest.mark.parametrize("budgets", list(TABLES))
+def test_brackets_match_hand_computed_tables(budgets):
+    brackets = hyperband_brackets(*budgets)
+    assert [b.s for b in brackets] == sorted(TABLES[budgets], reverse=True)
+    for bracket in brackets:
+        got = [(r.n_configs, r.budget) for r in bracket.rungs]
+        expected = TABLES[budgets][bracket.s]
+        assert [n for n, _ in got] == [n for n, _ in expected]
+        assert [b for _, b in got] == pytest.approx([b for _, b in expected])
+
+
+def test_rung_budgets_end_at_max():
+    assert rung_budgets(1, 27, 3) == pytest.approx([1, 3, 9, 27])
+    assert rung_budgets(1, 100, 3) == pytest.approx([100 / 81, 100 / 27, 100 / 9, 100 / 3, 100])
+
+
+def run_one_iteration(searcher):
+    jobs = []
+    while searcher._brackets_started <= len(searcher.brackets):
+        job = searcher.ask()
+        if searcher._brackets_started > len(searcher.brackets):
+            break
+        jobs.append(job)
+        searcher.tell(job, float(job.config["x"]))
+    return jobs
+
+
+def test_one_iteration_asks_exactly_the_published_jobs():
+    searcher = Hyperband({"x": {"type": "float", "low": 0, "high": 1}}, min_budget=1, max_budget=27, eta=3, seed=0)
+    jobs = run_one_iteration(searcher)
+    assert Counter(j.budget for j in jobs) == {1: 27, 3: 21, 9: 13, 27: 8}
+
+
+def test_promotions_continue_the_best_of_the_rung():
+    searcher = Hyperband({"x": {"type": "float", "low": 0, "high": 1}}, min_budget=1, max_budget=9, eta=3, seed=0)
+    first_rung = [searcher.ask() for _ in range(9)]
+    assert all(j.budget == 1 and j.continues is None for j in first_rung)
+    for job in first_rung:
+        searcher.tell(job, job.config["x"])                   # minimise x
+    promoted = [searcher.ask() for _ in range(3)]
+    best_three = sorted(first_rung, key=lambda j: j.config["x"])[:3]
+    assert [p.continues for p in promoted] == [j.trial_id for j in best_three]
+    assert all(p.budget == 3 and p.rung == 1 for p in promoted)
+    assert [p.config for p in promoted] == [j.config for j in best_three]
+
+
+def test_synchronous_rung_waits_then_next_bracket_opens():
+    searcher = Hyperband({"x": {"type": "float", "low": 0, "high": 1}}, min_budget=1, max_budget=9, eta=3, seed=0)
+    first = [searcher.ask() for _ in range(9)]
+    # Nine jobs pending at rung 0: the rung cannot promote yet, so the next bracket (s=1) opens.
+    extra = searcher.ask()
+    assert extra.bracket == 1 and extra.budget == 3 and extra.continues is None
+    assert len({j.trial_id for j in first + [extra]}) == 10
+
+
+def test_failed_configs_are_never_promoted():
+    searcher = Hyperband({"x": {"type": "float", "low": 0, "high": 1}}, min_budget=1, max_budget=3, eta=3, seed=0)
+    jobs = [searcher.ask() for _ in range(searcher.brackets[0].rungs[0].n_configs)]
+    for i, job in enumerate(jobs):
+        searcher.tell(job, float("nan") if i != 2 else 0.5)
+    promoted = searcher.ask()
+    assert promoted.continues == jobs[2].trial_id

@@ -1,0 +1,124 @@
+"""Every searcher passes the same behavioural suite (the Optuna habit: conformance tests)."""
+
+import math
+
+import pytest
+
+from hpo.search import ASHA, BOHB, AsyncBOHB, AsyncHyperband, Hyperband, RandomSearch
+from hpo.trial import TrialResult, TrialState
+from tests.searcher_harness import SPACE, drive, signature
+
+SEARCHERS = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA, "async_hyperband": AsyncHyperband,
+             "bohb": BOHB, "async_bohb": AsyncBOHB}
+
+BUDGETS = dict(min_budget=1, max_budget=27, eta=3)
+
+
+def make(name, seed=0, **kw):
+    return SEARCHERS[name](SPACE, seed=seed, **{**BUDGETS, **kw})
+
+
+@pytest.fixture(params=sorted(SEARCHERS))
+def name(request):
+    return request.param
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_same_seed_gives_same_sequence(name, workers):
+    a = drive(make(name, seed=7), 60, workers=workers)
+    b = drive(make(name, seed=7), 60, workers=workers)
+    assert signature(a) == signature(b)
+
+
+def test_different_seeds_differ(name):
+    assert signature(drive(make(name, seed=1), 20)) != signature(drive(make(name, seed=2), 20))
+
+
+def test_configs_stay_inside_the_space(name):
+    searcher = make(name)
+    for job, _ in drive(searcher, 120, workers=3):
+        assert searcher.space.contains(job.config), job.config
+
+
+def test_budgets_stay_within_bounds(name):
+    for job, _ in drive(make(name), 120, workers=3):
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+
+
+def test_continued_jobs_grow_the_budget_of_the_same_config(name):
+    log = drive(make(name), 150, workers=2)
+    by_id = {job.trial_id: job for job, _ in log}
+    for job, _ in log:
+        if job.continues is not None:
+            parent = by_id[job.continues]
+            assert job.config == parent.config and job.budget > parent.budget
+
+
+def test_new_configs_are_never_repeated(name):
+    log = drive(make(name), 150, workers=3)
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+
+
+def test_failed_results_are_tolerated(name):
+    searcher = make(name)
+    log = drive(searcher, 80, workers=2, fail_every=3)
+    assert any(r.state == TrialState.FAILED for _, r in log)
+    assert searcher.ask() is not None or searcher.pending
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
+def test_tell_accepts_floats_and_unusable_values(name, bad):
+    searcher = make(name)
+    job = searcher.ask()
+    searcher.tell(job, bad)
+    assert not searcher.history[-1][1].ok
+    job = searcher.ask()
+    searcher.tell(job, 0.5)
+    assert searcher.history[-1][1].value == 0.5
+
+
+def test_telling_an_unknown_job_is_an_error(name):
+    searcher = make(name)
+    job = searcher.ask()
+    searcher.tell(job, 1.0)
+    with pytest.raises(KeyError):
+        searcher.tell(job, 1.0)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_replayed_history_rebuilds_the_live_state(name, workers):
+    live = make(name, seed=3)
+    events = []
+    pending = []
+    for step in range(70):
+        while len(pending) < workers:
+            job = live.ask()
+            if job is None:
+                break
+            events.append(("ask", job))
+            pending.append(job)
+        job = pending.pop(0)
+        value = math.sin(job.trial_id) + job.config["x"]
+        live.tell(job, value)
+        events.append(("tell", job, value))
+    replayed = make(name, seed=3)
+    for event in events:
+        if event[0] == "ask":
+            assert replayed.ask() == event[1]
+        else:
+            replayed.tell(replayed.pending[event[1].trial_id], event[2])
+    assert replayed.pending.keys() == live.pending.keys()
+    for job in list(live.pending.values()):   # both finish their pending work the same way
+        live.tell(job, 1.0)
+        replayed.tell(replayed.pending[job.trial_id], 1.0)
+    assert signature(drive(live, 40, workers=workers)) == signature(drive(replayed, 40, workers=workers))
+
+
+def test_maximize_prefers_large_values(name):
+    searcher = make(name, direction="maximize")
+    log = drive(searcher, 60)
+    assert searcher.loss_of(TrialResult(value=2.0)) < searcher.loss_of(TrialResult(value=1.0))
+    best_job, best_result = searcher.best
+    same_budget = [r.value for j, r in log if r.ok and j.budget == best_job.budget]
+    assert best_result.value == max(same_budget)

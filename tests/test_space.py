@@ -1,0 +1,92 @@
+import math
+
+import numpy as np
+import pytest
+
+from hpo.errors import ConfigError
+from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace
+
+
+def test_same_seed_gives_same_samples(space_dict):
+    space = SearchSpace.from_dict(space_dict)
+    a = [space.sample(np.random.default_rng(3)) for _ in range(5)]
+    b = [space.sample(np.random.default_rng(3)) for _ in range(5)]
+    assert a == b
+
+
+def test_samples_stay_in_space_and_conditionals_follow_parent(space_dict):
+    space = SearchSpace.from_dict(space_dict)
+    rng = np.random.default_rng(0)
+    seen_sgd = seen_adam = False
+    for _ in range(300):
+        config = space.sample(rng)
+        assert space.contains(config)
+        assert ("momentum" in config) == (config["optimizer"] == "sgd")
+        seen_sgd |= config["optimizer"] == "sgd"
+        seen_adam |= config["optimizer"] == "adam"
+        assert isinstance(config["layers"], int) and 1 <= config["layers"] <= 3
+        assert 1e-4 <= config["learning_rate"] <= 1e-2
+    assert seen_sgd and seen_adam
+
+
+def test_parents_are_ordered_before_children():
+    space = SearchSpace.from_dict({"m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "sgd"}},
+                                   "opt": {"type": "choice", "values": ["adam", "sgd"]}})
+    assert space.names == ["opt", "m"]
+
+
+def test_unit_round_trip_for_every_type():
+    rng = np.random.default_rng(1)
+    params = [FloatParam("f", low=-2.0, high=5.0), FloatParam("lf", low=1e-4, high=1.0, log=True),
+              IntParam("i", low=1, high=7), IntParam("li", low=16, high=1024, log=True),
+              ChoiceParam("c", values=("a", "b", "c"))]
+    for p in params:
+        for _ in range(50):
+            value = p.from_unit(rng.random())
+            assert p.contains(value)
+            back = p.from_unit(p.to_unit(value))
+            if isinstance(value, float):
+                assert math.isclose(back, value, rel_tol=1e-9, abs_tol=1e-12)
+            else:
+                assert back == value
+
+
+def test_int_values_get_equal_shares_of_the_unit_interval():
+    p = IntParam("i", low=1, high=3)
+    counts = np.bincount([p.from_unit(u) for u in np.linspace(0, 1, 3000, endpoint=False)])
+    assert list(counts[1:]) == [1000, 1000, 1000]
+
+
+def test_inactive_params_are_nan_in_unit_vector(space_dict):
+    space = SearchSpace.from_dict(space_dict)
+    config = {"layers": 2, "units": 64, "dropout": 0.1, "learning_rate": 1e-3, "optimizer": "adam"}
+    vector = space.to_unit(config)
+    assert np.isnan(vector[space.names.index("momentum")])
+    assert space.from_unit(vector) == pytest.approx(config)
+
+
+@pytest.mark.parametrize("spec, key, fragment", [
+    ({"x": {"type": "float", "low": 1, "high": 1}}, "space.x", "low < high"),
+    ({"x": {"type": "float", "low": 0, "high": 1, "log": True}}, "space.x.low", "low > 0"),
+    ({"x": {"type": "choice", "values": []}}, "space.x.values", "non-empty"),
+    ({"x": {"type": "float", "low": 0, "high": 1, "when": {"opt": "sgd"}}}, "space.x.when", "unknown parameter 'opt'"),
+    ({"x": {"type": "flaot", "low": 0, "high": 1}}, "space.x.type", "did you mean 'float'"),
+    ({"x": {"type": "int", "low": 0.5, "high": 3}}, "space.x.low", "whole number"),
+    ({"x": {"type": "float", "low": 0, "hgh": 1}}, "space.x.hgh", "did you mean 'high'"),
+])
+def test_invalid_spaces_name_the_key(spec, key, fragment):
+    with pytest.raises(ConfigError) as info:
+        SearchSpace.from_dict(spec)
+    assert info.value.key == key
+    assert fragment in str(info.value)
+
+
+def test_when_value_must_be_a_parent_value():
+    with pytest.raises(ConfigError, match="not a possible value"):
+        SearchSpace.from_dict({"opt": {"type": "choice", "values": ["adam"]},
+                               "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "sgd"}}})
+
+
+def test_dict_round_trip(space_dict):
+    space = SearchSpace.from_dict(space_dict)
+    assert SearchSpace.from_dict(space.to_dict()).to_dict() == space.to_dict()

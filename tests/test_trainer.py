@@ -1,0 +1,107 @@
+"""The Keras trainer on real TensorFlow, small data."""
+
+import numpy as np
+import pytest
+
+from hpo.config import DataConfig, TrainingConfig
+from hpo.data import load_dataset
+from hpo.errors import TrialFailed
+from hpo.models import get_builder
+from hpo.training.task import TrainTask
+
+pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
+
+CONFIG = {"layers": 1, "units": 32, "dropout": 0.0, "learning_rate": 3e-3, "batch_size": 64}
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
+
+
+def make_trainer(digits, device="/device:CPU:0", builder="mlp", **training):
+    from hpo.training.trainer import Trainer
+    return Trainer(digits, get_builder(builder), TrainingConfig(**training), {}, device)
+
+
+def task(tmp_path, start, end, name, checkpoint_in=None, config=CONFIG, **kw):
+    return TrainTask(trial_id=0, config=config, start_epoch=start, end_epoch=end, seed=11,
+                     checkpoint_out=str(tmp_path / f"{name}.npz"), checkpoint_in=checkpoint_in, **kw)
+
+
+def checkpoint(path):
+    with np.load(path) as data:
+        n = sum(1 for k in data.files if k.startswith("w"))
+        return [data[f"w{i}"] for i in range(n)], int(data["o0"])   # o0: optimizer iterations
+
+
+def test_reports_every_epoch_with_metrics(digits, tmp_path):
+    reports = list(make_trainer(digits).run(task(tmp_path, 0, 3, "a")))
+    assert [r.epoch for r in reports] == [1, 2, 3]
+    assert set(reports[0].metrics) >= {"loss", "accuracy", "val_loss", "val_accuracy", "learning_rate"}
+    assert reports[-1].metrics["val_accuracy"] > 0.5         # digits is easy: this is learning
+    assert reports[-1].metrics["learning_rate"] == pytest.approx(3e-3)
+
+
+def test_continuation_equals_training_straight_through(digits, tmp_path):
+    trainer = make_trainer(digits)
+    straight = list(trainer.run(task(tmp_path, 0, 4, "straight")))
+    first = list(trainer.run(task(tmp_path, 0, 2, "first")))
+    second = list(trainer.run(task(tmp_path, 2, 4, "second", checkpoint_in=str(tmp_path / "first.npz"))))
+    assert [r.epoch for r in second] == [3, 4]
+    steps_per_epoch = len(digits.x_train) // CONFIG["batch_size"]
+    w_first, it_first = checkpoint(tmp_path / "first.npz")
+    w_second, it_second = checkpoint(tmp_path / "second.npz")
+    w_straight, it_straight = checkpoint(tmp_path / "straight.npz")
+    assert it_first == 2 * steps_per_epoch
+    assert it_second == it_straight == 4 * steps_per_epoch      # optimizer iterations keep counting
+    for a, b in zip(w_second, w_straight):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # The continued loss does not jump back to a fresh model's first-epoch loss.
+    assert second[0].metrics["loss"] < first[0].metrics["loss"] * 0.8
+    assert second[0].metrics["loss"] == pytest.approx(straight[2].metrics["loss"], rel=1e-3)
+
+
+def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):
+    import tensorflow as tf
+    trainer = make_trainer(digits, device="/device:CPU:1")
+    params = trainer.resolve(CONFIG)
+    model, optimizer = trainer.build(params, seed=0)
+    assert all(v.value.device.endswith("CPU:1") for v in model.weights)
+    assert trainer._x_train.device.endswith("CPU:1")
+    list(trainer.run(task(tmp_path, 0, 1, "placed")))
+    assert tf.config.list_logical_devices("CPU")[1].name.endswith("CPU:1")
+
+
+def test_nan_loss_fails_the_trial(digits, tmp_path):
+    exploding = {**CONFIG, "learning_rate": 1e12, "optimizer": "sgd"}
+    with pytest.raises(TrialFailed, match="loss became nan|loss became inf"):
+        list(make_trainer(digits).run(task(tmp_path, 0, 3, "nan", config=exploding)))
+
+
+def test_builder_exception_fails_the_trial(digits, tmp_path):
+    with pytest.raises(TrialFailed, match="model builder failed"):
+        list(make_trainer(digits).run(task(tmp_path, 0, 1, "bad", config={**CONFIG, "activation": "nope"})))
+
+
+@pytest.mark.parametrize("mode", ["graph", "eager", "xla"])
+def test_every_compile_mode_trains(digits, tmp_path, mode):
+    reports = list(make_trainer(digits, compile=mode).run(task(tmp_path, 0, 2, mode)))
+    assert reports[-1].metrics["val_accuracy"] > 0.3
+
+
+def test_cnn_builder_trains_on_8x8_images(digits, tmp_path):
+    config = {"conv_layers": 2, "filters": 8, "dense_units": 32, "learning_rate": 3e-3, "batch_size": 64}
+    reports = list(make_trainer(digits, builder="cnn").run(task(tmp_path, 0, 2, "cnn", config=config)))
+    assert reports[-1].metrics["val_accuracy"] > 0.3
+
+
+def test_tensorboard_curves_and_objective_are_written(digits, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    run = tmp_path / "tb" / "trial_0000"
+    list(make_trainer(digits).run(task(tmp_path, 0, 2, "tb", tensorboard_run=str(run),
+                                       hparams={"units": 32, "trial_id": "trial_0000"}, objective="val_accuracy")))
+    events = EventAccumulator(str(run), size_guidance={"tensors": 0}).Reload()
+    tags = events.Tags()["tensors"]
+    assert {"val_accuracy", "loss", "hpo/objective"} <= set(tags)
+    assert [e.step for e in events.Tensors("val_accuracy")] == [1, 2]
