@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hpo.errors import ConfigError, UserInputError
+from hpo.errors import UserInputError
 
 log = logging.getLogger("hpo.cli")
 
@@ -80,7 +80,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
     from hpo.console import console, log_to_file, search_progress, stdout
     from hpo.resume import prepare_study
-    from hpo.runner import SearchAborted
+    from hpo.runner import SearchAborted, build_runner
 
     experiment = load_experiment(args.experiment, args.overrides)
     study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
@@ -89,7 +89,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     study.acquire_driver_lock()
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
-        runner = _make_runner(experiment, study)
+        runner = build_runner(experiment, study)
         total = experiment.search.max_trials
         with search_progress() as bar:
             done = sum(1 for t in study.trials() if t.state.finished)
@@ -112,29 +112,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         study.close()
         logging.getLogger("hpo").removeHandler(handler)
         handler.close()
-
-
-def _make_runner(experiment, study):
-    from hpo.executors import make_executor
-    from hpo.runner import Runner
-    from hpo.search import make_searcher
-    from hpo.tensorboard_logs import write_hparams_config
-    from hpo.training.trainer import METRICS
-
-    search = experiment.search
-    if experiment.data.dataset in ("mnist", "digits", "synthetic") and search.objective not in METRICS:
-        raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
-                          key="search.objective", source=experiment.source)
-    try:
-        searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
-                                 direction=search.direction, min_budget=search.min_budget,
-                                 max_budget=search.max_budget, eta=search.eta, options=search.options)
-    except TypeError as exc:
-        raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
-                          source=experiment.source) from None
-    if not study.tensorboard_dir.exists():
-        write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
-    return Runner(experiment, study, searcher, make_executor(experiment))
 
 
 def _print_summary(study, objective: str, direction: str, summary) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from hpo.config import Experiment
+from hpo.errors import ConfigError
 from hpo.executors.base import EpochDone, TrialDone
 from hpo.resume import replay
 from hpo.search.base import Searcher
@@ -210,3 +211,42 @@ def _short_config(config) -> str:
     for key, value in config.items():
         parts.append(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}")
     return "{" + ", ".join(parts) + "}"
+
+
+def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None) -> Runner:
+    """The runner `hpo search` uses: searcher from the experiment, Keras executor by default."""
+    from hpo.executors import make_executor
+    from hpo.search import make_searcher
+    from hpo.tensorboard_logs import write_hparams_config
+    from hpo.training.trainer import METRICS
+
+    search = experiment.search
+    if executor is None and search.objective not in METRICS:
+        raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
+                          key="search.objective", source=experiment.source)
+    try:
+        searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
+                                 direction=search.direction, min_budget=search.min_budget,
+                                 max_budget=search.max_budget, eta=search.eta, options=search.options)
+    except TypeError as exc:
+        raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
+                          source=experiment.source) from None
+    if executor is None:
+        if not study.tensorboard_dir.exists():
+            write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
+        executor = make_executor(experiment)
+    return Runner(experiment, study, searcher, executor)
+
+
+def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False,
+                   executor: Executor | None = None) -> tuple[SearchSummary, Study]:
+    """Create or resume the study and run it to its stop condition, holding the driver lock."""
+    from pathlib import Path
+
+    from hpo.resume import prepare_study
+    study = prepare_study(experiment, Path(study_dir) if study_dir else experiment.study_dir, fresh=fresh)
+    study.acquire_driver_lock()
+    try:
+        return build_runner(experiment, study, executor).run(), study
+    finally:
+        study.release_driver_lock()
