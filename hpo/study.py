@@ -236,10 +236,12 @@ class Study:
         rows = self._db.execute("SELECT kind, trial_id, payload FROM events ORDER BY seq").fetchall()
         return [(kind, trial_id, json.loads(payload)) for kind, trial_id, payload in rows]
 
-    def trials(self) -> list[TrialRow]:
+    def trials(self, trial_id: int | None = None) -> list[TrialRow]:
+        """All trials in id order, or just the one with `trial_id`."""
+        where, args = ("WHERE trial_id=?", (trial_id,)) if trial_id is not None else ("", ())
         rows = self._db.execute("SELECT trial_id, lineage, config, budget, continues, bracket, rung, state, value,"
                                 " metrics, error, epochs_trained, attempts, created_at, started_at, finished_at"
-                                " FROM trials ORDER BY trial_id").fetchall()
+                                f" FROM trials {where} ORDER BY trial_id", args).fetchall()
         return [TrialRow(trial_id=r[0], lineage=r[1], config=json.loads(r[2]), budget=r[3], continues=r[4],
                          bracket=r[5], rung=r[6], state=TrialState(r[7]), value=r[8],
                          metrics=json.loads(r[9]) if r[9] else {}, error=r[10], epochs_trained=r[11],
@@ -247,7 +249,8 @@ class Study:
                 for r in rows]
 
     def trial(self, trial_id: int) -> TrialRow | None:
-        return next((t for t in self.trials() if t.trial_id == trial_id), None)
+        rows = self.trials(trial_id)
+        return rows[0] if rows else None
 
     def epochs(self, trial_id: int | None = None) -> list[tuple[int, int, dict[str, float]]]:
         query = "SELECT trial_id, epoch, metrics FROM epochs"

@@ -9,29 +9,20 @@ from __future__ import annotations
 import traceback
 from typing import Any, Callable, Mapping
 
-from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.executors.base import EpochDone, Event, SingleSlotExecutor, TrialDone
 from hpo.training.task import EpochReport, TrainTask
 
 
-class FunctionExecutor:
-    slots = 1
-
+class FunctionExecutor(SingleSlotExecutor):
     def __init__(self, objective: Callable[[Mapping[str, Any], float], Any], metric: str = "objective"):
+        super().__init__()
         self.objective = objective
         self.metric = metric
-        self._task: TrainTask | None = None
         self._reported = False
 
-    def free_slots(self) -> int:
-        return 0 if self._task is not None else 1
-
-    def running(self) -> list[int]:
-        return [self._task.trial_id] if self._task is not None else []
-
     def submit(self, task: TrainTask) -> None:
-        if self._task is not None:
-            raise RuntimeError("function executor runs one trial at a time")
-        self._task, self._reported = task, False
+        self._claim(task)
+        self._reported = False
 
     def next_event(self) -> Event:
         task = self._task

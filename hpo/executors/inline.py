@@ -9,32 +9,23 @@ from __future__ import annotations
 import traceback
 from typing import Callable, Iterator
 
-from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.executors.base import EpochDone, Event, SingleSlotExecutor, TrialDone
 from hpo.training.task import EpochReport, TrainTask
 
 
-class InlineExecutor:
-    slots = 1
-
+class InlineExecutor(SingleSlotExecutor):
     def __init__(self, make_trainer: Callable[[], object]):
+        super().__init__()
         self._make_trainer = make_trainer
         self._trainer = None
-        self._task: TrainTask | None = None
         self._epochs: Iterator[EpochReport] | None = None
         self._trained = 0
 
-    def free_slots(self) -> int:
-        return 0 if self._task is not None else 1
-
-    def running(self) -> list[int]:
-        return [self._task.trial_id] if self._task is not None else []
-
     def submit(self, task: TrainTask) -> None:
-        if self._task is not None:
-            raise RuntimeError("inline executor runs one trial at a time")
+        self._claim(task)
         if self._trainer is None:
             self._trainer = self._make_trainer()
-        self._task, self._epochs, self._trained = task, self._trainer.run(task), 0
+        self._epochs, self._trained = self._trainer.run(task), 0
 
     def next_event(self) -> Event:
         assert self._task is not None and self._epochs is not None, "no trial is running"
