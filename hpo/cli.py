@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_error(message: str) -> None:
+    """Errors are printed unwrapped and unstyled inside, so paths and quoted keys stay intact
+    (rich would otherwise wrap at the terminal width and read '[...]' in messages as markup)."""
+    from rich.text import Text
+    from hpo.console import console
+    console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from hpo.console import console, setup_logging
 
@@ -60,14 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UserInputError as err:
-        console.print(f"[bold red]error:[/] {err}", markup=True, highlight=False)
+        _print_error(str(err))
         return 2
     except KeyboardInterrupt:
         console.print("interrupted")
         return 130
     except Exception as exc:
         log.debug("unexpected failure", exc_info=True)
-        console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        _print_error(f"{type(exc).__name__}: {exc}")
         console.print("the full traceback is in the study's hpo.log (or rerun with -v)")
         if args.verbose:
             console.print_exception()
