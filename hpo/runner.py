@@ -234,7 +234,7 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     if executor is None:
         if not study.tensorboard_dir.exists():
             write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
-        executor = make_executor(experiment)
+        executor = make_executor(experiment, study)
     return Runner(experiment, study, searcher, executor)
 
 

@@ -223,13 +223,19 @@ class Study:
                        (TrialState.INTERRUPTED.value, reason, trial_id, TrialState.RUNNING.value,
                         TrialState.PENDING.value))
 
-    def set_compile_choice(self, signature: str, mode: str, detail: Mapping[str, Any]) -> None:
+    # The trainer's CompileChoices protocol (hpo.training.compile_mode): the measured compile
+    # mode per architecture, kept here so later trials and resumed searches skip measuring.
+    def record_compile_choice(self, key: str, mode: str, detail: Mapping[str, Any]) -> None:
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO compile_choices VALUES (?,?,?)",
-                       (signature, mode, json.dumps(detail)))
+            db.execute("INSERT OR REPLACE INTO compile_choices VALUES (?,?,?)", (key, mode, json.dumps(detail)))
 
-    def compile_choices(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT signature, mode FROM compile_choices").fetchall())
+    def compile_choice(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        row = self._db.execute("SELECT mode, detail FROM compile_choices WHERE signature=?", (key,)).fetchone()
+        return None if row is None else (row[0], json.loads(row[1] or "{}"))
+
+    def compile_choices(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        rows = self._db.execute("SELECT signature, mode, detail FROM compile_choices").fetchall()
+        return {key: (mode, json.loads(detail or "{}")) for key, mode, detail in rows}
 
     # --- reads --------------------------------------------------------------------------
     def events(self) -> list[tuple[str, int, dict[str, Any]]]:

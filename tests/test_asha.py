@@ -35,8 +35,24 @@ def test_asha_never_waits():
     assert all(searcher.ask() is not None for _ in range(50))      # nothing told, still busy
 
 
-def test_async_hyperband_round_robins_brackets():
+def test_async_hyperband_shares_budget_equally_between_brackets():
     searcher = AsyncHyperband(SPACE, min_budget=1, max_budget=27, eta=3, seed=0)
     jobs = [searcher.ask() for _ in range(8)]
-    assert [j.bracket for j in jobs] == [0, 1, 2, 3, 0, 1, 2, 3]
+    # Every bracket starts once (lowest index first on ties), then the cheapest so far goes next:
+    # bracket 0 has spent 1 against 3, 9 and 27, so it runs until it reaches 3 and 4.
+    assert [j.bracket for j in jobs[:4]] == [0, 1, 2, 3]
     assert [j.budget for j in jobs[:4]] == [1, 3, 9, 27]
+    assert [j.bracket for j in jobs[4:]] == [0, 0, 0, 1]   # ties go to the lower index
+    # Over a long run, each bracket spends about the same budget (increments for promotions).
+    rungs = [1.0, 3.0, 9.0, 27.0]
+    spent = [0.0] * 4
+    for job in jobs:
+        spent[job.bracket] += job.budget
+        searcher.tell(job, float(job.trial_id % 7))
+    for _ in range(3000):
+        job = searcher.ask()
+        previous = rungs[rungs.index(job.budget) - 1] if job.continues is not None else 0.0
+        spent[job.bracket] += job.budget - previous
+        searcher.tell(job, float(job.trial_id % 7))
+    assert max(spent) - min(spent) <= 27
+    assert min(spent) > 1000

@@ -1,7 +1,7 @@
 import pytest
 
 from hpo.errors import ConfigError
-from hpo.training.devices import normalize_device, resolve_compile_mode, select_device
+from hpo.training.devices import normalize_device, select_device
 
 GPU_BOX = ["/device:CPU:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2"]
 CPU_BOX = ["/device:CPU:0", "/device:CPU:1"]
@@ -30,12 +30,6 @@ def test_missing_device_is_a_config_error_listing_what_exists():
 def test_nonsense_device_name():
     with pytest.raises(ConfigError, match="expected 'auto'"):
         normalize_device("tpu-7")
-
-
-def test_auto_compile_is_xla_on_gpu_and_graph_on_cpu():
-    assert resolve_compile_mode("auto", "/device:GPU:0") == "xla"
-    assert resolve_compile_mode("auto", "/device:CPU:0") == "graph"
-    assert resolve_compile_mode("eager", "/device:GPU:0") == "eager"
 
 
 def test_selection_against_tensorflow_logical_devices(tf_logical_cpus):

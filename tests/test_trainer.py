@@ -65,9 +65,9 @@ def test_continuation_equals_training_straight_through(digits, tmp_path):
 def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):
     import tensorflow as tf
     trainer = make_trainer(digits, device="/device:CPU:1")
-    params = trainer.resolve(CONFIG)
-    model, optimizer = trainer.build(params, seed=0)
-    assert all(v.value.device.endswith("CPU:1") for v in model.weights)
+    program = trainer.program_for(trainer.resolve(CONFIG), seed=0)
+    assert all(v.value.device.endswith("CPU:1") for v in program.model.weights)
+    assert all(v.value.device.endswith("CPU:1") for v in program.optimizer.optimizer.variables)
     assert trainer._x_train.device.endswith("CPU:1")
     list(trainer.run(task(tmp_path, 0, 1, "placed")))
     assert tf.config.list_logical_devices("CPU")[1].name.endswith("CPU:1")

@@ -9,8 +9,9 @@ from hpo.executors.inline import InlineExecutor
 __all__ = ["EpochDone", "Event", "InlineExecutor", "TrialDone", "make_executor"]
 
 
-def make_executor(experiment: Experiment):
+def make_executor(experiment: Experiment, study=None):
+    """`study` keeps the trainer's compile-mode measurements (see hpo.training.compile_mode)."""
     if experiment.execution.backend == "inline":
         from hpo.training.setup import trainer_for
-        return InlineExecutor(lambda: trainer_for(experiment, slot=0))
+        return InlineExecutor(lambda: trainer_for(experiment, slot=0, compile_choices=study))
     raise ValueError(f"unknown execution backend {experiment.execution.backend!r}")

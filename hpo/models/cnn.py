@@ -10,6 +10,8 @@ from typing import Any, Mapping
 
 import keras
 
+from hpo.models.layers import TunableDropout
+
 
 def build_cnn(config: Mapping[str, Any], input_shape: tuple, num_classes: int) -> keras.Model:
     conv_layers = int(config.get("conv_layers", 2))
@@ -27,8 +29,11 @@ def build_cnn(config: Mapping[str, Any], input_shape: tuple, num_classes: int) -
             x = keras.layers.MaxPooling2D(2)(x)
             size //= 2
     x = keras.layers.Flatten()(x)
-    if dropout > 0:
-        x = keras.layers.Dropout(dropout)(x)
+    x = TunableDropout(dropout)(x)
     x = keras.layers.Dense(dense_units, activation=activation)(x)
     outputs = keras.layers.Dense(num_classes)(x)
     return keras.Model(inputs, outputs, name="cnn")
+
+
+# Parameters held in variables: changing them does not change the traced graph.
+build_cnn.tunable_params = ("dropout",)

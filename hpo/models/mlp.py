@@ -6,6 +6,8 @@ from typing import Any, Mapping
 
 import keras
 
+from hpo.models.layers import TunableDropout
+
 
 def build_mlp(config: Mapping[str, Any], input_shape: tuple, num_classes: int) -> keras.Model:
     layers = int(config.get("layers", 1))
@@ -16,7 +18,10 @@ def build_mlp(config: Mapping[str, Any], input_shape: tuple, num_classes: int) -
     x = keras.layers.Flatten()(inputs) if len(input_shape) > 1 else inputs
     for _ in range(layers):
         x = keras.layers.Dense(units, activation=activation)(x)
-        if dropout > 0:
-            x = keras.layers.Dropout(dropout)(x)
+        x = TunableDropout(dropout)(x)
     outputs = keras.layers.Dense(num_classes)(x)
     return keras.Model(inputs, outputs, name="mlp")
+
+
+# Parameters held in variables: changing them does not change the traced graph.
+build_mlp.tunable_params = ("dropout",)

@@ -3,7 +3,10 @@
 ASHA never waits: whenever a worker is free it promotes a config that is in the top
 1/eta of its rung and not yet promoted, looking from the highest rung down, and
 otherwise starts a new config at the bottom rung. Async Hyperband runs one ASHA bracket
-per Hyperband bracket (each starting at a higher minimum budget) in round-robin.
+per Hyperband bracket (each starting at a higher minimum budget). The next job goes to the
+bracket that has spent the least budget so far, so every bracket gets the equal share that
+synchronous Hyperband gives it. (Taking turns job by job would hand the full-budget bracket,
+whose jobs cost eta^s times more, most of the budget: random configs at full cost.)
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class _AshaBracket:
     finished: list[list[_Record]] = field(default_factory=list)     # per rung
     promoted: list[set[int]] = field(default_factory=list)          # trial ids promoted out of each rung
     rung_of: dict[int, int] = field(default_factory=dict)           # issued trial id -> rung
+    spent: float = 0.0                                               # budget issued (increments)
 
     def __post_init__(self):
         self.finished = [[] for _ in self.budgets]
@@ -55,11 +59,9 @@ class ASHA(Searcher):
         if not 1 <= brackets <= len(budgets):
             raise ValueError(f"brackets must be between 1 and {len(budgets)} for these budgets, got {brackets}")
         self._brackets = [_AshaBracket(index=b, budgets=budgets[b:]) for b in range(brackets)]
-        self._turn = 0
 
     def _next_job(self) -> Job:
-        bracket = self._brackets[self._turn % len(self._brackets)]
-        self._turn += 1
+        bracket = min(self._brackets, key=lambda b: (b.spent, b.index))
         for rung in range(len(bracket.budgets) - 2, -1, -1):
             record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta)
             if record is not None:
@@ -72,6 +74,7 @@ class ASHA(Searcher):
         job = self._new_job(config, bracket.budgets[rung], continues=continues,
                             bracket=bracket.index, rung=rung)
         bracket.rung_of[job.trial_id] = rung
+        bracket.spent += bracket.budgets[rung] - (bracket.budgets[rung - 1] if continues is not None else 0.0)
         return job
 
     def _on_result(self, job: Job, loss: float) -> None:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from keras import ops
 
 from hpo.errors import TrialFailed
 
@@ -18,9 +19,11 @@ from hpo.errors import TrialFailed
 def save_checkpoint(path: str | Path, model, optimizer, epoch: int) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(model.get_weights())}
-    arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(optimizer.variables)})
-    arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(model.weights),
+    # model.variables includes the random seed generators' states, so dropout masks continue
+    # exactly where they stopped too.
+    arrays = {f"w{i}": ops.convert_to_numpy(v) for i, v in enumerate(model.variables)}
+    arrays.update({f"o{i}": ops.convert_to_numpy(v) for i, v in enumerate(optimizer.variables)})
+    arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(model.variables),
                                                "n_optimizer": len(optimizer.variables)}).encode(), dtype=np.uint8)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as handle:
@@ -39,10 +42,12 @@ def load_checkpoint(path: str | Path, model, optimizer) -> int:
         meta = json.loads(bytes(data["meta"]).decode())
         weights = [data[f"w{i}"] for i in range(meta["n_weights"])]
         opt_values = [data[f"o{i}"] for i in range(meta["n_optimizer"])]
-    try:
-        model.set_weights(weights)
-    except ValueError as exc:
-        raise TrialFailed(f"checkpoint {path} does not fit this model: {exc}") from None
+    variables = model.variables
+    if len(weights) != len(variables) or any(tuple(v.shape) != w.shape for v, w in zip(variables, weights)):
+        raise TrialFailed(f"checkpoint {path} does not fit this model: it holds {len(weights)} variables "
+                          f"{[w.shape for w in weights][:4]}..., the model has {len(variables)}")
+    for variable, value in zip(variables, weights):
+        variable.assign(value)
     if len(opt_values) != len(optimizer.variables):
         raise TrialFailed(f"checkpoint {path} holds {len(opt_values)} optimizer variables, "
                           f"the optimizer has {len(optimizer.variables)}")

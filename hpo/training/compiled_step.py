@@ -13,13 +13,18 @@ from typing import Callable
 import tensorflow as tf
 
 
-def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, mode: str) -> Callable:
-    """Returns f(batch_indices[int32, steps x batch]) -> (sum of losses, correct predictions)."""
+def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, mode: str,
+                     on_trace: list | None = None) -> Callable:
+    """Returns f(batch_indices[int32, steps x batch]) -> (sum of losses, correct predictions).
+
+    `on_trace[0]` counts how often the Python body runs, i.e. how often TensorFlow traced it."""
     import keras
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     variables = model.trainable_variables
 
     def train_steps(batch_indices):
+        if on_trace is not None:
+            on_trace[0] += 1
         total_loss = tf.constant(0.0)
         correct = tf.constant(0, tf.int64)
         for i in tf.range(tf.shape(batch_indices)[0]):

@@ -44,14 +44,6 @@ def device_type(device: str) -> str:
     return "GPU" if ":GPU:" in device.upper() else "CPU"
 
 
-def resolve_compile_mode(mode: str, device: str) -> str:
-    """'auto' means XLA on GPU and plain graph mode on CPU, where XLA measured 1.5-6x slower
-    (DESIGN.md, performance notes: 2-core CPU, TF 2.21)."""
-    if mode != "auto":
-        return mode
-    return "xla" if device_type(device) == "GPU" else "graph"
-
-
 def available_devices() -> list[str]:
     import tensorflow as tf
     return [d.name for d in tf.config.list_logical_devices() if d.device_type in ("CPU", "GPU")]

@@ -1,29 +1,116 @@
-"""Keras optimizers from a trial's resolved hyperparameters."""
+"""Keras optimizers whose hyperparameters are variables.
+
+A Python float handed to a Keras optimizer is baked into the traced training step, so a
+reused step would silently train every later trial with the first trial's value. Here every
+numeric hyperparameter is a variable the step reads, and a new trial assigns new values.
+What Keras branches on in Python (the optimizer's kind, SGD's nesterov, RMSprop's
+momentum > 0) stays structural and goes into the architecture signature instead.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 import keras
+from keras import ops
 
 from hpo.errors import TrialFailed
 
+# Every numeric hyperparameter per optimizer, with its default.
+HYPERPARAMETERS: dict[str, dict[str, float]] = {
+    "adam": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
+    "adamw": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "weight_decay": 0.004},
+    "sgd": {"learning_rate": 1e-2, "momentum": 0.0},
+    "rmsprop": {"learning_rate": 1e-3, "rho": 0.9, "epsilon": 1e-7},
+}
+# Values that change the graph (Keras branches on them in Python).
+STRUCTURAL: dict[str, dict[str, Any]] = {
+    "adam": {}, "adamw": {}, "sgd": {"nesterov": False}, "rmsprop": {"momentum": 0.0},
+}
+# Parameters consumed by the optimizer: none of them belongs in a model's architecture.
+OPTIMIZER_PARAMS = frozenset({"optimizer"} | {k for d in HYPERPARAMETERS.values() for k in d}
+                             | {k for d in STRUCTURAL.values() for k in d})
 
-def make_optimizer(params: Mapping[str, Any]) -> keras.optimizers.Optimizer:
+
+def optimizer_name(params: Mapping[str, Any]) -> str:
     name = str(params.get("optimizer", "adam")).lower()
-    lr = float(params.get("learning_rate", 1e-3))
+    if name not in HYPERPARAMETERS:
+        raise TrialFailed(f"unknown optimizer {name!r}; expected {', '.join(HYPERPARAMETERS)}")
+    return name
+
+
+def structural_signature(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The optimizer choices that need their own trace."""
+    name = optimizer_name(params)
+    out: dict[str, Any] = {"optimizer": name}
+    for key, default in STRUCTURAL[name].items():
+        value = params.get(key, default)
+        # RMSprop only branches on momentum > 0; its value is baked in, so it is structural whole.
+        out[key] = bool(value) if key == "nesterov" else float(value)
+    return out
+
+
+class TunableOptimizer:
+    """A built Keras optimizer plus the variables holding its hyperparameters."""
+
+    def __init__(self, params: Mapping[str, Any], variables: list):
+        self.name = optimizer_name(params)
+        # Keras keeps the learning rate in a variable of its own (set through its property);
+        # the others become variables here.
+        self.values = {key: keras.Variable(float(params.get(key, default)), dtype="float32", trainable=False,
+                                           name=key)
+                       for key, default in HYPERPARAMETERS[self.name].items() if key != "learning_rate"}
+        self.optimizer = _make(self.name, params, self.values)
+        self.optimizer.build(variables)
+        self._state = [v for v in self.optimizer.variables if not any(v is h for h in self.values.values())]
+
+    def assign(self, params: Mapping[str, Any]) -> None:
+        for key, default in HYPERPARAMETERS[self.name].items():
+            value = float(params.get(key, default))
+            if key == "learning_rate":
+                self.optimizer.learning_rate = value
+            else:
+                self.values[key].assign(value)
+
+    def reset(self, params: Mapping[str, Any]) -> None:
+        """A fresh start for a new trial: step count and slots to zero, new hyperparameters."""
+        for variable in self._state:
+            variable.assign(ops.zeros(variable.shape, variable.dtype))
+        self.assign(params)
+
+    @property
+    def learning_rate(self) -> float:
+        return float(ops.convert_to_numpy(self.optimizer.learning_rate))
+
+
+def _make(name: str, params: Mapping[str, Any], values: Mapping[str, Any]) -> keras.optimizers.Optimizer:
+    lr = float(params.get("learning_rate", HYPERPARAMETERS[name]["learning_rate"]))
     if name == "adam":
-        return keras.optimizers.Adam(lr, beta_1=float(params.get("beta_1", 0.9)),
-                                     beta_2=float(params.get("beta_2", 0.999)),
-                                     epsilon=float(params.get("epsilon", 1e-7)))
+        return keras.optimizers.Adam(lr, beta_1=values["beta_1"], beta_2=values["beta_2"], epsilon=values["epsilon"])
     if name == "adamw":
-        return keras.optimizers.AdamW(lr, weight_decay=float(params.get("weight_decay", 0.004)),
-                                      beta_1=float(params.get("beta_1", 0.9)),
-                                      beta_2=float(params.get("beta_2", 0.999)))
+        return keras.optimizers.AdamW(lr, weight_decay=values["weight_decay"], beta_1=values["beta_1"],
+                                      beta_2=values["beta_2"], epsilon=values["epsilon"])
     if name == "sgd":
-        return keras.optimizers.SGD(lr, momentum=float(params.get("momentum", 0.0)),
-                                    nesterov=bool(params.get("nesterov", False)))
-    if name == "rmsprop":
-        return keras.optimizers.RMSprop(lr, rho=float(params.get("rho", 0.9)),
-                                        momentum=float(params.get("momentum", 0.0)))
-    raise TrialFailed(f"unknown optimizer {name!r}; expected adam, adamw, sgd or rmsprop")
+        return _MomentumSGD(lr, values["momentum"], nesterov=bool(params.get("nesterov", False)))
+    return keras.optimizers.RMSprop(lr, rho=values["rho"], epsilon=values["epsilon"],
+                                    momentum=float(params.get("momentum", 0.0)))
+
+
+class _MomentumSGD(keras.optimizers.SGD):
+    """SGD with the momentum in a variable. Keras's SGD tests `momentum != 0` in Python;
+    here the momentum slots always exist, and momentum 0 reduces exactly to plain SGD."""
+
+    def __init__(self, learning_rate, momentum, nesterov: bool = False):
+        super().__init__(learning_rate, momentum=0.5, nesterov=nesterov)  # nonzero: build() makes the slots
+        self.momentum_value = momentum
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        mu = ops.cast(self.momentum_value, variable.dtype)
+        m = self.momentums[self._get_variable_index(variable)]
+        self.assign(m, ops.subtract(ops.multiply(m, mu), ops.multiply(gradient, lr)))
+        if self.nesterov:
+            self.assign_add(variable, ops.subtract(ops.multiply(m, mu), ops.multiply(gradient, lr)))
+        else:
+            self.assign_add(variable, m)

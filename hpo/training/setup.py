@@ -7,17 +7,20 @@ import logging
 from hpo.config import Experiment
 from hpo.data import load_dataset
 from hpo.models import get_builder
+from hpo.training.compile_mode import CompileChoices
 from hpo.training.devices import available_devices, enable_memory_growth, select_device
 from hpo.training.trainer import Trainer
 
 log = logging.getLogger("hpo.train")
 
 
-def trainer_for(experiment: Experiment, slot: int = 0) -> Trainer:
+def trainer_for(experiment: Experiment, slot: int = 0, compile_choices: CompileChoices | None = None) -> Trainer:
+    """`compile_choices`: where `compile: auto` keeps its measured decisions (the study in a search)."""
     enable_memory_growth()
     device = select_device(experiment.training.device, available_devices(), slot)
     dataset = load_dataset(experiment.data, seed=experiment.seed)
     trainer = Trainer(dataset, get_builder(experiment.model.builder), experiment.training,
-                      experiment.model.params, device)
-    log.info("training on %s, compile mode %s", device, trainer.mode)
+                      experiment.model.params, device, compile_choices=compile_choices)
+    log.info("training on %s, compile mode %s", device,
+             "measured per architecture" if trainer.mode == "auto" else trainer.mode)
     return trainer

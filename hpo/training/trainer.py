@@ -19,9 +19,10 @@ from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import load_checkpoint, save_checkpoint
-from hpo.training.compiled_step import make_evaluate, make_train_steps
-from hpo.training.devices import resolve_compile_mode
-from hpo.training.optimizers import make_optimizer
+from hpo.training.compile_mode import (MODES, CompileChoices, InMemoryCompileChoices, choice_key, decide,
+                                       inferred_mode, time_step)
+from hpo.training.devices import device_type
+from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.train")
@@ -31,20 +32,23 @@ EVAL_BATCH = 1024
 
 
 class Trainer:
-    """Holds the dataset on one device and trains tasks there, one at a time."""
+    """Holds the dataset on one device and trains tasks there, one at a time, reusing the
+    compiled program of each architecture (see `hpo.training.program`)."""
 
     def __init__(self, dataset: Dataset, builder: Callable, training: TrainingConfig,
-                 fixed_params: Mapping[str, Any], device: str):
+                 fixed_params: Mapping[str, Any], device: str, *,
+                 compile_choices: CompileChoices | None = None, cache_capacity: int = 32):
         import tensorflow as tf
 
-        # Each trial traces its own step function; TF's "retracing" advice is noise here.
         tf.get_logger().setLevel(logging.ERROR)
         self.dataset = dataset
         self.builder = builder
         self.training = training
         self.fixed_params = dict(fixed_params)
         self.device = device
-        self.mode = resolve_compile_mode(training.compile, device)
+        self.mode = training.compile          # 'auto' is decided per architecture
+        self.compile_choices = compile_choices if compile_choices is not None else InMemoryCompileChoices()
+        self.programs = ProgramCache(cache_capacity)
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
             self._x_train = tf.constant(dataset.x_train)
@@ -58,21 +62,84 @@ class Trainer:
                     "learning_rate": self.training.learning_rate}
         return {**defaults, **self.fixed_params, **dict(config)}
 
-    def build(self, params: Mapping[str, Any], seed: int):
-        """A fresh model and built optimizer on this trainer's device."""
+    def build_model(self, params: Mapping[str, Any], seed: int):
+        """A freshly initialised model on this trainer's device, seeded per trial."""
         import keras
         import tensorflow as tf
 
-        keras.backend.clear_session()   # drop the previous trial's graph state and name counters
         keras.utils.set_random_seed(seed)
         with tf.device(self.device):
             try:
-                model = self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
+                return self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
             except Exception as exc:
                 raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
-            optimizer = make_optimizer(params)
-            optimizer.build(model.trainable_variables)
-        return model, optimizer
+
+    def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True) -> TrainingProgram:
+        """The architecture's compiled program, ready for this trial: re-initialised for a
+        fresh start (a continuation's checkpoint overwrites the state anyway)."""
+        signature = architecture_signature(params, self.builder)
+        mode = self._mode_for(signature, params, seed)
+        key = (signature, self.device, mode)
+        program = self.programs.get(key)
+        if program is None:
+            program = self._compile(signature, self.build_model(params, seed), params, mode)
+            self.programs.put(key, program)
+            return program
+        if fresh_start:
+            program.load_weights_from(self.build_model(params, seed))
+            program.optimizer.reset(params)
+        program.assign_hyperparameters(params)
+        return program
+
+    @property
+    def traces(self) -> int:
+        """Training-step traces of the programs in the cache (a test's window on retracing)."""
+        return self.programs.traces
+
+    def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
+        import tensorflow as tf
+        with tf.device(self.device):
+            return build_program(signature, model, params, self._x_train, self._y_train, mode)
+
+    def _mode_for(self, signature: str, params: Mapping[str, Any], seed: int) -> str:
+        if self.mode != "auto":
+            return self.mode
+        key = choice_key(signature, device_type(self.device))
+        known = self.compile_choices.compile_choice(key)
+        if known is not None:
+            return known[0]
+        inferred = inferred_mode(key, self.compile_choices)
+        if inferred is not None:
+            self.compile_choices.record_compile_choice(key, *inferred)
+            return inferred[0]
+        return self._measure_modes(key, signature, params, seed)
+
+    def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
+        import tensorflow as tf
+
+        batch_size = int(params["batch_size"])
+        steps = max(1, min(self.training.steps_per_call, len(self.dataset.x_train) // batch_size))
+        indices = np.random.default_rng(seed).integers(0, len(self.dataset.x_train), (steps, batch_size))
+        timings, programs, failures = {}, {}, {}
+        for mode in MODES:
+            try:
+                program = self._compile(signature, self.build_model(params, seed), params, mode)
+                with tf.device(self.device):
+                    batch = tf.constant(indices.astype("int32"))
+                    timings[mode] = time_step(lambda: float(program.train_steps(batch)[0]), repeats=2)
+                programs[mode] = program
+            except TrialFailed:
+                raise
+            except Exception as exc:   # XLA cannot compile some ops; graph mode then wins by default
+                failures[mode] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        mode, detail = decide(timings)
+        if failures:
+            detail["failed"] = failures
+        self.compile_choices.record_compile_choice(key, mode, detail)
+        log.info("compile mode for this architecture on %s: %s (%s)", self.device, mode, detail["step_call_ms"])
+        # The winner's program is cached; its weights are reset before the trial trains.
+        self.programs.put((signature, self.device, mode), programs[mode])
+        return mode
 
     def run(self, task: TrainTask) -> Iterator[EpochReport]:
         import tensorflow as tf
@@ -86,15 +153,15 @@ class Trainer:
         if task.objective not in METRICS:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
 
-        model, optimizer = self.build(params, task.seed)
+        program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in)
+        model, optimizer = program.model, program.optimizer.optimizer
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, model, optimizer)
             if restored != task.start_epoch:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
-        with tf.device(self.device):
-            train_steps = make_train_steps(model, optimizer, self._x_train, self._y_train, self.mode)
-            evaluate = make_evaluate(model, self.mode)
+            program.assign_hyperparameters(params)
+        train_steps, evaluate = program.train_steps, program.evaluate
 
         writer = tf.summary.create_file_writer(task.tensorboard_run) if task.tensorboard_run else None
         try:
@@ -118,7 +185,7 @@ class Trainer:
                 val_loss, val_accuracy = self._evaluate(evaluate)
                 metrics = {"loss": loss, "accuracy": correct / (steps_per_epoch * batch_size),
                            "val_loss": val_loss, "val_accuracy": val_accuracy,
-                           "learning_rate": float(np.asarray(optimizer.learning_rate)),
+                           "learning_rate": program.optimizer.learning_rate,
                            "epoch_seconds": time.perf_counter() - started}
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})

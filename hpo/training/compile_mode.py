@@ -1,0 +1,103 @@
+"""`compile: auto`: pick graph mode or XLA for an architecture by timing both on its device.
+
+XLA's payoff depends on the model and the device (on this 2-core CPU it measured 1.5-6x
+slower than graph mode for small Keras models; on GPUs it usually wins), so the choice is
+measured, not guessed: on the first trial of an architecture, a few calls of the step in
+each mode, after one warm-up call each that absorbs tracing and compilation. The result is
+kept in a `CompileChoices` store (the study's table in a search), so later trials and
+resumed searches reuse it.
+
+Measuring costs a second compile per architecture. In spaces where nearly every config is
+its own architecture, that would be paid on most trials, so once `FAMILY_EVIDENCE`
+architectures of the same builder on the same device kind all chose the same mode by a
+clear margin, new architectures of that family take that mode unmeasured (recorded as
+inferred, with the evidence).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Any, Callable, Mapping, Protocol
+
+MODES = ("graph", "xla")
+FAMILY_EVIDENCE = 3
+CLEAR_MARGIN = 1.25        # the loser is at least this much slower per step
+
+
+class CompileChoices(Protocol):
+    """Where decisions are kept: `hpo.study.Study` in a search, `InMemoryCompileChoices` elsewhere."""
+
+    def compile_choice(self, key: str) -> tuple[str, dict[str, Any]] | None: ...
+
+    def record_compile_choice(self, key: str, mode: str, detail: Mapping[str, Any]) -> None: ...
+
+    def compile_choices(self) -> dict[str, tuple[str, dict[str, Any]]]: ...
+
+
+class InMemoryCompileChoices:
+    """For a trainer used outside a study (tests, the library)."""
+
+    def __init__(self):
+        self._choices: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def compile_choice(self, key: str):
+        return self._choices.get(key)
+
+    def record_compile_choice(self, key: str, mode: str, detail: Mapping[str, Any]) -> None:
+        self._choices[key] = (mode, dict(detail))
+
+    def compile_choices(self):
+        return dict(self._choices)
+
+
+def choice_key(signature: str, device_kind: str) -> str:
+    return json.dumps({"device": device_kind, "architecture": json.loads(signature)}, sort_keys=True)
+
+
+def family_of(key: str) -> str:
+    parsed = json.loads(key)
+    return json.dumps({"device": parsed["device"], "builder": parsed["architecture"].get("__builder__")},
+                      sort_keys=True)
+
+
+def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any]] | None:
+    """The family's mode, if enough measured architectures agree on it by a clear margin."""
+    family = family_of(key)
+    measured = [(mode, detail) for k, (mode, detail) in choices.compile_choices().items()
+                if family_of(k) == family and detail.get("measured")]
+    if len(measured) < FAMILY_EVIDENCE:
+        return None
+    modes = {mode for mode, _ in measured}
+    if len(modes) != 1 or not all(detail.get("margin", 0) >= CLEAR_MARGIN for _, detail in measured):
+        return None
+    mode = modes.pop()
+    return mode, {"measured": False, "inferred_from": len(measured)}
+
+
+def time_step(step: Callable[[], Any], repeats: int = 3) -> tuple[float, float]:
+    """(first call seconds incl. trace/compile, median seconds of the following calls)."""
+    started = time.perf_counter()
+    step()
+    first = time.perf_counter() - started
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        step()
+        timings.append(time.perf_counter() - started)
+    return first, statistics.median(timings)
+
+
+def decide(timings: Mapping[str, tuple[float, float]]) -> tuple[str, dict[str, Any]]:
+    """The faster steady-state mode; `timings` maps mode -> time_step's result (failed modes absent)."""
+    if not timings:
+        raise RuntimeError("no compile mode could run this model")
+    ranked = sorted(timings, key=lambda m: timings[m][1])
+    best = ranked[0]
+    detail: dict[str, Any] = {"measured": True,
+                              "step_call_ms": {m: round(1000 * t[1], 3) for m, t in timings.items()},
+                              "first_call_ms": {m: round(1000 * t[0], 1) for m, t in timings.items()}}
+    if len(ranked) > 1:
+        detail["margin"] = round(timings[ranked[1]][1] / max(timings[best][1], 1e-12), 3)
+    return best, detail
