@@ -23,6 +23,8 @@ from hpo.training.compile_mode import (MODES, CompileChoices, InMemoryCompileCho
                                        inferred_mode, time_step)
 from hpo.training.devices import device_type
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
+from hpo.training.kernel_cache import KernelCacheJanitor
+from hpo.training.seeding import seed_trial
 from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.train")
@@ -49,6 +51,7 @@ class Trainer:
         self.mode = training.compile          # 'auto' is decided per architecture
         self.compile_choices = compile_choices if compile_choices is not None else InMemoryCompileChoices()
         self.programs = ProgramCache(cache_capacity)
+        self._janitor = KernelCacheJanitor()
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
             self._x_train = tf.constant(dataset.x_train)
@@ -64,15 +67,16 @@ class Trainer:
 
     def build_model(self, params: Mapping[str, Any], seed: int):
         """A freshly initialised model on this trainer's device, seeded per trial."""
-        import keras
         import tensorflow as tf
 
-        keras.utils.set_random_seed(seed)
+        seed_trial(seed)
         with tf.device(self.device):
             try:
-                return self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
+                model = self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
             except Exception as exc:
                 raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+        self._janitor.after_build()
+        return model
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True) -> TrainingProgram:
         """The architecture's compiled program, ready for this trial: re-initialised for a
@@ -144,6 +148,9 @@ class Trainer:
     def run(self, task: TrainTask) -> Iterator[EpochReport]:
         import tensorflow as tf
 
+        job_started = time.perf_counter()
+        startup: float | None = None     # job start to the first finished training step
+
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
         n_train = len(self.dataset.x_train)
@@ -179,6 +186,8 @@ class Trainer:
                             tf.constant(batches[first:first + self.training.steps_per_call]))
                         total_loss += float(chunk_loss)
                         correct += int(chunk_correct)
+                        if startup is None:
+                            startup = time.perf_counter() - job_started
                 loss = total_loss / steps_per_epoch
                 if not math.isfinite(loss):
                     raise TrialFailed(f"training loss became {loss} in epoch {epoch}")
@@ -187,6 +196,8 @@ class Trainer:
                            "val_loss": val_loss, "val_accuracy": val_accuracy,
                            "learning_rate": program.optimizer.learning_rate,
                            "epoch_seconds": time.perf_counter() - started}
+                if epoch == task.start_epoch + 1:
+                    metrics["startup_seconds"] = startup
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
