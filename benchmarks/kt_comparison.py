@@ -44,7 +44,7 @@ def bench_mnist():
     return x[: N_TRAIN + N_VAL], y[: N_TRAIN + N_VAL], source
 
 
-def experiment(algorithm: str, seed: int, max_epochs: int, study_dir: str):
+def experiment(algorithm: str, seed: int, max_epochs: int, study_dir: str, backend: str = "local"):
     jobs = sum(r.n_configs for b in hyperband_brackets(1, max_epochs, 3) for r in b.rungs)
     return experiment_from_dict({
         "name": f"kt-comparison-{algorithm}-{seed}", "seed": seed,
@@ -54,12 +54,13 @@ def experiment(algorithm: str, seed: int, max_epochs: int, study_dir: str):
         "search": {"algorithm": algorithm, "objective": "val_accuracy", "min_budget": 1, "max_budget": max_epochs,
                    "eta": 3, "max_trials": jobs},
         "training": {"batch_size": BATCH, "optimizer": "adam"},
+        "execution": {"backend": backend, "workers": "auto"},
         "output": {"dir": study_dir}})
 
 
-def run_hpo(algorithm: str, seed: int, max_epochs: int) -> tuple[float, float, int]:
+def run_hpo(algorithm: str, seed: int, max_epochs: int, backend: str) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
-        exp = experiment(algorithm, seed, max_epochs, tmp + "/study")
+        exp = experiment(algorithm, seed, max_epochs, tmp + "/study", backend)
         started = time.perf_counter()
         summary, study = run_experiment(exp)
         wall = time.perf_counter() - started
@@ -99,18 +100,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one seed, max 9 epochs")
     parser.add_argument("--no-bohb", action="store_true", help="skip our BOHB runs")
+    parser.add_argument("--backend", choices=["local", "inline"], default="local",
+                        help="ours: 'local' runs one worker process per core (default), 'inline' one trial "
+                             "at a time in this process")
     args = parser.parse_args()
     seeds, max_epochs = ([0], 9) if args.quick else ([0, 1, 2], 27)
     logging.getLogger("hpo").setLevel(logging.WARNING)
     data = load_dataset(experiment("hyperband", 0, max_epochs, "/tmp/unused").data, seed=0)
-    print(f"data: {data.describe()}; max_epochs={max_epochs}, factor 3, batch {BATCH}, seeds {seeds}")
+    print(f"data: {data.describe()}; max_epochs={max_epochs}, factor 3, batch {BATCH}, seeds {seeds}, "
+          f"hpo backend {args.backend}")
 
     results: dict[str, list[tuple[float, float, int]]] = {"hpo_hyperband": [], "hpo_bohb": [], "keras_tuner": []}
     for seed in seeds:
         runs = [("keras_tuner", lambda: run_keras_tuner(seed, max_epochs, data)),
-                ("hpo_hyperband", lambda: run_hpo("hyperband", seed, max_epochs))]
+                ("hpo_hyperband", lambda: run_hpo("hyperband", seed, max_epochs, args.backend))]
         if not args.no_bohb:
-            runs.append(("hpo_bohb", lambda: run_hpo("bohb", seed, max_epochs)))
+            runs.append(("hpo_bohb", lambda: run_hpo("bohb", seed, max_epochs, args.backend)))
         for name, run in runs:
             wall, best, trials = run()
             results[name].append((wall, best, trials))

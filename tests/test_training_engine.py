@@ -7,8 +7,8 @@ import pytest
 from hpo.config import DataConfig, TrainingConfig
 from hpo.data import load_dataset
 from hpo.models import get_builder
-from hpo.training.compile_mode import (FAMILY_EVIDENCE, InMemoryCompileChoices, choice_key, decide,
-                                       inferred_mode)
+from hpo.training.compile_mode import (FAMILY_EVIDENCE, MIN_STEPS_TO_MEASURE, InMemoryCompileChoices, choice_key,
+                                       decide, inferred_mode, provisional_mode)
 from hpo.training.program import architecture_signature
 from hpo.training.task import TrainTask
 
@@ -114,19 +114,32 @@ def test_continuation_on_a_cached_program_matches_straight_training(digits, tmp_
 def test_auto_measures_each_architecture_once_and_remembers(digits, tmp_path):
     choices = InMemoryCompileChoices()
     trainer = make_trainer(digits, compile="auto", compile_choices=choices)
-    train(trainer, tmp_path, BASE, "a", epochs=1)
+    params = trainer.resolve(BASE)
+    trainer.program_for(params, seed=0)                                # a long job: measures
     (key, (mode, detail)), = choices.compile_choices().items()
     assert mode in ("graph", "xla") and detail["measured"]
     assert set(detail["step_call_ms"]) == {"graph", "xla"}            # both really timed
     assert mode == min(detail["step_call_ms"], key=detail["step_call_ms"].get)
-    assert key == choice_key(architecture_signature(trainer.resolve(BASE), trainer.builder), "CPU")
+    assert key == choice_key(architecture_signature(params, trainer.builder), "CPU")
     train(trainer, tmp_path, {**BASE, "learning_rate": 1e-2}, "b", epochs=1)
     assert len(choices.compile_choices()) == 1
 
     # A new process (a resumed search) with the same store does not measure again.
     again = make_trainer(digits, compile="auto", compile_choices=choices)
     train(again, tmp_path, BASE, "c", epochs=1)
-    assert again.traces == 1 and len(again.programs) == 1
+    assert again.traces == 1
+    assert [program_key[2] for program_key in again.programs._programs] == [mode]   # the remembered mode
+
+
+def test_a_job_too_short_to_pay_for_measuring_does_not_measure(digits, tmp_path):
+    choices = InMemoryCompileChoices()
+    trainer = make_trainer(digits, compile="auto", compile_choices=choices)
+    steps = len(digits.x_train) // BASE["batch_size"]
+    assert steps < MIN_STEPS_TO_MEASURE
+    train(trainer, tmp_path, BASE, "short", epochs=1)
+    assert choices.compile_choices() == {}                  # nothing recorded: a longer job may still measure
+    assert trainer.traces == 1                              # and only one program was compiled (graph)
+    assert [key[2] for key in trainer.programs._programs] == ["graph"]
 
 
 def test_decisions_live_in_the_study(tmp_path):
@@ -160,6 +173,15 @@ def test_a_family_with_clear_agreement_is_inferred_without_measuring():
     assert inferred_mode(_key(99), choices) == ("graph", {"measured": False, "inferred_from": FAMILY_EVIDENCE})
     assert inferred_mode(_key(99, device="GPU"), choices) is None     # another device kind: measure
     assert inferred_mode(_key(99, builder="x.cnn"), choices) is None  # another builder: measure
+
+
+def test_short_jobs_follow_the_family_majority():
+    choices = InMemoryCompileChoices()
+    assert provisional_mode(_key(1), choices) == "graph"             # nothing measured: the cheaper compile
+    for units, mode in zip(range(3), ["xla", "xla", "graph"]):
+        choices.record_compile_choice(_key(units), mode, {"measured": True, "margin": 1.1})
+    assert provisional_mode(_key(99), choices) == "xla"
+    assert provisional_mode(_key(99, device="GPU"), choices) == "graph"
 
 
 def test_a_close_or_split_family_keeps_measuring():

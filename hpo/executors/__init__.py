@@ -14,4 +14,13 @@ def make_executor(experiment: Experiment, study=None):
     if experiment.execution.backend == "inline":
         from hpo.training.setup import trainer_for
         return InlineExecutor(lambda: trainer_for(experiment, slot=0, compile_choices=study))
+    if experiment.execution.backend == "local":
+        import os
+
+        from hpo.executors.local import LocalProcessExecutor, default_workers
+        from hpo.training.devices import available_devices
+        workers = experiment.execution.workers
+        if workers == "auto":
+            workers = default_workers(available_devices(), os.cpu_count() or 1)
+        return LocalProcessExecutor(experiment, study.dir, int(workers))
     raise ValueError(f"unknown execution backend {experiment.execution.backend!r}")

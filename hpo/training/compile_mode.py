@@ -7,11 +7,16 @@ each mode, after one warm-up call each that absorbs tracing and compilation. The
 kept in a `CompileChoices` store (the study's table in a search), so later trials and
 resumed searches reuse it.
 
-Measuring costs a second compile per architecture. In spaces where nearly every config is
-its own architecture, that would be paid on most trials, so once `FAMILY_EVIDENCE`
-architectures of the same builder on the same device kind all chose the same mode by a
-clear margin, new architectures of that family take that mode unmeasured (recorded as
-inferred, with the evidence).
+Measuring costs about a second here (an XLA compile plus a graph trace), more than a short
+job trains in total. So:
+- a job shorter than `MIN_STEPS_TO_MEASURE` steps does not measure: it takes its family's
+  majority measured mode (graph, the cheaper compile, when none), unrecorded, so a longer
+  job of the same architecture (a promotion) still measures later;
+- once `FAMILY_EVIDENCE` architectures of the same builder on the same device kind all chose
+  the same mode by a clear margin, new architectures of that family take that mode
+  unmeasured (recorded as inferred, with the evidence).
+Measured on the MLP space of benchmarks/kt_comparison.py, XLA won 11 of 16 architectures
+(by 1.2-2.4x) and lost 5 (by 2.2-3.7x), so a family verdict alone would be wrong often.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import time
 from typing import Any, Callable, Mapping, Protocol
 
 MODES = ("graph", "xla")
+MIN_STEPS_TO_MEASURE = 1000
 FAMILY_EVIDENCE = 3
 CLEAR_MARGIN = 1.25        # the loser is at least this much slower per step
 
@@ -74,6 +80,14 @@ def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any
         return None
     mode = modes.pop()
     return mode, {"measured": False, "inferred_from": len(measured)}
+
+
+def provisional_mode(key: str, choices: CompileChoices) -> str:
+    """For a job too short to measure: the family's most common measured mode, else graph."""
+    family = family_of(key)
+    votes = [mode for k, (mode, detail) in choices.compile_choices().items()
+             if family_of(k) == family and detail.get("measured")]
+    return max(MODES, key=lambda m: (votes.count(m), m == "graph"))
 
 
 def time_step(step: Callable[[], Any], repeats: int = 3) -> tuple[float, float]:

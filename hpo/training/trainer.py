@@ -19,8 +19,8 @@ from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import load_checkpoint, save_checkpoint
-from hpo.training.compile_mode import (MODES, CompileChoices, InMemoryCompileChoices, choice_key, decide,
-                                       inferred_mode, time_step)
+from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
+                                       choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.kernel_cache import KernelCacheJanitor
@@ -78,11 +78,13 @@ class Trainer:
         self._janitor.after_build()
         return model
 
-    def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True) -> TrainingProgram:
+    def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
+                    steps: int | None = None) -> TrainingProgram:
         """The architecture's compiled program, ready for this trial: re-initialised for a
-        fresh start (a continuation's checkpoint overwrites the state anyway)."""
+        fresh start (a continuation's checkpoint overwrites the state anyway). `steps`: how
+        many training steps the job will run (None: long enough to measure compile modes)."""
         signature = architecture_signature(params, self.builder)
-        mode = self._mode_for(signature, params, seed)
+        mode = self._mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
         program = self.programs.get(key)
         if program is None:
@@ -105,7 +107,7 @@ class Trainer:
         with tf.device(self.device):
             return build_program(signature, model, params, self._x_train, self._y_train, mode)
 
-    def _mode_for(self, signature: str, params: Mapping[str, Any], seed: int) -> str:
+    def _mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         if self.mode != "auto":
             return self.mode
         key = choice_key(signature, device_type(self.device))
@@ -116,6 +118,8 @@ class Trainer:
         if inferred is not None:
             self.compile_choices.record_compile_choice(key, *inferred)
             return inferred[0]
+        if steps is not None and steps < MIN_STEPS_TO_MEASURE:
+            return provisional_mode(key, self.compile_choices)
         return self._measure_modes(key, signature, params, seed)
 
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
@@ -160,7 +164,8 @@ class Trainer:
         if task.objective not in METRICS:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
 
-        program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in)
+        program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
+                                   steps=steps_per_epoch * (task.end_epoch - task.start_epoch))
         model, optimizer = program.model, program.optimizer.optimizer
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, model, optimizer)

@@ -1,0 +1,188 @@
+"""Trials in parallel on this machine: one worker process per slot, each with its own Trainer.
+
+Processes, not threads: every worker owns a TensorFlow runtime, its device (slot i gets the
+i-th GPU, or the CPU) and its compiled programs, so the Python GIL and TF's per-process
+state never serialise two trials. Workers are started with `spawn` (TensorFlow is not
+fork-safe). On a CPU-only machine, the cores are divided between workers
+(intra-op threads = cores // workers): on small models two one-core trials finish sooner
+than one two-core trial, because per-step overhead does not parallelise.
+
+A worker that dies (out of memory, a segfault in a native op) fails its trial with the exit
+code and is replaced; the search goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import queue
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.training.task import TrainTask
+
+log = logging.getLogger("hpo.executors")
+
+POLL_SECONDS = 0.5
+
+
+def default_workers(devices: list[str], cpu_count: int) -> int:
+    """One worker per GPU; on CPUs only, one per core (capped at 8: beyond that the data
+    copies per worker cost more memory than small trials gain)."""
+    gpus = [d for d in devices if ":GPU:" in d.upper()]
+    return len(gpus) if gpus else max(1, min(cpu_count, 8))
+
+
+@dataclass
+class _Worker:
+    slot: int
+    process: mp.Process
+    inbox: mp.Queue
+    task: TrainTask | None = None
+    epochs: int = 0
+
+
+class LocalProcessExecutor:
+    def __init__(self, experiment, study_dir: str | Path, workers: int):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.experiment = experiment
+        self.study_dir = str(study_dir)
+        self.slots = workers
+        self._ctx = mp.get_context("spawn")
+        self._events: mp.Queue = self._ctx.Queue()
+        self._threads = max(1, (os.cpu_count() or 1) // workers)
+        self._workers = [self._start(slot) for slot in range(workers)]
+        self._cancelled: set[int] = set()
+
+    def _start(self, slot: int) -> _Worker:
+        inbox = self._ctx.Queue()
+        process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
+                                    args=(slot, self.experiment, self.study_dir, inbox, self._events,
+                                          self._threads))
+        process.start()
+        return _Worker(slot, process, inbox)
+
+    # --- the executor protocol ----------------------------------------------------------
+    def free_slots(self) -> int:
+        return sum(1 for w in self._workers if w.task is None)
+
+    def running(self) -> list[int]:
+        return [w.task.trial_id for w in self._workers if w.task is not None]
+
+    def submit(self, task: TrainTask) -> None:
+        worker = next((w for w in self._workers if w.task is None), None)
+        if worker is None:
+            raise RuntimeError("no free worker")
+        worker.task, worker.epochs = task, 0
+        worker.inbox.put(("run", task))
+
+    def next_event(self) -> Event:
+        while True:
+            try:
+                kind, slot, payload = self._events.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                dead = self._check_workers()
+                if dead is not None:
+                    return dead
+                continue
+            worker = self._workers[slot]
+            if kind == "epoch":
+                if payload.trial_id in self._cancelled:
+                    continue
+                worker.epochs += 1
+                return EpochDone(payload)
+            if kind == "done":
+                worker.task = None
+                if payload.trial_id in self._cancelled:
+                    self._cancelled.discard(payload.trial_id)
+                    continue
+                return payload
+            if kind == "startup_failed":       # the worker could not even build its trainer
+                raise RuntimeError(f"worker {slot} failed to start: {payload}")
+
+    def cancel(self, trial_id: int) -> None:
+        for worker in self._workers:
+            if worker.task is not None and worker.task.trial_id == trial_id:
+                self._cancelled.add(trial_id)
+                worker.inbox.put(("cancel", trial_id))
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.inbox.put(("stop", None))
+        for worker in self._workers:
+            worker.process.join(timeout=10)
+            if worker.process.is_alive():
+                worker.process.terminate()
+                worker.process.join(timeout=5)
+
+    def _check_workers(self) -> TrialDone | None:
+        for index, worker in enumerate(self._workers):
+            if worker.process.is_alive():
+                continue
+            code = worker.process.exitcode
+            task = worker.task
+            log.warning("worker %d died (exit code %s); starting a new one", worker.slot, code)
+            self._workers[index] = self._start(worker.slot)
+            if task is not None and task.trial_id not in self._cancelled:
+                hint = " (killed: out of memory?)" if code in (-9, 137) else ""
+                return TrialDone(trial_id=task.trial_id, epochs_trained=worker.epochs,
+                                 error=f"worker process died with exit code {code}{hint}")
+        return None
+
+
+# --- inside a worker process --------------------------------------------------------------
+
+def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: int) -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import tensorflow as tf
+        if not tf.config.list_physical_devices("GPU"):
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        from hpo.study import Study
+        from hpo.training.setup import trainer_for
+        trainer = trainer_for(experiment, slot=slot, compile_choices=Study.open(study_dir))
+    except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
+        events.put(("startup_failed", slot, f"{type(exc).__name__}: {exc}"))
+        return
+    while True:
+        kind, payload = inbox.get()
+        if kind == "stop":
+            return
+        if kind == "cancel":              # arrived after its trial ended: nothing to do
+            continue
+        _run_one(trainer, payload, slot, inbox, events)
+
+
+def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
+    trained, error, trace = 0, None, None
+    epochs = trainer.run(task)
+    try:
+        for report in epochs:
+            events.put(("epoch", slot, report))
+            trained += 1
+            if _cancel_requested(inbox, task.trial_id):
+                epochs.close()
+                error = "cancelled"
+                break
+    except Exception as exc:  # a failed trial is data for the study, not a crash
+        error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+    events.put(("done", slot, TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
+                                        traceback=trace)))
+
+
+def _cancel_requested(inbox, trial_id: int) -> bool:
+    """Between epochs: a pending cancel for this trial? (Other messages cannot be queued
+    while the worker is busy: the driver only submits to idle workers.)"""
+    try:
+        kind, payload = inbox.get_nowait()
+    except queue.Empty:
+        return False
+    if kind == "stop":                     # the driver is closing: stop now, and stop after
+        inbox.put(("stop", None))
+        return True
+    return kind == "cancel" and payload == trial_id

@@ -1,0 +1,53 @@
+"""The local process pool: several trials at once, worker deaths survived."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpo.executors.local import default_workers
+from hpo.study import Study
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = str(ROOT / "experiments" / "smoke.yaml")
+
+
+def hpo(*args, timeout=300):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=env)
+
+
+def test_one_worker_per_gpu_else_per_core():
+    assert default_workers(["/device:CPU:0", "/device:GPU:0", "/device:GPU:1"], cpu_count=16) == 2
+    assert default_workers(["/device:CPU:0"], cpu_count=2) == 2
+    assert default_workers(["/device:CPU:0"], cpu_count=64) == 8
+    assert default_workers([], cpu_count=1) == 1
+
+
+def test_two_workers_run_trials_at_the_same_time(tmp_path):
+    study_dir = tmp_path / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+               "--set", "execution.workers=2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
+    spans = sorted((t.started_at, t.finished_at) for t in trials)
+    overlapping = sum(1 for (a, b), (c, d) in zip(spans, spans[1:]) if c < b)
+    assert overlapping >= 1, spans
+
+
+def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
+    study_dir = tmp_path / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+               "--set", "execution.workers=2", "--set", "model.builder=tests.crashing_builder:build",
+               "--set", "space.units.low=12", "--set", "space.units.high=14", "--set", "space.units.log=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    failed = [t for t in trials if t.state.value == "failed"]
+    assert failed, "no config drew units=13; the test needs one"
+    assert all(t.config["units"] == 13 and "worker process died with exit code 9" in t.error for t in failed)
+    assert any(t.state.value == "complete" for t in trials)
