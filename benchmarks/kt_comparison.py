@@ -1,7 +1,10 @@
 """hpo's Hyperband (and BOHB) against keras_tuner.Hyperband, same space, data and budget.
 
-    python benchmarks/kt_comparison.py            # seeds 0-2, max 27 epochs (~20 min)
-    python benchmarks/kt_comparison.py --quick    # seed 0, max 9 epochs
+    python benchmarks/kt_comparison.py            # seeds 0-2, max 27 epochs (~17 min)
+    python benchmarks/kt_comparison.py --quick    # seed 0, max 9 epochs (~2 min)
+
+Ours runs with `execution.backend: local` (one worker process per core) unless
+`--backend inline`.
 
 Space: MLP with 1-3 layers, units 32-512 (log), dropout 0-0.5, Adam learning rate 1e-4 to
 1e-2 (log). Data: offline MNIST, 4,000 training and 1,000 validation images (the same

@@ -37,3 +37,11 @@ def space_dict():
         "optimizer": {"type": "choice", "values": ["adam", "sgd"]},
         "momentum": {"type": "float", "low": 0.0, "high": 0.99, "when": {"optimizer": "sgd"}},
     }
+
+
+@pytest.fixture(scope="session")
+def digits():
+    """sklearn's 8x8 digits, split 70/20/10: the small real dataset trainer tests share."""
+    from hpo.config import DataConfig
+    from hpo.data import load_dataset
+    return load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)

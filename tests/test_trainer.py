@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from hpo.config import DataConfig, TrainingConfig
-from hpo.data import load_dataset
+from hpo.config import TrainingConfig
 from hpo.errors import TrialFailed
 from hpo.models import get_builder
 from hpo.training.task import TrainTask
@@ -12,11 +11,6 @@ from hpo.training.task import TrainTask
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 
 CONFIG = {"layers": 1, "units": 32, "dropout": 0.0, "learning_rate": 3e-3, "batch_size": 64}
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
 
 
 def make_trainer(digits, device="/device:CPU:0", builder="mlp", **training):

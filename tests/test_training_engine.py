@@ -4,8 +4,7 @@ take effect, compile mode chosen by measurement and remembered, flat memory."""
 import numpy as np
 import pytest
 
-from hpo.config import DataConfig, TrainingConfig
-from hpo.data import load_dataset
+from hpo.config import TrainingConfig
 from hpo.models import get_builder
 from hpo.training.compile_mode import (FAMILY_EVIDENCE, MIN_STEPS_TO_MEASURE, InMemoryCompileChoices, choice_key,
                                        decide, inferred_mode, provisional_mode)
@@ -15,11 +14,6 @@ from hpo.training.task import TrainTask
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 
 BASE = {"layers": 1, "units": 32, "dropout": 0.0, "learning_rate": 3e-3, "batch_size": 64}
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
 
 
 def make_trainer(digits, builder="mlp", compile="graph", **kw):
