@@ -52,6 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_sigterm() -> None:
+    """`kill` (SIGTERM, what schedulers and container runtimes send) stops a search the way
+    Ctrl-C does: running trials are marked interrupted and rerun on resume."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:      # not the main thread (main() called from a library thread)
+        pass
+
+
 def _print_error(message: str) -> None:
     """Errors are printed unwrapped and unstyled inside, so paths and quoted keys stay intact
     (rich would otherwise wrap at the terminal width and read '[...]' in messages as markup)."""
@@ -65,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    _stop_on_sigterm()
     try:
         return COMMANDS[args.command](args)
     except UserInputError as err:

@@ -51,3 +51,47 @@ def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     assert failed, "no config drew units=13; the test needs one"
     assert all(t.config["units"] == 13 and "worker process died with exit code 9" in t.error for t in failed)
     assert any(t.state.value == "complete" for t in trials)
+
+
+def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
+    import signal
+    import time
+    study_dir = tmp_path / "study"
+    args = ["search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+            "--set", "execution.workers=2"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200"}
+    driver = subprocess.Popen([sys.executable, "-m", "hpo", *args], cwd=ROOT, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if (study_dir / "study.sqlite").exists() and any(
+                t.state.value == "complete" for t in Study.open(study_dir).trials()):
+            break
+    workers = _children_of(driver.pid)
+    assert workers, "the driver has no worker processes"
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130, err[-2000:]
+    states = [t.state.value for t in Study.open(study_dir).trials()]
+    assert "complete" in states and "running" not in states
+    time.sleep(2)
+    assert not [pid for pid in workers if _alive(pid)], "worker processes outlived the driver"
+    resumed = hpo(*args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert sum(t.state.value == "complete" for t in trials) >= 8
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:     # a zombie is dead too
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+def _children_of(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout.split("\n")[1:]
+    return {int(line.split()[0]) for line in out if line.split() and int(line.split()[1]) == pid}

@@ -17,6 +17,7 @@ import logging
 import multiprocessing as mp
 import os
 import queue
+import signal
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,9 @@ class LocalProcessExecutor:
 # --- inside a worker process --------------------------------------------------------------
 
 def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: int) -> None:
+    # Ctrl-C reaches the whole process group; the driver handles it (marks trials interrupted,
+    # then stops the workers), so a worker must not die mid-epoch with a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         import tensorflow as tf
@@ -149,8 +153,14 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
         events.put(("startup_failed", slot, f"{type(exc).__name__}: {exc}"))
         return
+    parent = mp.parent_process()
     while True:
-        kind, payload = inbox.get()
+        try:
+            kind, payload = inbox.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():   # the driver was killed: do not linger
+                return
+            continue
         if kind == "stop":
             return
         if kind == "cancel":              # arrived after its trial ended: nothing to do
