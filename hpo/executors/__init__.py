@@ -17,6 +17,9 @@ def make_executor(experiment: Experiment, study=None):
     if experiment.execution.backend == "local":
         import os
 
+        if study is None:
+            raise ValueError("the local backend needs the study: its workers open the study folder themselves")
+
         from hpo.executors.local import LocalProcessExecutor, default_workers
         from hpo.training.devices import available_devices
         workers = experiment.execution.workers

@@ -1,8 +1,8 @@
 """`compile: auto`: pick graph mode or XLA for an architecture by timing both on its device.
 
-XLA's payoff depends on the model and the device (on this 2-core CPU it measured 1.5-6x
-slower than graph mode for small Keras models; on GPUs it usually wins), so the choice is
-measured, not guessed: on the first trial of an architecture, a few calls of the step in
+XLA's payoff depends on the model and the device (on this 2-core CPU it was 1.5-6x slower
+than graph mode under `model.fit`, yet often faster in our own multi-step loop; on GPUs it
+usually wins), so the choice is measured, not guessed: on the first trial of an architecture, a few calls of the step in
 each mode, after one warm-up call each that absorbs tracing and compilation. The result is
 kept in a `CompileChoices` store (the study's table in a search), so later trials and
 resumed searches reuse it.
@@ -68,11 +68,16 @@ def family_of(key: str) -> str:
                       sort_keys=True)
 
 
+def _measured_in_family(key: str, choices: CompileChoices) -> list[tuple[str, dict[str, Any]]]:
+    """(mode, detail) of every measured (not inferred) architecture in `key`'s family."""
+    family = family_of(key)
+    return [(mode, detail) for k, (mode, detail) in choices.compile_choices().items()
+            if family_of(k) == family and detail.get("measured")]
+
+
 def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any]] | None:
     """The family's mode, if enough measured architectures agree on it by a clear margin."""
-    family = family_of(key)
-    measured = [(mode, detail) for k, (mode, detail) in choices.compile_choices().items()
-                if family_of(k) == family and detail.get("measured")]
+    measured = _measured_in_family(key, choices)
     if len(measured) < FAMILY_EVIDENCE:
         return None
     modes = {mode for mode, _ in measured}
@@ -84,9 +89,7 @@ def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any
 
 def provisional_mode(key: str, choices: CompileChoices) -> str:
     """For a job too short to measure: the family's most common measured mode, else graph."""
-    family = family_of(key)
-    votes = [mode for k, (mode, detail) in choices.compile_choices().items()
-             if family_of(k) == family and detail.get("measured")]
+    votes = [mode for mode, _ in _measured_in_family(key, choices)]
     return max(MODES, key=lambda m: (votes.count(m), m == "graph"))
 
 

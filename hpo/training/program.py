@@ -21,7 +21,7 @@ from hpo.errors import TrialFailed
 from hpo.training.compiled_step import make_evaluate, make_train_steps
 from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
 
-# Parameters no model builder sees as architecture: the trainer's own and the seed.
+# The trainer's own parameters: the step takes a shape-polymorphic batch, so none shape the graph.
 _TRAINER_PARAMS = frozenset({"batch_size"})
 
 
@@ -56,11 +56,6 @@ class TrainingProgram:
         except (ValueError, TypeError) as exc:
             raise TrialFailed(f"the builder returned a model whose weights differ from the cached one for the "
                               f"same parameters ({exc}); is it deterministic in its parameters?") from None
-
-    def assign_hyperparameters(self, params: Mapping[str, Any]) -> None:
-        """The optimizer's variable-held values. (A builder's own variables, such as
-        TunableDropout rates, arrive with the weights of the fresh build or the checkpoint.)"""
-        self.optimizer.assign(params)
 
 
 def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str) -> TrainingProgram:

@@ -80,9 +80,12 @@ class Trainer:
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
                     steps: int | None = None) -> TrainingProgram:
-        """The architecture's compiled program, ready for this trial: re-initialised for a
-        fresh start (a continuation's checkpoint overwrites the state anyway). `steps`: how
-        many training steps the job will run (None: long enough to measure compile modes)."""
+        """The architecture's compiled program, ready for this trial when `fresh_start`:
+        weights from a fresh seeded build (a builder's own variables, such as TunableDropout
+        rates, come with them), optimizer slots zeroed, hyperparameters assigned. For a
+        continuation the caller restores the checkpoint and assigns the hyperparameters.
+        `steps`: how many training steps the job will run (None: long enough to measure
+        compile modes)."""
         signature = architecture_signature(params, self.builder)
         mode = self._mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
@@ -94,7 +97,6 @@ class Trainer:
         if fresh_start:
             program.load_weights_from(self.build_model(params, seed))
             program.optimizer.reset(params)
-        program.assign_hyperparameters(params)
         return program
 
     @property
@@ -172,7 +174,7 @@ class Trainer:
             if restored != task.start_epoch:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
-            program.assign_hyperparameters(params)
+            program.optimizer.assign(params)
         train_steps, evaluate = program.train_steps, program.evaluate
 
         writer = tf.summary.create_file_writer(task.tensorboard_run) if task.tensorboard_run else None
