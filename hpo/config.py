@@ -22,7 +22,7 @@ DATASETS = ("mnist", "digits", "synthetic")
 BUILDERS = ("mlp", "cnn")
 ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb")
 COMPILE_MODES = ("auto", "xla", "graph", "eager")
-BACKENDS = ("inline", "local")
+BACKENDS = ("inline", "local", "dask")
 DIRECTIONS = ("minimize", "maximize")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -30,7 +30,7 @@ CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 # Keys that may change when a study resumes: they are honoured, not ignored, and they do
 # not change what a finished trial means.
 RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_consecutive_failures",
-                     "execution", "output")
+                     "training.checkpoint_every", "execution", "output")
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,16 @@ class TrainingConfig:
     optimizer: str = "adam"           # used when the space has no optimizer
     learning_rate: float = 1e-3       # used when the space has no learning_rate
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
+    checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
 
 
 @dataclass(frozen=True)
 class ExecutionConfig:
     backend: str = "inline"
     workers: int | str = "auto"
+    scheduler: str | None = None      # dask: a scheduler address; None starts a LocalCluster
+    max_retries: int = 2              # attempts after the first when a worker dies mid-trial
+    recycle_after: int = 100          # local: trials per worker process before a fresh one
 
 
 @dataclass(frozen=True)
@@ -314,11 +318,23 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         raise ConfigError("missing required key; expected a mapping of parameters", key="space")
     space = SearchSpace.from_dict(raw["space"])
 
+    e = _Section(raw.get("execution"), "execution", [f.name for f in dataclasses.fields(ExecutionConfig)])
+    execution = ExecutionConfig(backend=e.get("backend", "str", "inline", choices=BACKENDS),
+                                workers=e.get("workers", "workers", "auto"),
+                                scheduler=e.get("scheduler", "str", None),
+                                max_retries=e.get("max_retries", "int", 2, minimum=0),
+                                recycle_after=e.get("recycle_after", "int", 100, minimum=1))
+    if execution.scheduler is not None and execution.backend != "dask":
+        raise ConfigError(f"a scheduler address only applies to backend 'dask', but the backend is "
+                          f"{execution.backend!r}", key="execution.scheduler")
+
     s = _Section(raw.get("search"), "search", [f.name for f in dataclasses.fields(SearchConfig)])
     objective = s.get("objective", "str", "val_accuracy")
     default_direction = "maximize" if objective.endswith(("accuracy", "auc")) else "minimize"
     search = SearchConfig(
-        algorithm=s.get("algorithm", "str", "hyperband", choices=ALGORITHMS),
+        # Several workers would idle at synchronous Hyperband's rung barriers.
+        algorithm=s.get("algorithm", "str", "hyperband" if execution.backend == "inline" else "async_hyperband",
+                        choices=ALGORITHMS),
         objective=objective,
         direction=s.get("direction", "str", default_direction, choices=DIRECTIONS),
         min_budget=s.get("min_budget", "number", 1.0, minimum=1e-9),
@@ -343,12 +359,9 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         optimizer=t.get("optimizer", "str", "adam", choices=OPTIMIZERS),
         learning_rate=t.get("learning_rate", "number", 1e-3, minimum=0),
         steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
+        checkpoint_every=t.get("checkpoint_every", "int", 1, minimum=0),
     )
     _check_space_values(space)
-
-    e = _Section(raw.get("execution"), "execution", ["backend", "workers"])
-    execution = ExecutionConfig(backend=e.get("backend", "str", "inline", choices=BACKENDS),
-                                workers=e.get("workers", "workers", "auto"))
 
     o = _Section(raw.get("output"), "output", ["dir"])
     output = OutputConfig(dir=o.get("dir", "str", None))

@@ -74,12 +74,13 @@ class Runner:
         self._last_epoch: dict[int, dict[str, float]] = {}
         self._consecutive_failures = 0
         self._last_error: str | None = None
+        self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
         started = time.monotonic()
         search = self.experiment.search
-        queue = replay(self.study, self.searcher)
+        queue = self._queue = replay(self.study, self.searcher)
         if queue:
             log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
                      ", ".join(str(j.trial_id) for j in queue))
@@ -105,8 +106,7 @@ class Runner:
                 event = self.executor.next_event()
                 if isinstance(event, EpochDone):
                     self._on_epoch(event)
-                else:
-                    self._on_done(event)
+                elif self._on_done(event):
                     finished_now += 1
                     self._report_progress(started)
         except KeyboardInterrupt:
@@ -168,8 +168,11 @@ class Runner:
         self.study.record_epoch(report.trial_id, report.epoch, report.metrics)
         self._last_epoch[report.trial_id] = dict(report.metrics)
 
-    def _on_done(self, event: TrialDone) -> None:
+    def _on_done(self, event: TrialDone) -> bool:
+        """Record a finished trial; False when it was queued for another attempt instead."""
         job = self._jobs.pop(event.trial_id)
+        if event.lost and self._retry(job, event):
+            return False
         metrics = self._last_epoch.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         if event.error is None and objective in metrics:
@@ -179,6 +182,8 @@ class Runner:
                      result.value, job.budget, _short_config(job.config))
         else:
             error = event.error or f"no {objective!r} was reported"
+            if event.lost:
+                error = f"{error} (gave up after {self.study.trial(job.trial_id).attempts} attempts)"
             result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=error)
             self._consecutive_failures += 1
             self._last_error = error
@@ -191,6 +196,21 @@ class Runner:
         if self._consecutive_failures >= limit:
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
                                 f"{self._last_error}")
+        return True
+
+    def _retry(self, job: Job, event: TrialDone) -> bool:
+        """Run a trial whose worker died again, up to `execution.max_retries` times; it
+        picks up from its last progress checkpoint (see hpo.training.trainer.resume_point)."""
+        row = self.study.trial(job.trial_id)
+        attempts = row.attempts if row is not None else 1
+        if attempts > self.experiment.execution.max_retries:
+            return False
+        reason = f"attempt {attempts} lost: {event.error}; retrying"
+        log.warning("trial %d: %s", job.trial_id, reason)
+        self.study.mark_retrying(job.trial_id, reason)
+        self._last_epoch.pop(job.trial_id, None)
+        self._queue.insert(0, job)
+        return True
 
     def _interrupt_running(self, reason: str) -> None:
         for trial_id in self.executor.running():

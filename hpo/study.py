@@ -196,14 +196,15 @@ class Study:
 
     def mark_running(self, trial_id: int) -> None:
         with self._transaction() as db:
-            db.execute("UPDATE trials SET state=?, started_at=?, attempts=attempts+1, error=NULL "
+            db.execute("UPDATE trials SET state=?, started_at=?, attempts=attempts+1 "
                        "WHERE trial_id=?", (TrialState.RUNNING.value, time.time(), trial_id))
-            # A rerun starts its epochs afresh from the parent's checkpoint.
-            db.execute("DELETE FROM epochs WHERE trial_id=?", (trial_id,))
 
     def record_epoch(self, trial_id: int, epoch: int, metrics: Mapping[str, float]) -> None:
+        """A rerun reports from where it restarted (its parent's or its own checkpoint):
+        epochs from that point on, left by an earlier attempt, are dropped as it passes."""
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO epochs VALUES (?,?,?,?)",
+            db.execute("DELETE FROM epochs WHERE trial_id=? AND epoch>=?", (trial_id, epoch))
+            db.execute("INSERT INTO epochs VALUES (?,?,?,?)",
                        (trial_id, epoch, json.dumps(_finite(metrics)), time.time()))
 
     def record_result(self, job: Job, result: TrialResult, epochs_trained: float = 0.0) -> None:
@@ -216,6 +217,12 @@ class Study:
                         epochs_trained, time.time(), job.trial_id))
             db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('tell', ?, ?)",
                        (job.trial_id, json.dumps(result.to_dict(), sort_keys=True)))
+
+    def mark_retrying(self, trial_id: int, reason: str) -> None:
+        """An attempt was lost (its worker died); the trial waits to run again."""
+        with self._transaction() as db:
+            db.execute("UPDATE trials SET state=?, error=? WHERE trial_id=?",
+                       (TrialState.PENDING.value, reason, trial_id))
 
     def mark_interrupted(self, trial_id: int, reason: str) -> None:
         with self._transaction() as db:

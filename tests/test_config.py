@@ -22,6 +22,15 @@ def test_minimal_experiment_gets_defaults():
     assert str(e.study_dir) == "runs/t"
 
 
+def test_parallel_backends_default_to_asynchronous_scheduling():
+    # Synchronous Hyperband would leave workers idle at its rung barriers.
+    for backend in ("local", "dask"):
+        assert experiment_from_dict({**MINIMAL, "execution": {"backend": backend}}).search.algorithm == \
+            "async_hyperband"
+    explicit = {**MINIMAL, "execution": {"backend": "local"}, "search": {"algorithm": "hyperband"}}
+    assert experiment_from_dict(explicit).search.algorithm == "hyperband"
+
+
 def test_direction_follows_a_loss_objective():
     e = experiment_from_dict({**MINIMAL, "search": {"objective": "val_loss"}})
     assert e.search.direction == "minimize"
@@ -82,6 +91,9 @@ def test_yaml_syntax_error_gives_line_and_column(tmp_path):
     ({"search": {"eta": 1.5}}, None, "eta >= 2"),
     ({"search": {"max_trials": "many"}}, None, "a whole number"),
     ({"data": {"dataset": "nosuchpkg.mod:load"}}, None, "cannot import module 'nosuchpkg.mod'"),
+    ({"execution": {"backend": "ray"}}, None, "'inline', 'local', 'dask'"),
+    ({"execution": {"scheduler": "tcp://h:8786"}}, None, "only applies to backend 'dask'"),
+    ({"execution": {"max_retries": -1}}, None, "a value >= 0"),
 ])
 def test_bad_values_are_rejected_with_what_was_expected(section, value, fragment):
     raw = {**MINIMAL, **{k: {**MINIMAL.get(k, {}), **v} for k, v in section.items()}}

@@ -53,6 +53,17 @@ def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     assert any(t.state.value == "complete" for t in trials)
 
 
+def test_workers_are_recycled_after_their_quota_of_trials(tmp_path):
+    study_dir = tmp_path / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+               "--set", "execution.workers=1", "--set", "execution.recycle_after=3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
+    # 8 trials at 3 per process: two replacements (after trials 3 and 6).
+    assert (study_dir / "hpo.log").read_text().count("replacing it with a fresh process") == 2
+
+
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     import signal
     import time

@@ -56,6 +56,28 @@ def test_continuation_equals_training_straight_through(digits, tmp_path):
     assert second[0].metrics["loss"] == pytest.approx(straight[2].metrics["loss"], rel=1e-3)
 
 
+def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
+    trainer = make_trainer(digits)
+    straight = list(trainer.run(task(tmp_path, 0, 5, "straight")))
+    interrupted = trainer.run(task(tmp_path, 0, 5, "rerun"))
+    first_two = [next(interrupted), next(interrupted)]     # the attempt dies after epoch 2
+    interrupted.close()
+    _, iterations = checkpoint(tmp_path / "rerun.npz")
+    assert iterations == 2 * (len(digits.x_train) // CONFIG["batch_size"])
+    rest = list(make_trainer(digits).run(task(tmp_path, 0, 5, "rerun")))   # a fresh process, same task
+    assert [r.epoch for r in first_two + rest] == [1, 2, 3, 4, 5]
+    assert rest[-1].metrics["loss"] == pytest.approx(straight[-1].metrics["loss"], rel=1e-3)
+    for a, b in zip(checkpoint(tmp_path / "rerun.npz")[0], checkpoint(tmp_path / "straight.npz")[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_progress_checkpoints_can_be_turned_off(digits, tmp_path):
+    interrupted = make_trainer(digits, checkpoint_every=0).run(task(tmp_path, 0, 3, "off"))
+    next(interrupted), next(interrupted)
+    interrupted.close()
+    assert not (tmp_path / "off.npz").exists()
+
+
 def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):
     import tensorflow as tf
     trainer = make_trainer(digits, device="/device:CPU:1")

@@ -18,6 +18,7 @@ class TrialDone:
     epochs_trained: int
     error: str | None = None          # None: success
     traceback: str | None = None
+    lost: bool = False                # the worker died, not the trial: worth another attempt
 
 
 Event = EpochDone | TrialDone

@@ -7,8 +7,10 @@ fork-safe). On a CPU-only machine, the cores are divided between workers
 (intra-op threads = cores // workers): on small models two one-core trials finish sooner
 than one two-core trial, because per-step overhead does not parallelise.
 
-A worker that dies (out of memory, a segfault in a native op) fails its trial with the exit
-code and is replaced; the search goes on.
+A worker that dies (out of memory, a segfault in a native op, kill -9) is replaced and its
+trial reported lost, so the runner retries it from its last progress checkpoint (up to
+`execution.max_retries`). Workers are also replaced after `execution.recycle_after`
+trials, so whatever a framework leaks per trial cannot pile up over a long search.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class _Worker:
     inbox: mp.Queue
     task: TrainTask | None = None
     epochs: int = 0
+    trials_run: int = 0
 
 
 class LocalProcessExecutor:
@@ -56,6 +59,8 @@ class LocalProcessExecutor:
         self._ctx = mp.get_context("spawn")
         self._events: mp.Queue = self._ctx.Queue()
         self._threads = max(1, (os.cpu_count() or 1) // workers)
+        self.recycle_after = experiment.execution.recycle_after
+        self.workers_started = 0
         self._workers = [self._start(slot) for slot in range(workers)]
         self._cancelled: set[int] = set()
 
@@ -65,7 +70,19 @@ class LocalProcessExecutor:
                                     args=(slot, self.experiment, self.study_dir, inbox, self._events,
                                           self._threads))
         process.start()
+        self.workers_started += 1
         return _Worker(slot, process, inbox)
+
+    def _recycle_if_due(self, index: int) -> None:
+        worker = self._workers[index]
+        if worker.trials_run < self.recycle_after:
+            return
+        log.info("worker %d ran %d trials; replacing it with a fresh process", worker.slot, worker.trials_run)
+        worker.inbox.put(("stop", None))
+        worker.process.join(timeout=10)
+        if worker.process.is_alive():
+            worker.process.terminate()
+        self._workers[index] = self._start(worker.slot)
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
@@ -98,6 +115,8 @@ class LocalProcessExecutor:
                 return EpochDone(payload)
             if kind == "done":
                 worker.task = None
+                worker.trials_run += 1
+                self._recycle_if_due(slot)
                 if payload.trial_id in self._cancelled:
                     self._cancelled.discard(payload.trial_id)
                     continue
@@ -131,7 +150,7 @@ class LocalProcessExecutor:
             if task is not None and task.trial_id not in self._cancelled:
                 hint = " (killed: out of memory?)" if code in (-9, 137) else ""
                 return TrialDone(trial_id=task.trial_id, epochs_trained=worker.epochs,
-                                 error=f"worker process died with exit code {code}{hint}")
+                                 error=f"worker process died with exit code {code}{hint}", lost=True)
         return None
 
 

@@ -1,7 +1,10 @@
 """Checkpoints: model weights plus optimizer state, so a promotion continues exactly.
 
 Stored as one .npz written to a temporary name and renamed, so a crash mid-write never
-leaves a half checkpoint where a later job would read it.
+leaves a half checkpoint where a later job would read it. A trial also checkpoints after
+its epochs as it goes (not fsynced: they guard against a killed process, which keeps the
+page cache, not against power loss), so a retried or resumed trial picks up from its last
+finished epoch.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ import os
 from pathlib import Path
 
 import numpy as np
-from keras import ops
 
 from hpo.errors import TrialFailed
 
 
-def save_checkpoint(path: str | Path, model, optimizer, epoch: int) -> None:
+def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: bool = True) -> None:
+    """`durable`: fsync before the rename (the final checkpoint that promotions read)."""
+    from keras import ops
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # model.variables includes the random seed generators' states, so dropout masks continue
@@ -28,9 +33,19 @@ def save_checkpoint(path: str | Path, model, optimizer, epoch: int) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as handle:
         np.savez(handle, **arrays)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def checkpoint_epoch(path: str | Path) -> int | None:
+    """The epoch a checkpoint ends at; None when it is missing or unreadable."""
+    try:
+        with np.load(path) as data:
+            return int(json.loads(bytes(data["meta"]).decode())["epoch"])
+    except Exception:   # missing, truncated or foreign: not something to continue from
+        return None
 
 
 def load_checkpoint(path: str | Path, model, optimizer) -> int:

@@ -7,6 +7,7 @@ by closing the generator.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -18,7 +19,7 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import load_checkpoint, save_checkpoint
+from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_checkpoint
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
@@ -166,6 +167,7 @@ class Trainer:
         if task.objective not in METRICS:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
 
+        task = resume_point(task)
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=steps_per_epoch * (task.end_epoch - task.start_epoch))
         model, optimizer = program.model, program.optimizer.optimizer
@@ -175,6 +177,7 @@ class Trainer:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
             program.optimizer.assign(params)
+        every = self.training.checkpoint_every
         train_steps, evaluate = program.train_steps, program.evaluate
 
         writer = tf.summary.create_file_writer(task.tensorboard_run) if task.tensorboard_run else None
@@ -207,6 +210,8 @@ class Trainer:
                     metrics["startup_seconds"] = startup
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
+                if every and epoch < task.end_epoch and epoch % every == 0:
+                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False)
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
             save_checkpoint(task.checkpoint_out, model, optimizer, task.end_epoch)
             if writer is not None and metrics:
@@ -229,6 +234,17 @@ class Trainer:
         if not math.isfinite(val_loss):
             raise TrialFailed(f"validation loss became {val_loss}")
         return val_loss, correct / n_val
+
+
+def resume_point(task: TrainTask) -> TrainTask:
+    """A task picks up from its own progress checkpoint when an earlier attempt left one
+    (worker killed, driver killed, Dask rescheduling): the epochs before it are not redone.
+    A checkpoint at the end epoch is not taken: the job's last report would be missing."""
+    reached = checkpoint_epoch(task.checkpoint_out)
+    if reached is None or not task.start_epoch < reached < task.end_epoch:
+        return task
+    log.info("trial %d resumes from its own checkpoint at epoch %d", task.trial_id, reached)
+    return dataclasses.replace(task, start_epoch=reached, checkpoint_in=task.checkpoint_out)
 
 
 def _run_label(task: TrainTask) -> str:
