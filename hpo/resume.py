@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from hpo.config import Experiment, binding_differences, diff_experiments
-from hpo.errors import UserInputError
+from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
 from hpo.trial import Job, TrialResult
@@ -30,12 +30,12 @@ def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) 
     """A study for this experiment: new, resumed, or (with fresh) a new one beside the old."""
     current = experiment.to_dict()
     if not (study_dir / DB_NAME).exists():
-        return Study.create(study_dir, current)
+        return _create(experiment, study_dir)
     if fresh:
         backup = study_dir.with_name(f"{study_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
         shutil.move(str(study_dir), str(backup))
         log.warning("--fresh: moved the previous study to %s", backup)
-        return Study.create(study_dir, current)
+        return _create(experiment, study_dir)
     study = Study.open(study_dir)
     stored = study.experiment()
     blocking = binding_differences(stored, current)
@@ -51,6 +51,14 @@ def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) 
         log.info("resuming with changed settings: %s", "; ".join(changed))
         study.replace_experiment(current)
     return study
+
+
+def _create(experiment: Experiment, study_dir: Path) -> Study:
+    try:
+        return Study.create(study_dir, experiment.to_dict())
+    except UserInputError as exc:
+        raise ConfigError(f"{exc}; expected a folder hpo can create and write", key="output.dir",
+                          source=experiment.source) from None
 
 
 def replay(study: Study, searcher: Searcher) -> list[Job]:

@@ -47,3 +47,105 @@ def test_a_worker_killed_mid_trial_is_retried_from_its_checkpoint(tmp_path, back
     assert retried[0].epochs_trained <= EPOCHS - done_before, (retried[0].epochs_trained, done_before)
     status = hpo("status", str(study_dir))
     assert status.returncode == 0
+
+
+# --- the driver killed outright ---------------------------------------------------------------
+
+SLOW_SMOKE = ["--set", "training.batch_size=8", "--set", "search.min_budget=2", "--set", "search.max_budget=8"]
+
+
+def _finished(study_dir):
+    return {row[0]: row[1:] for row in query(
+        study_dir, "SELECT trial_id, state, value, budget, config FROM trials WHERE state IN ('complete','failed')")}
+
+
+@pytest.mark.parametrize("backend, kill_point", [
+    ("inline", "before any trial finished"),
+    ("inline", "mid-trial"),
+    ("local", "after a trial finished"),
+])
+def test_driver_killed_with_sigkill_resumes_without_losing_a_trial(tmp_path, backend, kill_point):
+    study_dir = tmp_path / "study"
+    args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE, "--set", f"execution.backend={backend}",
+            "--set", "execution.workers=2"]
+    driver = start_hpo(*args)
+    try:
+        if kill_point == "before any trial finished":
+            wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='running'"), what="a running trial",
+                     process=driver)
+        elif kill_point == "mid-trial":
+            wait_for(lambda: running_trial_with_epochs(study_dir, 2) is not None, what="a trial 2 epochs in",
+                     process=driver)
+        else:
+            wait_for(lambda: len(_finished(study_dir)) >= 2, what="two finished trials", process=driver)
+        workers = worker_processes(driver.pid)
+        kill(driver.pid)
+        driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    before = _finished(study_dir)
+    assert (study_dir / "study.lock").exists(), "kill -9 leaves the lock behind: resume must take it over"
+    # Local workers notice their driver is gone and exit instead of training for nobody.
+    wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
+             what="orphaned workers to exit")
+
+    resumed = hpo(*args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = _finished(study_dir)
+    assert all(after.get(trial_id) == row for trial_id, row in before.items()), "a finished trial changed or vanished"
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials), \
+        [(t.trial_id, t.state.value, t.error) for t in trials]
+    if kill_point == "mid-trial":
+        assert any(t.attempts == 2 for t in trials), "the trial that was running did not run again"
+
+
+def test_a_second_driver_on_a_running_study_is_refused(tmp_path):
+    study_dir = tmp_path / "study"
+    args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE]
+    driver = start_hpo(*args)
+    try:
+        wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='running'"), what="a running trial",
+                 process=driver)
+        second = hpo(*args)
+        assert second.returncode == 2, second.stderr[-2000:]
+        assert f"process {driver.pid}" in second.stderr and "Traceback" not in second.stderr
+    finally:
+        driver.kill()
+        driver.communicate()
+
+
+# --- trials that fail: out of memory, a full disk --------------------------------------------
+
+def test_out_of_memory_fails_the_trial_and_the_search_goes_on(tmp_path):
+    # 2**28 units of 64 inputs is a 64 GiB kernel: TensorFlow's allocator refuses it for real.
+    study_dir = tmp_path / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "search.algorithm=random",
+               "--set", "search.max_trials=6", "--set", "space.units={type: choice, values: [16, 268435456]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    oom = [t for t in trials if t.config["units"] == 268435456]
+    assert oom and all(t.state.value == "failed" and "out of memory" in t.error for t in oom)
+    assert all(t.state.value == "complete" for t in trials if t not in oom)
+
+
+def test_disk_full_while_checkpointing_fails_that_trial_and_keeps_the_study(tmp_path):
+    from hpo.config import load_experiment
+    from hpo.runner import run_experiment
+
+    study_dir = tmp_path / "study"
+    (study_dir / "checkpoints").mkdir(parents=True)
+    # Every write to trial 2's checkpoint lands on /dev/full: the kernel answers ENOSPC.
+    (study_dir / "checkpoints" / "trial_0002.npz.tmp").symlink_to("/dev/full")
+    experiment = load_experiment(SMOKE, ["search.max_trials=6"])
+    summary, study = run_experiment(experiment, study_dir)
+    trials = study.trials()
+    assert len(trials) == 6
+    full = study.trial(2)
+    assert full.state.value == "failed" and "No space left on device" in full.error
+    assert all(t.state.value == "complete" for t in trials if t.trial_id != 2)
+    assert not (study_dir / "checkpoints" / "trial_0002.npz").exists()
+    study.close()
+    status = hpo("status", str(study_dir))
+    assert status.returncode == 0 and "No space left" in status.stdout

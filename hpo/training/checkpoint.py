@@ -31,11 +31,15 @@ def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: boo
     arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(model.variables),
                                                "n_optimizer": len(optimizer.variables)}).encode(), dtype=np.uint8)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        np.savez(handle, **arrays)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
+    try:
+        with open(tmp, "wb") as handle:
+            np.savez(handle, **arrays)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:   # disk full, killed mid-write: never leave a partial file behind
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 

@@ -90,6 +90,9 @@ class ProgramCache:
         while len(self._programs) > self.capacity:
             self._programs.popitem(last=False)
 
+    def discard(self, key: tuple) -> None:
+        self._programs.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._programs)
 

@@ -74,6 +74,9 @@ class Trainer:
         with tf.device(self.device):
             try:
                 model = self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
+            except tf.errors.ResourceExhaustedError as exc:
+                raise TrialFailed(f"out of memory on {self.device} while building the model "
+                                  f"(ResourceExhaustedError: {_first_line(exc)}); a smaller model may fit") from exc
             except Exception as exc:
                 raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
         self._janitor.after_build()
@@ -153,6 +156,21 @@ class Trainer:
         return mode
 
     def run(self, task: TrainTask) -> Iterator[EpochReport]:
+        """Train the task's epochs, one report per epoch. Out of memory fails the trial with
+        a clear message and drops its program, so the memory it held can be reused."""
+        import tensorflow as tf
+
+        try:
+            yield from self._run(task)
+        except tf.errors.ResourceExhaustedError as exc:
+            params = self.resolve(task.config)
+            for mode in MODES:
+                self.programs.discard((architecture_signature(params, self.builder), self.device, mode))
+            raise TrialFailed(f"out of memory on {self.device} while training with batch_size "
+                              f"{params.get('batch_size')} (ResourceExhaustedError: {_first_line(exc)}); "
+                              f"a smaller batch or model may fit") from exc
+
+    def _run(self, task: TrainTask) -> Iterator[EpochReport]:
         import tensorflow as tf
 
         job_started = time.perf_counter()
@@ -245,6 +263,11 @@ def resume_point(task: TrainTask) -> TrainTask:
         return task
     log.info("trial %d resumes from its own checkpoint at epoch %d", task.trial_id, reached)
     return dataclasses.replace(task, start_epoch=reached, checkpoint_in=task.checkpoint_out)
+
+
+def _first_line(exc: Exception) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
 
 
 def _run_label(task: TrainTask) -> str:
