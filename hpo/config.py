@@ -340,7 +340,8 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         min_budget=s.get("min_budget", "number", 1.0, minimum=1e-9),
         max_budget=s.get("max_budget", "number", 27.0, minimum=1e-9),
         eta=s.get("eta", "number", 3.0),
-        max_trials=s.get("max_trials", "int", 50, minimum=1),
+        # An explicit null means no limit: stop by time_limit (or Ctrl-C) instead.
+        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int", 50, minimum=1),
         time_limit=s.get("time_limit", "number", None, minimum=1),
         max_consecutive_failures=s.get("max_consecutive_failures", "int", 10, minimum=1),
         options=dict(s.get("options", "mapping", {})),
@@ -369,6 +370,10 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
     return Experiment(name=name, seed=top.get("seed", "int", 0), data=data, model=model, space=space,
                       search=search, training=training, execution=execution, output=output,
                       source=source)
+
+
+def _explicit_null(section: Any, key: str) -> bool:
+    return isinstance(section, Mapping) and key in section and section[key] is None
 
 
 def _check_space_values(space: SearchSpace) -> None:

@@ -175,6 +175,9 @@ class Runner:
             return False
         metrics = self._last_epoch.pop(event.trial_id, {})
         objective = self.experiment.search.objective
+        if event.error is None and objective in metrics and not math.isfinite(metrics[objective]):
+            event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
+                              error=f"the objective {objective!r} was {metrics[objective]}")
         if event.error is None and objective in metrics:
             result = TrialResult(value=float(metrics[objective]), metrics=metrics)
             self._consecutive_failures = 0
@@ -220,7 +223,7 @@ class Runner:
 
     def _report_progress(self, started: float) -> None:
         best = self.study.best(self.experiment.search.direction)
-        finished = sum(1 for t in self.study.trials() if t.state.finished)
+        finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
         self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
                                   best_value=best.value if best else None,
                                   running=self.executor.running(), elapsed=time.monotonic() - started))
@@ -235,12 +238,11 @@ def _short_config(config) -> str:
 
 def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None) -> Runner:
     """The runner `hpo search` uses: searcher from the experiment, Keras executor by default."""
-    from hpo.executors import make_executor
     from hpo.search import make_searcher
-    from hpo.tensorboard_logs import write_hparams_config
-    from hpo.training.trainer import METRICS
 
     search = experiment.search
+    if executor is None:
+        from hpo.training.trainer import METRICS     # TensorFlow: only when training Keras models
     if executor is None and search.objective not in METRICS:
         raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
@@ -252,6 +254,8 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None
     if executor is None:
+        from hpo.executors import make_executor
+        from hpo.tensorboard_logs import write_hparams_config
         if not study.tensorboard_dir.exists():
             write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
         executor = make_executor(experiment, study)

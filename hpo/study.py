@@ -275,14 +275,18 @@ class Study:
         return [(t, e, json.loads(m)) for t, e, m in rows]
 
     def best(self, direction: str) -> TrialRow | None:
-        """Best complete trial, preferring the largest budget any complete trial reached."""
-        done = [t for t in self.trials() if t.state == TrialState.COMPLETE and t.value is not None]
-        if not done:
-            return None
-        top = max(t.budget for t in done)
-        candidates = [t for t in done if t.budget == top]
-        sign = -1.0 if direction == "maximize" else 1.0
-        return min(candidates, key=lambda t: (sign * t.value, t.trial_id))
+        """Best complete trial, preferring the largest budget any complete trial reached.
+        (In SQL: the runner asks after every trial, so decoding every row would be quadratic.)"""
+        order = "DESC" if direction == "maximize" else "ASC"
+        row = self._db.execute(
+            "SELECT trial_id FROM trials WHERE state=? AND value IS NOT NULL "
+            f"ORDER BY budget DESC, value {order}, trial_id ASC LIMIT 1", (TrialState.COMPLETE.value,)).fetchone()
+        return None if row is None else self.trial(row[0])
+
+    def count(self, *states: TrialState) -> int:
+        marks = ",".join("?" * len(states))
+        return self._db.execute(f"SELECT COUNT(*) FROM trials WHERE state IN ({marks})",
+                                tuple(s.value for s in states)).fetchone()[0]
 
     # --- the one-driver lock --------------------------------------------------------------
     def acquire_driver_lock(self) -> None:

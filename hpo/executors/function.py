@@ -1,50 +1,96 @@
 """Runs a plain Python objective `objective(config, budget) -> float | dict` in-process.
 
-For library use and for tests of the search machinery without TensorFlow. A dict result
-must hold the experiment's objective key; a float is taken as the objective itself.
+For `hpo.optimize` and for tests of the search machinery without TensorFlow. A dict result
+must hold the metric being optimised; a float is taken as that metric itself.
+
+With one worker the objective runs in the driver's thread, so a run is exactly repeatable
+and a debugger stops where you expect. With several, trials run in a thread pool: that
+suits objectives that release the GIL (numpy, TensorFlow, scikit-learn with n_jobs, I/O,
+subprocesses).
 """
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import traceback
 from typing import Any, Callable, Mapping
 
-from hpo.executors.base import EpochDone, Event, SingleSlotExecutor, TrialDone
+from hpo.executors.base import EpochDone, Event, TrialDone
 from hpo.training.task import EpochReport, TrainTask
 
+Objective = Callable[[Mapping[str, Any], float], Any]
 
-class FunctionExecutor(SingleSlotExecutor):
-    def __init__(self, objective: Callable[[Mapping[str, Any], float], Any], metric: str = "objective"):
-        super().__init__()
+
+def evaluate(objective: Objective, metric: str, task: TrainTask) -> list[Event]:
+    """The events one call of the objective produces: its metrics, then the trial's end."""
+    budget = task.budget if task.budget is not None else float(task.end_epoch)
+    try:
+        value = objective(dict(task.config), budget)
+        if isinstance(value, Mapping):
+            metrics = {str(k): float(v) for k, v in value.items()}
+        else:
+            metrics = {metric: float(value)}
+    except Exception as exc:  # the objective's failure is the trial's, not the search's
+        return [TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",
+                          traceback=traceback.format_exc())]
+    trained = task.end_epoch - task.start_epoch
+    return [EpochDone(EpochReport(trial_id=task.trial_id, epoch=task.end_epoch, metrics=metrics)),
+            TrialDone(trial_id=task.trial_id, epochs_trained=trained)]
+
+
+class FunctionExecutor:
+    def __init__(self, objective: Objective, metric: str = "objective", workers: int = 1):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
         self.objective = objective
         self.metric = metric
-        self._reported = False
+        self.slots = workers
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers, "hpo-objective") if workers > 1 else None
+        self._tasks: dict[int, TrainTask] = {}
+        self._futures: dict[concurrent.futures.Future, int] = {}
+        self._ready: collections.deque[Event] = collections.deque()
+
+    def free_slots(self) -> int:
+        return self.slots - len(self._tasks)
+
+    def running(self) -> list[int]:
+        return list(self._tasks)
 
     def submit(self, task: TrainTask) -> None:
-        self._claim(task)
-        self._reported = False
+        if self.free_slots() < 1:
+            raise RuntimeError("no free slot")
+        self._tasks[task.trial_id] = task
+        if self._pool is not None:
+            self._futures[self._pool.submit(evaluate, self.objective, self.metric, task)] = task.trial_id
 
     def next_event(self) -> Event:
-        task = self._task
-        assert task is not None, "no trial is running"
-        if self._reported:
-            self._task = None
-            return TrialDone(trial_id=task.trial_id, epochs_trained=task.end_epoch - task.start_epoch)
-        budget = task.budget if task.budget is not None else float(task.end_epoch)
-        try:
-            value = self.objective(dict(task.config), budget)
-            metrics = {k: float(v) for k, v in value.items()} if isinstance(value, Mapping) \
-                else {self.metric: float(value)}
-        except Exception as exc:  # the objective's failure is the trial's, not the search's
-            self._task = None
-            return TrialDone(trial_id=task.trial_id, epochs_trained=0,
-                             error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
-        self._reported = True
-        return EpochDone(EpochReport(trial_id=task.trial_id, epoch=task.end_epoch, metrics=metrics))
+        while True:
+            if self._ready:
+                event = self._ready.popleft()
+                if isinstance(event, TrialDone):
+                    if self._tasks.pop(event.trial_id, None) is None:
+                        continue                # cancelled while it ran
+                elif event.report.trial_id not in self._tasks:
+                    continue
+                return event
+            if self._pool is None:
+                trial_id = next(iter(self._tasks))
+                self._ready.extend(evaluate(self.objective, self.metric, self._tasks[trial_id]))
+                continue
+            done, _ = concurrent.futures.wait(list(self._futures), return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                self._futures.pop(future)
+                self._ready.extend(future.result())
 
     def cancel(self, trial_id: int) -> None:
-        if self._task is not None and self._task.trial_id == trial_id:
-            self._task = None
+        # A running call cannot be stopped; its result is dropped when it arrives.
+        self._tasks.pop(trial_id, None)
+        for future, owner in list(self._futures.items()):
+            if owner == trial_id and future.cancel():
+                self._futures.pop(future)
 
     def close(self) -> None:
-        self._task = None
+        self._tasks.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)

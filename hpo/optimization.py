@@ -1,0 +1,102 @@
+"""`hpo.optimize`: any objective, any of our searchers, the same study machinery as the CLI.
+
+    import hpo
+
+    def objective(config, budget):          # budget: epochs, trees, a data fraction, ...
+        return (config["x"] - 2) ** 2 + 1 / budget
+
+    result = hpo.optimize(objective, {"x": {"type": "float", "low": -5, "high": 10}},
+                          searcher="bohb", min_budget=1, max_budget=27, max_trials=100)
+    result.best_config, result.best_value
+
+With `study_dir` the search is persisted in a study folder exactly like `hpo search`: run the
+same call again and it resumes (finished trials kept, the searcher rebuilt by replay); `hpo
+status DIR`, `hpo best DIR` and `hpo export DIR` work on it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hpo.space import SearchSpace
+from hpo.study import TrialRow
+
+DEFAULT_MAX_TRIALS = 100
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    best_config: dict[str, Any] | None
+    best_value: float | None
+    best_budget: float | None
+    trials: list[TrialRow]              # every trial, in id order
+    stopped_because: str                # 'max_trials', 'time_limit', 'searcher finished', 'interrupted'
+    study_dir: Path | None              # None when the study lived in a temporary folder
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """One flat dict per trial (config keys prefixed `config.`), for csv or a DataFrame."""
+        rows = []
+        for t in self.trials:
+            row = {"trial_id": t.trial_id, "state": t.state.value, "budget": t.budget, "value": t.value,
+                   "continues": t.continues, "bracket": t.bracket, "rung": t.rung, "error": t.error,
+                   "duration_s": t.duration}
+            row.update({f"config.{k}": v for k, v in t.config.items()})
+            row.update({f"metric.{k}": v for k, v in t.metrics.items()})
+            rows.append(row)
+        return rows
+
+
+def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: SearchSpace | Mapping[str, Any],
+             searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
+             max_trials: int | None = None, time_limit: float | None = None, direction: str = "minimize",
+             seed: int = 0, study_dir: str | Path | None = None, workers: int = 1, metric: str = "objective",
+             options: Mapping[str, Any] | None = None) -> OptimizeResult:
+    """Minimise (or maximise) `objective(config, budget)` over `space`.
+
+    `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
+    non-finite value fails that trial and the search goes on. `searcher`: 'random',
+    'hyperband', 'asha', 'async_hyperband', 'bohb' or 'async_bohb'; `options` are its extra
+    keyword arguments. `max_trials` counts jobs asked, promotions included (default 100
+    when neither it nor `time_limit`, in seconds, is given). `workers` > 1 runs calls in a
+    thread pool. With `study_dir` the search persists there and a repeated call resumes it.
+    """
+    from hpo.config import experiment_from_dict
+    from hpo.executors.function import FunctionExecutor
+    from hpo.runner import run_experiment
+
+    if max_trials is None and time_limit is None:
+        max_trials = DEFAULT_MAX_TRIALS
+    space_dict = space.to_dict() if isinstance(space, SearchSpace) else dict(space)
+    name = getattr(objective, "__name__", "objective")
+    raw = {
+        "name": "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "objective",
+        "seed": seed,
+        "data": {"dataset": "hpo.optimization:no_dataset"},
+        "space": space_dict,
+        "search": {"algorithm": searcher, "objective": metric, "direction": direction,
+                   "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
+                   "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {})},
+        "execution": {"backend": "inline", "workers": workers},
+    }
+    experiment = experiment_from_dict(raw, source="hpo.optimize()")
+    executor = FunctionExecutor(objective, metric, workers=workers)
+    with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
+        folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
+        summary, study = run_experiment(experiment, folder, executor=executor)
+        try:
+            trials = study.trials()
+        finally:
+            study.close()
+    best = summary.best
+    return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
+                          best_budget=best.budget if best else None, trials=trials,
+                          stopped_because=summary.stopped_because,
+                          study_dir=Path(study_dir) if study_dir is not None else None)
+
+
+def no_dataset(**_: Any):
+    """The `data.dataset` an `hpo.optimize` study records: its trials call the objective."""
+    raise RuntimeError("an hpo.optimize study has no dataset: its trials call the objective function")
