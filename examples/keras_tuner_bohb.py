@@ -1,0 +1,56 @@
+"""A Keras Tuner script switched to our BOHB by changing one line (marked below).
+
+    python examples/keras_tuner_bohb.py [--max-epochs 9] [--directory DIR]
+"""
+
+import argparse
+import os
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import keras_tuner as kt  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+
+import hpo.keras_tuner  # noqa: E402
+
+
+def build(hp):
+    model = keras.Sequential([keras.Input((64,)),
+                              keras.layers.Dense(hp.Int("units", 16, 64, step=16), activation="relu"),
+                              keras.layers.Dropout(hp.Float("dropout", 0.0, 0.4)),
+                              keras.layers.Dense(10)])
+    optimizer = hp.Choice("optimizer", ["adam", "sgd"])
+    learning_rate = hp.Float("learning_rate", 1e-3, 3e-2, sampling="log")
+    if optimizer == "sgd":
+        with hp.conditional_scope("optimizer", ["sgd"]):
+            momentum = hp.Float("momentum", 0.0, 0.95)
+        opt = keras.optimizers.SGD(learning_rate, momentum=momentum)
+    else:
+        opt = keras.optimizers.Adam(learning_rate)
+    model.compile(opt, keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+def main(max_epochs: int = 9, directory: str | None = None):
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype("float32")
+    directory = directory or tempfile.mkdtemp(prefix="kt-bohb-")
+    # tuner = kt.Hyperband(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
+    tuner = hpo.keras_tuner.BOHB(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
+                                 directory=directory, project_name="digits", overwrite=True)
+    tuner.search(x[:1400], y[:1400], validation_data=(x[1400:], y[1400:]), batch_size=32, verbose=0)
+    best = tuner.get_best_models(1)[0]
+    loss, accuracy = best.evaluate(x[1400:], y[1400:], verbose=0)
+    print(f"best hyperparameters: {tuner.get_best_hyperparameters(1)[0].values}")
+    print(f"best model: validation accuracy {accuracy:.3f}")
+    return tuner, accuracy
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-epochs", type=int, default=9)
+    parser.add_argument("--directory")
+    args = parser.parse_args()
+    main(args.max_epochs, args.directory)
