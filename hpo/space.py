@@ -43,6 +43,7 @@ class Param:
 
 @dataclass(frozen=True)
 class FloatParam(Param):
+    """Reals in [low, high], uniform or (log=True) log-uniform."""
     low: float = 0.0
     high: float = 1.0
     log: bool = False
@@ -62,6 +63,7 @@ class FloatParam(Param):
         return isinstance(value, (int, float)) and self.low <= value <= self.high
 
     def to_dict(self) -> dict[str, Any]:
+        """The YAML / `from_dict` form."""
         return {"type": "float", "low": self.low, "high": self.high, "log": self.log, **self._when_dict()}
 
 
@@ -94,11 +96,13 @@ class IntParam(Param):
             and self.low <= value <= self.high
 
     def to_dict(self) -> dict[str, Any]:
+        """The YAML / `from_dict` form."""
         return {"type": "int", "low": self.low, "high": self.high, "log": self.log, **self._when_dict()}
 
 
 @dataclass(frozen=True)
 class ChoiceParam(Param):
+    """One of `values` (strings, numbers or booleans), unordered."""
     values: tuple[Any, ...] = ()
 
     def from_unit(self, u: float) -> Any:
@@ -115,6 +119,7 @@ class ChoiceParam(Param):
         return value in self.values
 
     def to_dict(self) -> dict[str, Any]:
+        """The YAML / `from_dict` form."""
         return {"type": "choice", "values": list(self.values), **self._when_dict()}
 
 
@@ -154,6 +159,7 @@ class SearchSpace:
         return space if isinstance(space, SearchSpace) else cls.from_dict(space)
 
     def to_dict(self) -> dict[str, Any]:
+        """The YAML / `from_dict` form."""
         return {p.name: p.to_dict() for p in self.params}
 
     # --- queries ------------------------------------------------------------------------
@@ -182,6 +188,7 @@ class SearchSpace:
 
     # --- sampling and the unit hypercube --------------------------------------------------
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
+        """A uniform random config (inactive conditionals left out)."""
         # Draw a full vector so one sample always consumes the same amount of randomness,
         # whatever is active: replayed and live searchers stay in step.
         return self.from_unit(rng.random(len(self.params)))

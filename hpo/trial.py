@@ -12,6 +12,8 @@ from typing import Any, Mapping
 
 
 class TrialState(str, enum.Enum):
+    """Where a trial is in its life; `finished` ones (complete, failed) are never rerun."""
+
     PENDING = "pending"          # asked, not yet started
     RUNNING = "running"
     COMPLETE = "complete"
@@ -40,11 +42,13 @@ class Job:
     rung: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (what the study stores)."""
         return {"trial_id": self.trial_id, "config": dict(self.config), "budget": self.budget,
                 "continues": self.continues, "bracket": self.bracket, "rung": self.rung}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Job":
+        """The inverse of `to_dict`."""
         return cls(trial_id=int(data["trial_id"]), config=dict(data["config"]),
                    budget=float(data["budget"]), continues=data.get("continues"),
                    bracket=data.get("bracket"), rung=data.get("rung"))
@@ -80,10 +84,12 @@ class TrialResult:
                 and math.isfinite(self.value))
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (what the study stores)."""
         return {"value": self.value, "state": self.state.value, "metrics": dict(self.metrics),
                 "error": self.error}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
+        """The inverse of `to_dict`."""
         return cls(value=data.get("value"), state=TrialState(data["state"]),
                    metrics=dict(data.get("metrics") or {}), error=data.get("error"))

@@ -11,12 +11,12 @@ sys.path.insert(0, str(ROOT))
 LOGICAL_CPUS = 2
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def tf_logical_cpus():
     """TensorFlow with the CPU split into LOGICAL_CPUS logical devices, as GPU slots would be.
 
-    This must happen before TensorFlow initialises its devices, so every TF-using test
-    goes through this fixture first."""
+    This must happen before TensorFlow initialises its devices, and any in-process search
+    initialises them, so it runs once at the start of every session."""
     import tensorflow as tf
     cpus = tf.config.list_physical_devices("CPU")
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpo.executors.local import default_workers
+from hpo.executors.local import default_workers, visible_gpu_for
 from hpo.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +26,13 @@ def test_one_worker_per_gpu_else_per_core():
     assert default_workers(["/device:CPU:0"], cpu_count=2) == 2
     assert default_workers(["/device:CPU:0"], cpu_count=64) == 8
     assert default_workers([], cpu_count=1) == 1
+
+
+def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
+    assert [visible_gpu_for(slot, 4, None) for slot in range(5)] == ["0", "1", "2", "3", "0"]
+    # A parent already limited to some GPUs hands out exactly those.
+    assert [visible_gpu_for(slot, 2, "5,7") for slot in range(3)] == ["5", "7", "5"]
+    assert visible_gpu_for(0, 0, None) is None and visible_gpu_for(1, 0, "") is None
 
 
 def test_two_workers_run_trials_at_the_same_time(tmp_path):

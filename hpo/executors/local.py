@@ -32,6 +32,24 @@ log = logging.getLogger("hpo.executors")
 POLL_SECONDS = 0.5
 
 
+def visible_gpu_for(slot: int, gpu_count: int, parent_visible: str | None) -> str | None:
+    """The CUDA_VISIBLE_DEVICES entry worker `slot` gets: one GPU each, round robin, taken
+    from the parent's own CUDA_VISIBLE_DEVICES list when it has one. None: no GPU."""
+    entries = [e.strip() for e in parent_visible.split(",") if e.strip()] if parent_visible else \
+        [str(i) for i in range(gpu_count)]
+    if not entries or gpu_count == 0:
+        return None
+    return entries[slot % len(entries)]
+
+
+def physical_gpu_count() -> int:
+    """NVIDIA GPUs the driver lists, read without initialising CUDA or importing TensorFlow."""
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+
+
 def default_workers(devices: list[str], cpu_count: int) -> int:
     """One worker per GPU; on CPUs only, one per core (capped at 8: beyond that the data
     copies per worker cost more memory than small trials gain)."""
@@ -59,6 +77,7 @@ class LocalProcessExecutor:
         self._ctx = mp.get_context("spawn")
         self._events: mp.Queue = self._ctx.Queue()
         self._threads = max(1, (os.cpu_count() or 1) // workers)
+        self._gpus = physical_gpu_count()
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
         self._workers = [self._start(slot) for slot in range(workers)]
@@ -69,7 +88,19 @@ class LocalProcessExecutor:
         process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
                                     args=(slot, self.experiment, self.study_dir, inbox, self._events,
                                           self._threads))
-        process.start()
+        # The child's environment is copied at start: each worker sees one GPU as its GPU:0.
+        gpu = visible_gpu_for(slot, self._gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if gpu is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+        try:
+            process.start()
+        finally:
+            if gpu is not None:
+                if saved is None:
+                    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+                else:
+                    os.environ["CUDA_VISIBLE_DEVICES"] = saved
         self.workers_started += 1
         return _Worker(slot, process, inbox)
 

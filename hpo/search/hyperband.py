@@ -38,6 +38,12 @@ class _BracketRun:
 
 
 class Hyperband(Searcher):
+    """Synchronous Hyperband (Li et al., JMLR 2018): brackets of successive halving from
+    `min_budget` to `max_budget`, keeping the best 1/`eta` at each rung. A promotion is a new
+    job that `continues` its parent. With one worker the order is exactly the paper's; with
+    several, the next bracket opens when every open one waits. `sampler`: where new configs
+    come from (uniform by default; BOHB passes its KDE)."""
+
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, sampler=None):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,

@@ -1,0 +1,47 @@
+"""Every script in examples/ runs, with small budgets, and does what it says."""
+
+import re
+import subprocess
+import sys
+
+from faults import ROOT, cli_env, hpo
+from hpo.study import Study
+
+
+def run_example(*args, timeout=300):
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=cli_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_plain_function_both_ways_agree_and_stay_off_tensorflow():
+    out = run_example("-c", "import sys, runpy; runpy.run_path('examples/plain_function.py', run_name='__main__');"
+                            "print('tensorflow' in sys.modules)")
+    values = [float(v) for v in re.findall(r"best (\d+\.\d+)", out)]
+    assert len(values) == 2 and values[0] == values[1]        # the same searcher, the same seed
+    assert values[0] < 5.0                                       # Branin spans 0.4 to ~300 here
+    assert out.strip().endswith("False")
+
+
+def test_sklearn_forest_with_trees_as_the_budget(tmp_path):
+    out = run_example("examples/sklearn_forest.py", "--max-trials", "30", "--study-dir", str(tmp_path / "s"))
+    accuracy = float(re.search(r"best cross-validated accuracy (\d\.\d+)", out).group(1))
+    assert accuracy > 0.8
+    trials = Study.open(tmp_path / "s").trials()
+    assert len(trials) == 30 and {t.budget for t in trials} >= {9.0, 27.0}
+
+
+def test_custom_functional_keras_model_through_the_cli(tmp_path):
+    done = hpo("search", "examples/custom_keras_model.yaml", "--study-dir", str(tmp_path / "s"),
+               "--set", "search.max_trials=5", "--set", "search.max_budget=3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(tmp_path / "s").trials()
+    assert len(trials) == 5 and all(t.state.value == "complete" for t in trials)
+    assert max(t.value for t in trials) > 0.5
+
+
+def test_keras_tuner_script_switched_to_bohb(tmp_path):
+    out = run_example("examples/keras_tuner_bohb.py", "--max-epochs", "3", "--directory", str(tmp_path))
+    assert "'tuner/epochs': 3" in out
+    assert float(re.search(r"validation accuracy (\d\.\d+)", out).group(1)) > 0.8
