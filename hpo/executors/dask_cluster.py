@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 from hpo.executors.base import EpochDone, Event, TrialDone
-from hpo.training.task import TrainTask
+from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.executors")
 
@@ -49,7 +49,13 @@ class DaskExecutor:
             log.info("joined the Dask scheduler at %s", scheduler)
         else:
             workers = workers or 1
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            threads = str(max(1, (os.cpu_count() or 1) // workers))
+            # Dask pins OpenMP/MKL to one thread per worker process; TensorFlow's CPU kernels
+            # (oneDNN) use OpenMP, so a worker owning two cores would run at half speed.
+            environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+                       "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                                  "distributed.nanny.pre-spawn-environ": environ}):
                 # Loopback only: nothing outside this machine can reach the cluster.
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                              host="127.0.0.1", dashboard_address=None,
@@ -85,18 +91,24 @@ class DaskExecutor:
             while self._buffer:
                 event = self._buffer.popleft()
                 trial_id = event.report.trial_id if isinstance(event, EpochDone) else event.trial_id
+                if isinstance(event, TrialDone):
+                    self._futures.pop(trial_id, None)
                 if trial_id not in self._cancelled:
                     return event
                 if isinstance(event, TrialDone):
                     self._cancelled.discard(trial_id)
-            finished = [trial_id for trial_id, future in self._futures.items() if future.done()]
-            if finished:
-                # A task puts its epochs on the queue before it returns: take them first.
-                self._take_queued(batch=True)
-                for trial_id in finished:
-                    self._buffer.append(self._outcome(trial_id, self._futures.pop(trial_id)))
-                continue
+            # A task's last message is its TrialDone, so the queue alone normally carries the
+            # whole trial; a future that ends without one lost its worker (or was cancelled).
             self._take_queued(batch=False)
+            if self._buffer:
+                continue
+            ended = [trial_id for trial_id, future in self._futures.items() if future.done()]
+            if ended:
+                self._take_queued(batch=True)      # anything it sent before it ended comes first
+                reported = {e.trial_id for e in self._buffer if isinstance(e, TrialDone)}
+                for trial_id in ended:
+                    if trial_id not in reported:
+                        self._buffer.append(self._outcome(trial_id, self._futures[trial_id]))
 
     def cancel(self, trial_id: int) -> None:
         from distributed import Event as DaskEvent
@@ -125,7 +137,7 @@ class DaskExecutor:
             items = self._events.get(batch=True) if batch else [self._events.get(timeout=POLL_SECONDS)]
         except TimeoutError:
             return
-        self._buffer.extend(EpochDone(report) for report in items)
+        self._buffer.extend(EpochDone(item) if isinstance(item, EpochReport) else item for item in items)
 
     def _outcome(self, trial_id: int, future) -> TrialDone:
         from distributed import KilledWorker
@@ -153,7 +165,7 @@ def train_on_worker(experiment, task: TrainTask, queue_name: str, cancel_name: s
     from distributed import Queue, get_worker
 
     events, cancel = Queue(queue_name), DaskEvent(cancel_name)
-    trained = 0
+    trained, error, trace = 0, None, None
     with _TRAINER_LOCK:     # a worker started with several threads still trains one trial at a time
         try:
             trainer = _trainer(experiment, get_worker().name, threads)
@@ -163,11 +175,13 @@ def train_on_worker(experiment, task: TrainTask, queue_name: str, cancel_name: s
                 trained += 1
                 if cancel.is_set():
                     epochs.close()
-                    return TrialDone(trial_id=task.trial_id, epochs_trained=trained, error="cancelled")
+                    error = "cancelled"
+                    break
         except Exception as exc:   # a failed trial is data for the study, not a crash
-            return TrialDone(trial_id=task.trial_id, epochs_trained=trained,
-                             error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
-    return TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+            error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+    done = TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error, traceback=trace)
+    events.put(done)
+    return done
 
 
 def _trainer(experiment, worker_name, threads: int):
