@@ -1,4 +1,4 @@
-"""`python -m hpo ...`: search, status, best, export, tensorboard.
+"""`python -m hpo ...`: search, status, best, export, report, tensorboard.
 
 Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupted,
 1 anything else (the traceback goes to the study's hpo.log).
@@ -40,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     best = commands.add_parser("best", help="the best trial's config and objective")
     best.add_argument("study_dir")
     best.add_argument("--json", action="store_true", help="machine-readable output")
+    best.add_argument("--export", metavar="MODEL.keras",
+                      help="save the best trial's model there and score it on the held-out test split")
+
+    report = commands.add_parser("report", help="write report.html with plots of the search")
+    report.add_argument("study_dir")
 
     export = commands.add_parser("export", help="every trial and epoch, as csv or json")
     export.add_argument("study_dir")
@@ -209,6 +214,15 @@ def cmd_best(args: argparse.Namespace) -> int:
         raise UserInputError(f"{args.study_dir}: no trial has completed yet")
     record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
               "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
+    if args.export:
+        from hpo.best_model import export_best_model
+        exported = export_best_model(args.study_dir, args.export)
+        record["export"] = {"path": str(exported.path), "test_accuracy": exported.test_accuracy,
+                            "test_loss": exported.test_loss, "test_examples": exported.test_examples}
+        if not args.json:
+            stdout.print(f"saved {exported.path}; held-out test set ({exported.test_examples} examples, never seen "
+                         f"by the search): accuracy {exported.test_accuracy:.4f}, loss {exported.test_loss:.4f}",
+                         highlight=False)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
     else:
@@ -264,6 +278,14 @@ def _csv_text(rows: list[dict]) -> str:
     return out.getvalue()
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from hpo.console import stdout
+    from hpo.report import write_report
+    page = write_report(args.study_dir)
+    stdout.print(f"wrote {page}", highlight=False)
+    return 0
+
+
 def cmd_tensorboard(args: argparse.Namespace) -> int:
     study = _open(args.study_dir)
     logdir = study.tensorboard_dir
@@ -273,4 +295,4 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"search": cmd_search, "status": cmd_status, "best": cmd_best, "export": cmd_export,
-            "tensorboard": cmd_tensorboard}
+            "report": cmd_report, "tensorboard": cmd_tensorboard}

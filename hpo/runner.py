@@ -20,7 +20,7 @@ from hpo.executors.base import EpochDone, TrialDone
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
-from hpo.tensorboard_logs import run_name
+from hpo.tensorboard_logs import run_name, trial_hparams
 from hpo.training.task import TrainTask
 from hpo.trial import Job, TrialResult, TrialState
 
@@ -75,10 +75,12 @@ class Runner:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
+        self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
+        self._started = time.monotonic()
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
         if queue:
@@ -114,6 +116,8 @@ class Runner:
             self._interrupt_running("interrupted by the user (Ctrl-C)")
         finally:
             self.executor.close()
+            if self.board is not None:
+                self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
                              best=self.study.best(search.direction), wall_seconds=time.monotonic() - started)
 
@@ -138,9 +142,9 @@ class Runner:
             start_epoch = epochs_for(parent.budget)
             checkpoint_in = str(self._checkpoint(job.continues))
         end_epoch = max(epochs_for(job.budget), start_epoch + 1)
-        hparams = {**job.config, "trial_id": run_name(lineage), "budget": float(end_epoch),
-                   "bracket": -1 if job.bracket is None else job.bracket,
-                   "rung": -1 if job.rung is None else job.rung}
+        hparams = trial_hparams(self.experiment.space, job.config, trial_id=run_name(lineage),
+                                budget=float(end_epoch), bracket=-1 if job.bracket is None else job.bracket,
+                                rung=-1 if job.rung is None else job.rung)
         task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
@@ -195,6 +199,12 @@ class Runner:
                 log.debug("trial %d traceback:\n%s", job.trial_id, event.traceback)
         self.study.record_result(job, result, epochs_trained=event.epochs_trained)
         self.searcher.tell(job, result)
+        if self.board is not None:
+            counts = {state.value: self.study.count(state) for state in
+                      (TrialState.RUNNING, TrialState.COMPLETE, TrialState.FAILED)}
+            best = self.study.best(self.experiment.search.direction)
+            self.board.trial_finished(event.epochs_trained, best.value if best else None,
+                                      time.monotonic() - self._started, counts, self.searcher.stats())
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
@@ -259,6 +269,13 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
         if not study.tensorboard_dir.exists():
             write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
         executor = make_executor(experiment, study)
+        runner = Runner(experiment, study, searcher, executor)
+        from hpo.tensorboard_logs import SearchBoard
+        best = study.best(search.direction)
+        runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
+                                   epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
+                                   best_so_far=best.value if best else None)
+        return runner
     return Runner(experiment, study, searcher, executor)
 
 

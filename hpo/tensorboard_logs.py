@@ -25,12 +25,24 @@ def hparam_value(value: Any) -> Any:
     return value if isinstance(value, (bool, int, float, str)) else str(value)
 
 
+SEARCH_RUN = "search"          # the run with the search as a whole
+TRIAL_FIELDS = ("trial_id", "budget", "bracket", "rung")   # hparams every trial row carries
+
+
 def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str) -> None:
+    """The HParams experiment: every space parameter with its domain, the trial's place in
+    the schedule, and the metrics, `hpo/objective` first."""
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
 
     hparams = []
     for p in space:
+        if p.when:
+            # Inactive values are logged as the string "inactive", which a numeric interval
+            # would reject: a conditional parameter's domain is left for TensorBoard to infer.
+            hparams.append(hp.HParam(p.name, description=f"active when {_when_text(p.when)}; "
+                                                         f"'{INACTIVE}' otherwise"))
+            continue
         if isinstance(p, ChoiceParam):
             domain = hp.Discrete([hparam_value(v) for v in p.values])
         elif isinstance(p, IntParam):
@@ -40,6 +52,10 @@ def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str)
         else:  # pragma: no cover - every Param kind is listed above
             raise TypeError(p)
         hparams.append(hp.HParam(p.name, domain))
+    hparams += [hp.HParam("trial_id", description="the configuration's TensorBoard run (its first trial)"),
+                hp.HParam("budget", hp.RealInterval(0.0, 1e9), description="epochs trained, promotions included"),
+                hp.HParam("bracket", hp.IntInterval(-1, 1000), description="Hyperband bracket (-1: none)"),
+                hp.HParam("rung", hp.IntInterval(-1, 1000), description="rung within the bracket (-1: none)")]
     metrics = [hp.Metric(OBJECTIVE_TAG, display_name=f"objective ({objective})",
                          description=f"{objective} at the end of the trial's budget; what the search ranks on"),
                hp.Metric(BUDGET_TAG, display_name="budget (epochs)",
@@ -60,3 +76,56 @@ def write_scalars(writer, step: int, scalars: Mapping[str, float]) -> None:
         for tag, value in scalars.items():
             tf.summary.scalar(tag, value, step=step)
     writer.flush()
+
+
+def _when_text(when) -> str:
+    return " and ".join(f"{parent} in {list(values)}" for parent, values in when.items())
+
+
+def trial_hparams(space: SearchSpace, config: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    """A trial's HParams row: every space parameter (inactive ones marked, not dropped,
+    so the dashboard can filter on them) plus its place in the schedule."""
+    row = {p.name: config[p.name] if p.name in config else INACTIVE for p in space}
+    row.update({k: v for k, v in config.items() if k not in row})
+    row.update(fields)
+    return row
+
+
+class SearchBoard:
+    """The search as a whole, in the `search` run: best-so-far objective against epochs spent
+    (step) and against seconds (`..._by_seconds`), trial counts, and the searcher's own figures
+    (for BOHB, the budget its model is fitted on)."""
+
+    def __init__(self, logdir: str | Path, objective: str, direction: str, *, epochs_so_far: float = 0.0,
+                 best_so_far: float | None = None):
+        """`epochs_so_far`, `best_so_far`: where a resumed search's curves pick up."""
+        import tensorflow as tf
+        self._writer = tf.summary.create_file_writer(str(Path(logdir) / SEARCH_RUN))
+        self.objective, self.direction = objective, direction
+        self._epochs = epochs_so_far
+        self._best = best_so_far
+
+    def trial_finished(self, epochs_trained: float, best: float | None, elapsed: float,
+                       counts: Mapping[str, int], searcher_stats: Mapping[str, float]) -> None:
+        """`best`: the study's best (the best trial at the largest budget reached, as `hpo best`
+        reports it; it can dip when the first trial reaches a new, larger budget)."""
+        import tensorflow as tf
+        self._epochs += epochs_trained
+        if best is not None:
+            self._best = best
+        step = int(round(self._epochs))
+        with self._writer.as_default():
+            if self._best is not None:
+                tf.summary.scalar("search/best_objective", self._best, step=step,
+                                  description=f"best {self.objective} so far at the largest budget reached; "
+                                              f"step = epochs trained by all trials")
+                tf.summary.scalar("search/best_objective_by_seconds", self._best, step=int(elapsed),
+                                  description=f"best {self.objective} so far; step = seconds since the search started")
+            for state, n in counts.items():
+                tf.summary.scalar(f"search/trials_{state}", n, step=step)
+            for name, figure in searcher_stats.items():
+                tf.summary.scalar(f"searcher/{name}", figure, step=step)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()

@@ -54,7 +54,7 @@ def test_tensorboard_logs_hold_curves_and_hparams(smoke_study):
     root = EventAccumulator(str(tb), size_guidance={"tensors": 0}).Reload()
     assert "_hparams_/experiment" in root.Tags()["tensors"]
     lineages = {t.lineage for t in study.trials()}
-    assert {p.name for p in tb.iterdir() if p.is_dir()} == {f"trial_{n:04d}" for n in lineages}
+    assert {p.name for p in tb.iterdir() if p.is_dir()} == {f"trial_{n:04d}" for n in lineages} | {"search"}
     for lineage in lineages:
         run = EventAccumulator(str(tb / f"trial_{lineage:04d}"), size_guidance={"tensors": 0}).Reload()
         steps = [e.step for e in run.Tensors("val_accuracy")]

@@ -110,6 +110,12 @@ class Searcher(abc.ABC):
         """Scheduling reaction to a finished job (promotions and the like)."""
 
     # --- reporting ----------------------------------------------------------------------
+    def stats(self) -> dict[str, float]:
+        """Figures worth plotting over a search (TensorBoard's `searcher/*` scalars)."""
+        stats = {"asked": float(self.n_asked), "pending": float(len(self.pending))}
+        stats.update(self.sampler.stats() if hasattr(self.sampler, "stats") else {})
+        return stats
+
     @property
     def best(self) -> tuple[Job, TrialResult] | None:
         """The best finished job at the largest budget reached by any successful job."""

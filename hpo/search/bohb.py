@@ -53,6 +53,12 @@ class KDESampler(ConfigSampler):
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         self.observations.setdefault(budget, []).append((self.space.to_unit(config), loss))
 
+    def stats(self) -> dict[str, float]:
+        """The budget the KDEs were last fitted on (-1: no model yet) and its observations."""
+        budget = self.model_budget
+        return {"model_budget": -1.0 if budget is None else float(budget),
+                "model_observations": float(len(self.observations.get(budget, []))) if budget is not None else 0.0}
+
     def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
         # Always draw the coin, so the random stream does not depend on whether a model exists.
         use_random = rng.random() < self.random_fraction

@@ -52,6 +52,25 @@ def checkpoint_epoch(path: str | Path) -> int | None:
         return None
 
 
+def load_model_weights(path: str | Path, model) -> int:
+    """Restore only the model's variables (to export it); returns the checkpoint's epoch."""
+    path = Path(path)
+    with np.load(path) as data:
+        meta = json.loads(bytes(data["meta"]).decode())
+        weights = [data[f"w{i}"] for i in range(meta["n_weights"])]
+    _assign_model(path, model, weights)
+    return int(meta["epoch"])
+
+
+def _assign_model(path: Path, model, weights) -> None:
+    variables = model.variables
+    if len(weights) != len(variables) or any(tuple(v.shape) != w.shape for v, w in zip(variables, weights)):
+        raise TrialFailed(f"checkpoint {path} does not fit this model: it holds {len(weights)} variables "
+                          f"{[w.shape for w in weights][:4]}..., the model has {len(variables)}")
+    for variable, value in zip(variables, weights):
+        variable.assign(value)
+
+
 def load_checkpoint(path: str | Path, model, optimizer) -> int:
     """Restore weights and optimizer state in place; returns the epoch the checkpoint ended at."""
     path = Path(path)
@@ -61,12 +80,7 @@ def load_checkpoint(path: str | Path, model, optimizer) -> int:
         meta = json.loads(bytes(data["meta"]).decode())
         weights = [data[f"w{i}"] for i in range(meta["n_weights"])]
         opt_values = [data[f"o{i}"] for i in range(meta["n_optimizer"])]
-    variables = model.variables
-    if len(weights) != len(variables) or any(tuple(v.shape) != w.shape for v, w in zip(variables, weights)):
-        raise TrialFailed(f"checkpoint {path} does not fit this model: it holds {len(weights)} variables "
-                          f"{[w.shape for w in weights][:4]}..., the model has {len(variables)}")
-    for variable, value in zip(variables, weights):
-        variable.assign(value)
+    _assign_model(path, model, weights)
     if len(opt_values) != len(optimizer.variables):
         raise TrialFailed(f"checkpoint {path} holds {len(opt_values)} optimizer variables, "
                           f"the optimizer has {len(optimizer.variables)}")

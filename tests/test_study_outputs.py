@@ -1,0 +1,162 @@
+"""What a finished study gives its user: a real TensorBoard server's view of it (HParams
+plugin and scalars over HTTP, and where chromium is installed a screenshot of the HParams
+dashboard), `hpo report`, and `hpo best --export`."""
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from faults import SMOKE, hpo
+from hpo.space import SearchSpace
+from hpo.study import Study
+
+STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory):
+    study = tmp_path_factory.mktemp("tb") / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study), "--set", "search.algorithm=bohb",
+               "--set", "search.max_trials=12")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return study
+
+
+@pytest.fixture(scope="module")
+def board(study_dir):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(study_dir / "tensorboard"),
+                               "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            runs = json.loads(urllib.request.urlopen(f"{url}/data/runs", timeout=5).read())
+            if "search" in runs and len(runs) > 2:
+                break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise AssertionError(f"tensorboard did not come up: {server.communicate()[0][-2000:]}")
+        time.sleep(0.5)
+    yield url
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "X-XSRF-Protected": "1"})
+    return json.loads(urllib.request.urlopen(request, timeout=30).read())
+
+
+def get(url):
+    return json.loads(urllib.request.urlopen(url, timeout=30).read())
+
+
+def test_hparams_experiment_lists_every_parameter_and_the_objective_first(study_dir, board):
+    experiment = post(f"{board}/data/plugin/hparams/experiment", {"experimentName": ""})
+    space = SearchSpace.from_dict(Study.open(study_dir).experiment()["space"])
+    names = {info["name"] for info in experiment["hparamInfos"]}
+    assert set(space.names) | {"trial_id", "budget", "bracket", "rung"} <= names
+    metrics = [m["name"]["tag"] for m in experiment["metricInfos"]]
+    assert metrics[:2] == ["hpo/objective", "hpo/budget"]
+    by_name = {info["name"]: info for info in experiment["hparamInfos"]}
+    assert "domainInterval" in by_name["learning_rate"] and "domainDiscrete" in by_name["optimizer"]
+
+
+def test_every_trial_is_a_session_with_its_objective(study_dir, board):
+    groups = post(f"{board}/data/plugin/hparams/session_groups",
+                  {"experimentName": "", "allowedStatuses": STATUSES, "colParams": [], "startIndex": 0,
+                   "sliceSize": 1000})["sessionGroups"]
+    study = Study.open(study_dir)
+    trials = study.trials()
+    space = SearchSpace.from_dict(study.experiment()["space"])
+    lineages = {t.lineage for t in trials}
+    assert {g["name"] for g in groups} == {f"trial_{n:04d}" for n in lineages}
+    for group in groups:
+        lineage = int(group["name"].split("_")[1])
+        deepest = max((t for t in trials if t.lineage == lineage), key=lambda t: t.budget)
+        assert set(space.names) <= set(group["hparams"])
+        for name in space.names:                          # conditionals included, inactive ones marked
+            expected = deepest.config.get(name, "inactive")
+            got = group["hparams"][name]
+            assert got == pytest.approx(expected) if isinstance(expected, float) else got == expected, name
+        metrics = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
+        assert metrics["hpo/objective"] == pytest.approx(deepest.value, rel=1e-6)
+        assert metrics["hpo/budget"] == deepest.budget
+    assert any(g["hparams"]["momentum"] == "inactive" for g in groups) or \
+        all(t.config["optimizer"] == "sgd" for t in trials)
+
+
+def test_scalars_hold_learning_curves_and_the_search_run(study_dir, board):
+    trials = Study.open(study_dir).trials()
+    for lineage in {t.lineage for t in trials}:
+        run = f"trial_{lineage:04d}"
+        deepest = max(t.budget for t in trials if t.lineage == lineage)
+        for tag in ("val_accuracy", "loss", "learning_rate"):
+            points = get(f"{board}/data/plugin/scalars/scalars?run={run}&tag={tag}")
+            assert [step for _, step, _ in points] == list(range(1, round(deepest) + 1)), (run, tag)
+    best = get(f"{board}/data/plugin/scalars/scalars?run=search&tag=search/best_objective")
+    assert len(best) == len([t for t in trials if t.state.finished])
+    tags = get(f"{board}/data/plugin/scalars/tags")["search"]
+    assert {"search/best_objective_by_seconds", "search/trials_complete", "searcher/model_budget"} <= set(tags)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium); "
+                                             ".ci/run installs it")
+def test_hparams_dashboard_screenshot(board, tmp_path):
+    shot = tmp_path / "hparams.png"
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1400,900",
+                           "--virtual-time-budget=15000", f"--screenshot={shot}", f"{board}/#hparams"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000    # a rendered page, not a blank one
+
+
+def test_report_page_has_its_plots(study_dir):
+    done = hpo("report", str(study_dir))
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (study_dir / "report" / "report.html").read_text()
+    for image in ("best_so_far.png", "parallel_coordinates.png", "importance.png", "brackets.png"):
+        data = (study_dir / "report" / image).read_bytes()
+        assert data[:4] == b"\x89PNG" and len(data) > 5_000, image
+        assert f"src='{image}'" in page
+    best = Study.open(study_dir).best("maximize")
+    assert f"<td>{best.trial_id}</td>" in page and "Parameter importance" in page
+
+
+def test_best_model_export_is_scored_on_the_held_out_test_split(study_dir, tmp_path):
+    import keras
+    import numpy as np
+
+    from hpo.config import DataConfig
+    from hpo.data import load_dataset
+
+    path = tmp_path / "best.keras"
+    done = hpo("best", str(study_dir), "--export", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(done.stdout)
+    assert record["trial_id"] == Study.open(study_dir).best("maximize").trial_id
+    # The saved model reproduces the printed test accuracy on the split the search never saw.
+    data = load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
+    model = keras.models.load_model(path)
+    accuracy = float(np.mean(np.argmax(model.predict(data.x_test, verbose=0), axis=1) == data.y_test))
+    assert record["export"]["test_examples"] == len(data.x_test)
+    assert accuracy == pytest.approx(record["export"]["test_accuracy"], abs=1e-6)
+    assert accuracy > 0.3                     # better than chance (0.1) after a few epochs on digits
