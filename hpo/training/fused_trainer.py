@@ -1,0 +1,164 @@
+"""Training a group of fusable tasks together on one Trainer's device and data.
+
+`train_fused(trainer, tasks)` yields, per epoch, one `EpochReport` per task, exactly as the
+tasks' own `Trainer.run` would (same data order, same metrics), and leaves each task's
+checkpoint and TensorBoard run as an unfused trial would. Any failure raises
+`FusedGroupFailed`; the caller then runs the tasks one by one, so one bad configuration
+cannot sink the others.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.training.checkpoint import load_checkpoint, save_checkpoint
+from hpo.training.compile_mode import choice_key
+from hpo.training.devices import device_type
+from hpo.training.fused import FusedProgram, fusable, stack_indices
+from hpo.training.optimizers import TunableOptimizer
+from hpo.training.program import architecture_signature
+from hpo.training.task import EpochReport, TrainTask
+
+CACHE_CAPACITY = 8
+
+
+class FusedGroupFailed(RuntimeError):
+    """The group could not train fused; run its tasks unfused."""
+
+
+def group_key(trainer, task: TrainTask) -> tuple | None:
+    """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs."""
+    params = trainer.resolve(task.config)
+    return (architecture_signature(params, trainer.builder), int(params["batch_size"]), task.start_epoch,
+            task.end_epoch)
+
+
+def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochReport]]:
+    import tensorflow as tf
+
+    try:
+        prepared = _prepare(trainer, tasks)
+    except FusedGroupFailed:
+        raise
+    except Exception as exc:   # noqa: BLE001 - anything odd: fall back to unfused
+        raise FusedGroupFailed(f"{type(exc).__name__}: {exc}") from exc
+    program, params, scratch = prepared
+    k = len(tasks)
+    start, end = tasks[0].start_epoch, tasks[0].end_epoch
+    batch_size = int(params[0]["batch_size"])
+    n_train = len(trainer.dataset.x_train)
+    steps_per_epoch = n_train // batch_size
+    writers = [tf.summary.create_file_writer(t.tensorboard_run) if t.tensorboard_run else None for t in tasks]
+    try:
+        for task, writer in zip(tasks, writers):
+            if writer is not None:
+                write_trial_hparams(writer, str(task.hparams.get("trial_id", task.trial_id)), task.hparams)
+        metrics: list[dict[str, float]] = []
+        for epoch in range(start + 1, end + 1):
+            started = time.perf_counter()
+            orders = [np.random.default_rng([t.seed, epoch]).permutation(n_train)[: steps_per_epoch * batch_size]
+                      .reshape(steps_per_epoch, batch_size) for t in tasks]
+            batches = stack_indices(orders)
+            losses, correct = np.zeros(k), np.zeros(k, dtype=np.int64)
+            with tf.device(trainer.device):
+                for first in range(0, steps_per_epoch, trainer.training.steps_per_call):
+                    chunk_loss, chunk_correct = program.train_steps(
+                        tf.constant(batches[first:first + trainer.training.steps_per_call]))
+                    losses += chunk_loss.numpy()
+                    correct += chunk_correct.numpy()
+            losses /= steps_per_epoch
+            if not np.all(np.isfinite(losses)):
+                bad = [t.trial_id for t, loss in zip(tasks, losses) if not math.isfinite(loss)]
+                raise FusedGroupFailed(f"training loss became non-finite for trial(s) {bad} in epoch {epoch}")
+            val_losses, val_correct = _evaluate(trainer, program)
+            seconds = time.perf_counter() - started
+            metrics = [{"loss": float(losses[i]), "accuracy": float(correct[i]) / (steps_per_epoch * batch_size),
+                        "val_loss": float(val_losses[i]), "val_accuracy": float(val_correct[i]),
+                        "learning_rate": float(params[i]["learning_rate"]), "epoch_seconds": seconds / k,
+                        "fused_trials": float(k)} for i in range(k)]
+            for i, writer in enumerate(writers):
+                if writer is not None:
+                    write_scalars(writer, epoch, metrics[i])
+            yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
+        model, optimizer = scratch
+        for i, task in enumerate(tasks):
+            optimizer.assign(params[i])
+            program.export_trial(i, model, optimizer.optimizer)
+            save_checkpoint(task.checkpoint_out, model, optimizer.optimizer, end)
+            if writers[i] is not None and metrics:
+                write_scalars(writers[i], end, {OBJECTIVE_TAG: metrics[i][task.objective], BUDGET_TAG: float(end)})
+    except FusedGroupFailed:
+        raise
+    except GeneratorExit:
+        raise
+    except Exception as exc:   # noqa: BLE001 - the caller retries unfused
+        raise FusedGroupFailed(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        for writer in writers:
+            if writer is not None:
+                writer.close()
+
+
+def _prepare(trainer, tasks: Sequence[TrainTask]):
+    import tensorflow as tf
+
+    keys = {group_key(trainer, t) for t in tasks}
+    if len(keys) != 1:
+        raise FusedGroupFailed("the tasks do not share an architecture, batch size and epochs")
+    params = [trainer.resolve(t.config) for t in tasks]
+    models = [trainer.build_model(p, t.seed) for p, t in zip(params, tasks)]
+    reason = fusable(models[0], params[0])
+    if reason is not None:
+        raise FusedGroupFailed(reason)
+    signature = architecture_signature(params[0], trainer.builder)
+    mode = trainer.mode if trainer.mode != "auto" else _known_mode(trainer, signature)
+    cache = _cache(trainer)
+    key = (signature, len(tasks), trainer.device, mode)
+    program = cache.get(key)
+    with tf.device(trainer.device):
+        if program is None:
+            program = FusedProgram(models, params, trainer._x_train, trainer._y_train, mode)
+            cache[key] = program
+            while len(cache) > CACHE_CAPACITY:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+            program.reset(models, params)
+        # A scratch unfused model and optimizer: checkpoints go in and out through them.
+        scratch_model = trainer.build_model(params[0], tasks[0].seed)
+        scratch_optimizer = TunableOptimizer(params[0], scratch_model.trainable_variables)
+        for i, task in enumerate(tasks):
+            if task.checkpoint_in:
+                scratch_optimizer.assign(params[i])
+                load_checkpoint(task.checkpoint_in, scratch_model, scratch_optimizer.optimizer)
+                program.import_trial(i, scratch_model, scratch_optimizer.optimizer)
+    return program, params, (scratch_model, scratch_optimizer)
+
+
+def _known_mode(trainer, signature: str) -> str:
+    known = trainer.compile_choices.compile_choice(choice_key(signature, device_type(trainer.device)))
+    return known[0] if known else "graph"
+
+
+def _cache(trainer) -> "OrderedDict[tuple, FusedProgram]":
+    if not hasattr(trainer, "_fused_programs"):
+        trainer._fused_programs = OrderedDict()
+    return trainer._fused_programs
+
+
+def _evaluate(trainer, program: FusedProgram) -> tuple[np.ndarray, np.ndarray]:
+    import tensorflow as tf
+    n_val = len(trainer.dataset.x_val)
+    losses, correct = np.zeros(program.k), np.zeros(program.k)
+    with tf.device(trainer.device):
+        for first in range(0, n_val, 1024):
+            loss, right = program.evaluate(trainer._x_val[first:first + 1024], trainer._y_val[first:first + 1024])
+            losses += loss.numpy()
+            correct += right.numpy()
+    return losses / n_val, correct / n_val

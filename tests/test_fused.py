@@ -1,0 +1,94 @@
+"""Fused trials train exactly like the same trials one by one."""
+
+import numpy as np
+import pytest
+
+from hpo.config import TrainingConfig
+from hpo.models import get_builder
+from hpo.training.fused_trainer import FusedGroupFailed, group_key, train_fused
+from hpo.training.task import TrainTask
+
+MLP = {"layers": 2, "units": 32, "batch_size": 64}
+CONFIGS = [{**MLP, "learning_rate": 3e-3, "dropout": 0.0}, {**MLP, "learning_rate": 1e-2, "dropout": 0.3},
+           {**MLP, "learning_rate": 5e-4, "dropout": 0.1, "beta_1": 0.8}]
+
+
+def make_trainer(digits, builder="mlp", **training):
+    from hpo.training.trainer import Trainer
+    return Trainer(digits, get_builder(builder), TrainingConfig(**{"compile": "graph", **training}), {},
+                   "/device:CPU:0")
+
+
+def tasks_for(tmp_path, configs, tag, start=0, end=2, checkpoints_in=None):
+    return [TrainTask(trial_id=i, config=c, start_epoch=start, end_epoch=end, seed=100 + i,
+                      checkpoint_out=str(tmp_path / f"{tag}_{i}.npz"),
+                      checkpoint_in=None if checkpoints_in is None else checkpoints_in[i], objective="val_accuracy")
+            for i, c in enumerate(configs)]
+
+
+def weights(path):
+    with np.load(path) as data:
+        return [data[k] for k in sorted(data.files) if k != "meta"]
+
+
+def assert_same(unfused, fused, tmp_path, tag_a, tag_b, n):
+    for epoch_a, epoch_b in zip(unfused, fused):
+        for a, b in zip(epoch_a, epoch_b):
+            assert a.trial_id == b.trial_id and a.epoch == b.epoch
+            for metric in ("loss", "accuracy", "val_loss", "val_accuracy"):
+                assert b.metrics[metric] == pytest.approx(a.metrics[metric], rel=2e-4, abs=2e-5), metric
+    for i in range(n):
+        for a, b in zip(weights(tmp_path / f"{tag_a}_{i}.npz"), weights(tmp_path / f"{tag_b}_{i}.npz")):
+            np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+
+
+def run_unfused(trainer, tasks):
+    per_trial = [list(trainer.run(t)) for t in tasks]
+    return [list(epoch) for epoch in zip(*per_trial)]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw", "sgd"])
+def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer):
+    configs = [{**c, "optimizer": optimizer, "momentum": 0.5 + 0.2 * i, "weight_decay": 0.01 * i}
+               for i, c in enumerate(CONFIGS)]
+    trainer = make_trainer(digits)
+    unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
+    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
+    assert [len(epoch) for epoch in fused] == [3, 3]
+    assert_same(unfused, fused, tmp_path, "one", "fused", 3)
+    # Different hyperparameters really did train differently.
+    assert len({round(r.metrics["loss"], 6) for r in fused[-1]}) == 3
+
+
+def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path):
+    configs = [{"conv_layers": 1, "filters": 8, "kernel_size": 3, "dense_units": 32, "batch_size": 32,
+                "learning_rate": lr, "dropout": d} for lr, d in ((3e-3, 0.0), (1e-3, 0.25))]
+    trainer = make_trainer(digits, "cnn")
+    unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
+    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
+    assert_same(unfused, fused, tmp_path, "one", "fused", 2)
+
+
+def test_a_fused_continuation_matches_an_unfused_one(digits, tmp_path):
+    trainer = make_trainer(digits)
+    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "first", 0, 2)))
+    parents = [str(tmp_path / f"first_{i}.npz") for i in range(3)]
+    unfused = run_unfused(trainer, tasks_for(tmp_path, CONFIGS, "one", 2, 3, parents))
+    fused = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "fused", 2, 3, parents)))
+    assert_same(unfused, fused, tmp_path, "one", "fused", 3)
+
+
+def test_groups_need_one_architecture_batch_and_epoch_range(digits, tmp_path):
+    trainer = make_trainer(digits)
+    a, b, c = tasks_for(tmp_path, [CONFIGS[0], {**CONFIGS[1], "units": 48}, {**CONFIGS[2], "batch_size": 32}], "g")
+    same_arch = tasks_for(tmp_path, CONFIGS, "h")
+    assert len({group_key(trainer, t) for t in same_arch}) == 1
+    assert len({group_key(trainer, t) for t in (a, b, c)}) == 3
+    with pytest.raises(FusedGroupFailed, match="do not share"):
+        list(train_fused(trainer, [a, b]))
+
+
+def test_a_diverging_member_fails_the_group(digits, tmp_path):
+    configs = [{**CONFIGS[0], "optimizer": "sgd"}, {**CONFIGS[1], "optimizer": "sgd", "learning_rate": 1e9}]
+    with pytest.raises(FusedGroupFailed, match=r"non-finite for trial\(s\) \[1\]"):
+        list(train_fused(make_trainer(digits), tasks_for(tmp_path, configs, "nan")))
