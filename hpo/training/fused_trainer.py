@@ -130,9 +130,11 @@ def _prepare(trainer, tasks: Sequence[TrainTask]):
         else:
             cache.move_to_end(key)
             program.reset(models, params)
-        # A scratch unfused model and optimizer: checkpoints go in and out through them.
-        scratch_model = trainer.build_model(params[0], tasks[0].seed)
-        scratch_optimizer = TunableOptimizer(params[0], scratch_model.trainable_variables)
+        # A scratch unfused model and optimizer: checkpoints go in and out through them. Kept
+        # with the compiled program, since every group of this architecture can reuse them.
+        if not hasattr(program, "scratch"):
+            program.scratch = (models[0], TunableOptimizer(params[0], models[0].trainable_variables))
+        scratch_model, scratch_optimizer = program.scratch
         for i, task in enumerate(tasks):
             if task.checkpoint_in:
                 scratch_optimizer.assign(params[i])

@@ -1,0 +1,107 @@
+"""Fused trials against the same trials run one after another, on this machine's CPU.
+
+    python benchmarks/fused.py            # K = 1, 4, 8, 16; 3 repeats each (~4 min)
+    python benchmarks/fused.py --quick    # K = 1, 4, 8; 2 repeats
+
+K MLP trials of one architecture (2 x 128 units, batch 64, offline MNIST 4,000 / 1,000,
+2 epochs each) with different learning rates and dropout rates. The baseline is our own
+unfused engine, which already reuses one compiled program for all K (so neither side pays
+for tracing in the timed runs: each is warmed up first). Rates are trials per hour; the
+speedup is sequential time / fused time for the same K trials, medians over repeats. The
+last line is `fused_speedup_k8=`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
+from hpo.config import DataConfig, TrainingConfig  # noqa: E402
+from hpo.data import load_dataset  # noqa: E402
+from hpo.models import get_builder  # noqa: E402
+from hpo.training.fused_trainer import train_fused  # noqa: E402
+from hpo.training.task import TrainTask  # noqa: E402
+from hpo.training.trainer import Trainer  # noqa: E402
+
+EPOCHS = 2
+
+
+UNITS = 128
+
+
+def configs(k: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    return [{"layers": 2, "units": UNITS, "batch_size": 64, "optimizer": "adam",
+             "learning_rate": float(10 ** rng.uniform(-4, -2)), "dropout": float(rng.uniform(0, 0.5))}
+            for _ in range(k)]
+
+
+def tasks(k: int, seed: int, folder: str) -> list[TrainTask]:
+    return [TrainTask(trial_id=i, config=c, start_epoch=0, end_epoch=EPOCHS, seed=seed * 100 + i,
+                      checkpoint_out=f"{folder}/t{i}.npz", objective="val_accuracy")
+            for i, c in enumerate(configs(k, seed))]
+
+
+def sequential(trainer: Trainer, k: int, seed: int, folder: str) -> float:
+    started = time.perf_counter()
+    for task in tasks(k, seed, folder):
+        for _ in trainer.run(task):
+            pass
+    return time.perf_counter() - started
+
+
+def fused(trainer: Trainer, k: int, seed: int, folder: str) -> float:
+    started = time.perf_counter()
+    for _ in train_fused(trainer, tasks(k, seed, folder)):
+        pass
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    global UNITS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--units", type=int, default=128, help="hidden units per layer (2 layers)")
+    args = parser.parse_args()
+    UNITS = args.units
+    ks = (1, 4, 8) if args.quick else (1, 4, 8, 16)
+    repeats = 2 if args.quick else 3
+    data = load_dataset(DataConfig(dataset="benchmarks.kt_comparison:bench_mnist",
+                                   validation_split=N_VAL / (N_TRAIN + N_VAL), test_split=0.0), seed=0)
+    trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile="graph"), {}, "/device:CPU:0")
+    print(f"{data.describe()}; MLP 2x{UNITS}, batch 64, {EPOCHS} epochs per trial; {repeats} repeats; "
+          f"{os.cpu_count()} CPU cores", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for k in ks:
+            sequential(trainer, 1, 999, folder)      # warm-ups: the traces are not timed
+            fused(trainer, k, 999, folder)
+            seq_times, fused_times = [], []
+            for repeat in range(repeats):
+                seq_times.append(sequential(trainer, k, repeat, folder))
+                fused_times.append(fused(trainer, k, repeat, folder))
+            seq, fus = statistics.median(seq_times), statistics.median(fused_times)
+            rows.append((k, seq, fus))
+            print(f"K={k:2d}: sequential {seq:6.2f}s ({k / seq * 3600:8.0f} trials/h), fused {fus:6.2f}s "
+                  f"({k / fus * 3600:8.0f} trials/h), speedup {seq / fus:.2f}", flush=True)
+    print("\n| K | sequential trials/h | fused trials/h | speedup |")
+    print("| --- | --- | --- | --- |")
+    for k, seq, fus in rows:
+        print(f"| {k} | {k / seq * 3600:,.0f} | {k / fus * 3600:,.0f} | {seq / fus:.2f} |")
+    by_k = {k: seq / fus for k, seq, fus in rows}
+    print(f"fused_speedup_k8={by_k[8]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
