@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from hpo.study import Study
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = str(ROOT / "experiments" / "smoke.yaml")
 
@@ -77,3 +79,13 @@ def worker_processes(driver_pid: int) -> list[psutil.Process]:
 
 def kill(process: psutil.Process | int, sig=signal.SIGKILL) -> None:
     os.kill(process if isinstance(process, int) else process.pid, sig)
+
+
+def assert_parallel_smoke_run(done, study_dir):
+    """The smoke experiment finished all 8 trials, at least two of them at the same time."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
+    spans = sorted((t.started_at, t.finished_at) for t in trials)
+    assert any(c < b for (a, b), (c, d) in zip(spans, spans[1:])), f"no two trials overlapped: {spans}"
+    return trials

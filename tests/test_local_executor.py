@@ -1,24 +1,10 @@
 """The local process pool: several trials at once, worker deaths survived."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+import signal
 
-import pytest
-
+from faults import SMOKE, assert_parallel_smoke_run, hpo, query, start_hpo, wait_for, worker_processes
 from hpo.executors.local import default_workers, visible_gpu_for
 from hpo.study import Study
-
-ROOT = Path(__file__).resolve().parents[1]
-SMOKE = str(ROOT / "experiments" / "smoke.yaml")
-
-
-def hpo(*args, timeout=300):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env)
 
 
 def test_one_worker_per_gpu_else_per_core():
@@ -39,12 +25,7 @@ def test_two_workers_run_trials_at_the_same_time(tmp_path):
     study_dir = tmp_path / "study"
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
                "--set", "execution.workers=2")
-    assert done.returncode == 0, done.stderr[-3000:]
-    trials = Study.open(study_dir).trials()
-    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
-    spans = sorted((t.started_at, t.finished_at) for t in trials)
-    overlapping = sum(1 for (a, b), (c, d) in zip(spans, spans[1:]) if c < b)
-    assert overlapping >= 1, spans
+    assert_parallel_smoke_run(done, study_dir)
 
 
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
@@ -75,44 +56,22 @@ def test_workers_are_recycled_after_their_quota_of_trials(tmp_path):
 
 
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
-    import signal
-    import time
     study_dir = tmp_path / "study"
     args = ["search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
             "--set", "execution.workers=2"]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": "200"}
-    driver = subprocess.Popen([sys.executable, "-m", "hpo", *args], cwd=ROOT, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        if (study_dir / "study.sqlite").exists() and any(
-                t.state.value == "complete" for t in Study.open(study_dir).trials()):
-            break
-    workers = _children_of(driver.pid)
+    driver = start_hpo(*args)
+    wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'"), what="a finished trial",
+             process=driver)
+    workers = worker_processes(driver.pid)
     assert workers, "the driver has no worker processes"
     driver.send_signal(signal.SIGTERM)
     _, err = driver.communicate(timeout=60)
     assert driver.returncode == 130, err[-2000:]
     states = [t.state.value for t in Study.open(study_dir).trials()]
     assert "complete" in states and "running" not in states
-    time.sleep(2)
-    assert not [pid for pid in workers if _alive(pid)], "worker processes outlived the driver"
+    wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
+             what="the workers to exit with the driver")
     resumed = hpo(*args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     assert sum(t.state.value == "complete" for t in trials) >= 8
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:     # a zombie is dead too
-        return stat.read().split(")")[-1].split()[0] != "Z"
-
-
-def _children_of(pid: int) -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout.split("\n")[1:]
-    return {int(line.split()[0]) for line in out if line.split() and int(line.split()[1]) == pid}
