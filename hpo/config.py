@@ -71,6 +71,7 @@ class TrainingConfig:
     learning_rate: float = 1e-3       # used when the space has no learning_rate
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
+    fuse: int = 1                     # inline backend: trials of one architecture trained as one program
 
 
 @dataclass(frozen=True)
@@ -361,6 +362,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         learning_rate=t.get("learning_rate", "number", 1e-3, minimum=0),
         steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
         checkpoint_every=t.get("checkpoint_every", "int", 1, minimum=0),
+        fuse=t.get("fuse", "int", 1, minimum=1, maximum=64),
     )
     _check_space_values(space)
 

@@ -92,3 +92,51 @@ def test_a_diverging_member_fails_the_group(digits, tmp_path):
     configs = [{**CONFIGS[0], "optimizer": "sgd"}, {**CONFIGS[1], "optimizer": "sgd", "learning_rate": 1e9}]
     with pytest.raises(FusedGroupFailed, match=r"non-finite for trial\(s\) \[1\]"):
         list(train_fused(make_trainer(digits), tasks_for(tmp_path, configs, "nan")))
+
+
+def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
+    """The runner hands the inline executor several jobs; those sharing an architecture,
+    batch size and epochs train fused, and every trial's results equal an unfused search's."""
+    from faults import SMOKE, hpo
+    from hpo.study import Study
+
+    fixed_architecture = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}, "
+                                   "dropout: {type: float, low: 0.0, high: 0.3}}",
+                          "--set", "model.params={layers: 1, units: 32}", "--set", "search.algorithm=random",
+                          "--set", "search.min_budget=3", "--set", "search.max_budget=3",
+                          "--set", "search.max_trials=8", "--set", "training.compile=graph"]
+    runs = {}
+    for fuse in (1, 4):
+        study_dir = tmp_path / f"fuse{fuse}"
+        done = hpo("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture,
+                   "--set", f"training.fuse={fuse}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[fuse] = Study.open(study_dir)
+    unfused, fused = runs[1].trials(), runs[4].trials()
+    assert len(fused) == 8 and all(t.state.value == "complete" for t in fused)
+    assert [t.config for t in fused] == [t.config for t in unfused]
+    for a, b in zip(unfused, fused):
+        assert b.value == pytest.approx(a.value, abs=1e-6)
+    fused_epochs = [m for _, _, m in runs[4].epochs()]
+    assert sum(m.get("fused_trials") == 4 for m in fused_epochs) == 8 * 3     # every trial, every epoch
+    assert all(len(runs[4].epochs(t.trial_id)) == 3 for t in fused)
+    assert (tmp_path / "fuse4" / "checkpoints" / "trial_0007.npz").exists()
+
+
+def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits, tmp_path):
+    from hpo.executors.base import TrialDone
+    from hpo.executors.inline import InlineExecutor
+
+    trainer = make_trainer(digits)
+    executor = InlineExecutor(lambda: trainer, fuse=4)
+    configs = [{**CONFIGS[0], "optimizer": "sgd"}, {**CONFIGS[1], "optimizer": "sgd", "learning_rate": 1e9}]
+    for task in tasks_for(tmp_path, configs, "fallback"):
+        executor.submit(task)
+    assert executor.free_slots() == 2 and sorted(executor.running()) == [0, 1]
+    done = {}
+    while executor.running():
+        event = executor.next_event()
+        if isinstance(event, TrialDone):
+            done[event.trial_id] = event
+    assert done[0].error is None and done[0].epochs_trained == 2
+    assert "TrialFailed" in done[1].error and "loss became" in done[1].error

@@ -13,7 +13,8 @@ def make_executor(experiment: Experiment, study=None):
     """`study` keeps the trainer's compile-mode measurements (see hpo.training.compile_mode)."""
     if experiment.execution.backend == "inline":
         from hpo.training.setup import trainer_for
-        return InlineExecutor(lambda: trainer_for(experiment, slot=0, compile_choices=study))
+        return InlineExecutor(lambda: trainer_for(experiment, slot=0, compile_choices=study),
+                              fuse=experiment.training.fuse)
     backend = experiment.execution.backend
     if backend in ("local", "dask"):
         if study is None:

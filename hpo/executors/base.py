@@ -22,23 +22,3 @@ class TrialDone:
 
 
 Event = EpochDone | TrialDone
-
-
-class SingleSlotExecutor:
-    """Bookkeeping shared by the in-process executors: one trial at a time."""
-
-    slots = 1
-
-    def __init__(self) -> None:
-        self._task: TrainTask | None = None
-
-    def free_slots(self) -> int:
-        return 0 if self._task is not None else 1
-
-    def running(self) -> list[int]:
-        return [self._task.trial_id] if self._task is not None else []
-
-    def _claim(self, task: TrainTask) -> None:
-        if self._task is not None:
-            raise RuntimeError(f"{type(self).__name__} runs one trial at a time")
-        self._task = task

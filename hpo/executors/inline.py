@@ -1,53 +1,131 @@
-"""Runs one trial at a time in the driver's own process: for tests and debugging.
+"""Runs trials in the driver's own process: for tests, debugging and fused trials.
 
 The trainer is a generator, so "running" a trial here means pulling its next epoch;
 the runner sees the same event stream a process pool would send.
+
+With `training.fuse` > 1 the executor takes up to that many tasks at once, and tasks that
+share an architecture, batch size and epoch range train together as one fused program
+(`hpo.training.fused_trainer`); their per-epoch reports and ends stream back as if each had
+run alone. A group that cannot train fused (an unsupported layer, a diverging member, any
+error) reruns its tasks one by one, so one bad configuration cannot sink the others.
 """
 
 from __future__ import annotations
 
+import collections
+import logging
 import traceback
 from typing import Callable, Iterator
 
-from hpo.executors.base import EpochDone, Event, SingleSlotExecutor, TrialDone
-from hpo.training.task import EpochReport, TrainTask
+from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.training.task import TrainTask
+
+log = logging.getLogger("hpo.executors")
 
 
-class InlineExecutor(SingleSlotExecutor):
-    def __init__(self, make_trainer: Callable[[], object]):
-        super().__init__()
+class InlineExecutor:
+    def __init__(self, make_trainer: Callable[[], object], fuse: int = 1):
         self._make_trainer = make_trainer
         self._trainer = None
-        self._epochs: Iterator[EpochReport] | None = None
-        self._trained = 0
+        self.slots = max(1, int(fuse))
+        self._waiting: list[TrainTask] = []
+        self._active: list[TrainTask] = []
+        self._stream: Iterator[Event] | None = None
+
+    # --- the executor protocol ----------------------------------------------------------
+    def free_slots(self) -> int:
+        return self.slots - len(self._waiting) - len(self._active)
+
+    def running(self) -> list[int]:
+        return [t.trial_id for t in self._active + self._waiting]
 
     def submit(self, task: TrainTask) -> None:
-        self._claim(task)
+        if self.free_slots() < 1:
+            raise RuntimeError("the inline executor has no free slot")
         if self._trainer is None:
             self._trainer = self._make_trainer()
-        self._epochs, self._trained = self._trainer.run(task), 0
+        self._waiting.append(task)
 
     def next_event(self) -> Event:
-        assert self._task is not None and self._epochs is not None, "no trial is running"
-        try:
-            report = next(self._epochs)
-        except StopIteration:
-            return self._finish(None, None)
-        except Exception as exc:  # a failed trial is data for the study, not a crash
-            return self._finish(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-        self._trained += 1
-        return EpochDone(report)
+        while True:
+            if self._stream is None:
+                if not self._waiting:
+                    raise RuntimeError("no trial is running")
+                self._stream = self._start_next()
+            try:
+                event = next(self._stream)
+            except StopIteration:
+                self._stream, self._active = None, []
+                continue
+            if isinstance(event, TrialDone):
+                self._active = [t for t in self._active if t.trial_id != event.trial_id]
+            return event
 
     def cancel(self, trial_id: int) -> None:
-        if self._task is not None and self._task.trial_id == trial_id:
-            self._epochs.close()
-            self._task = self._epochs = None
+        self._waiting = [t for t in self._waiting if t.trial_id != trial_id]
+        if any(t.trial_id == trial_id for t in self._active):
+            # A fused group stops as a whole; the runner cancels every running trial when it stops.
+            if self._stream is not None:
+                self._stream.close()
+            self._stream = None
+            self._waiting = [t for t in self._active if t.trial_id != trial_id] + self._waiting
+            self._active = []
 
     def close(self) -> None:
-        for trial_id in self.running():
-            self.cancel(trial_id)
+        if self._stream is not None:
+            self._stream.close()
+        self._stream, self._active, self._waiting = None, [], []
 
-    def _finish(self, error: str | None, trace: str | None) -> TrialDone:
-        done = TrialDone(trial_id=self._task.trial_id, epochs_trained=self._trained, error=error, traceback=trace)
-        self._task = self._epochs = None
-        return done
+    # --- scheduling -----------------------------------------------------------------------
+    def _start_next(self) -> Iterator[Event]:
+        group = self._take_group()
+        self._active = list(group)
+        if len(group) == 1:
+            return self._unfused(group[0])
+        return self._fused(group)
+
+    def _take_group(self) -> list[TrainTask]:
+        first = self._waiting[0]
+        if self.slots == 1:
+            self._waiting.pop(0)
+            return [first]
+        from hpo.training.fused_trainer import group_key
+        try:
+            key = group_key(self._trainer, first)
+            group = [t for t in self._waiting if group_key(self._trainer, t) == key]
+        except Exception:   # noqa: BLE001 - a config the trainer cannot even resolve fails on its own
+            group = [first]
+        self._waiting = [t for t in self._waiting if t not in group]
+        return group
+
+    def _unfused(self, task: TrainTask) -> Iterator[Event]:
+        trained = 0
+        epochs = self._trainer.run(task)
+        try:
+            for report in epochs:
+                trained += 1
+                yield EpochDone(report)
+        except Exception as exc:  # a failed trial is data for the study, not a crash
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=f"{type(exc).__name__}: {exc}",
+                            traceback=traceback.format_exc())
+            return
+        finally:
+            epochs.close()
+        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+
+    def _fused(self, group: list[TrainTask]) -> Iterator[Event]:
+        from hpo.training.fused_trainer import FusedGroupFailed, train_fused
+        trained = 0
+        try:
+            for reports in train_fused(self._trainer, group):
+                trained += 1
+                for report in reports:
+                    yield EpochDone(report)
+        except FusedGroupFailed as exc:
+            log.info("fused group of trials %s ran unfused instead: %s", [t.trial_id for t in group], exc)
+            for task in group:
+                yield from self._unfused(task)
+            return
+        log.debug("trials %s trained fused", [t.trial_id for t in group])
+        for task in group:
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
