@@ -18,6 +18,7 @@ spent inside the objective, per evaluation. For ours it is also shown for ask() 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 import os
@@ -275,6 +276,7 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo hyperband": run_ours(Hyperband),
     "hpo asha": run_ours(ASHA),
     "hpo bohb": run_ours(BOHB),
+    "hpo bohb (paper kde)": run_ours(functools.partial(BOHB, model="kde")),
     "optuna tpe+hyperband": run_optuna(pruned=True),
     "optuna tpe": run_optuna(pruned=False),
     "hpbandster bohb": run_hpbandster("bohb"),

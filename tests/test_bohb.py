@@ -45,8 +45,8 @@ def test_imputation_fills_inactive_entries_from_the_same_set():
     assert not np.isnan(filled).any() and set(filled[:, 1]) == {0.7}
 
 
-def test_model_is_fitted_on_the_largest_budget_with_enough_points():
-    searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=0)
+def test_kde_model_is_fitted_on_the_largest_budget_with_enough_points():
+    searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=0, model="kde")
     drive(searcher, 80)
     counts = {b: len(v) for b, v in searcher.sampler.observations.items()}
     enough = [b for b, n in counts.items() if n >= searcher.sampler.min_points_in_model + 2]
@@ -54,9 +54,10 @@ def test_model_is_fitted_on_the_largest_budget_with_enough_points():
 
 
 @pytest.mark.parametrize("levels", [4, 10])   # 12 configs (exhausted by the warm-up) and 100
-def test_no_duplicate_proposals_while_jobs_are_pending(levels):
+@pytest.mark.parametrize("model, options", [("kde", {"min_points_in_model": 2}), ("tpe", {"n_startup": 5})])
+def test_no_duplicate_proposals_while_jobs_are_pending(levels, model, options):
     space = {"a": {"type": "choice", "values": list(range(levels))}, "b": {"type": "choice", "values": [0, 1, 2]}}
-    searcher = AsyncBOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, min_points_in_model=2)
+    searcher = AsyncBOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model=model, **options)
     for _ in range(30):  # warm the model at budget 1
         job = searcher.ask()
         searcher.tell(job, job.config["a"] + job.config["b"])
@@ -68,12 +69,62 @@ def test_no_duplicate_proposals_while_jobs_are_pending(levels):
     assert len(pending) == len(set(pending))
 
 
-def test_bohb_beats_random_search_on_a_smooth_problem():
+@pytest.mark.parametrize("model", ["tpe", "kde"])
+def test_bohb_beats_random_search_on_a_smooth_problem(model):
     """Mean best value over 8 seeds after 150 jobs at matched budgets (deterministic seeds)."""
     def best_at_max(searcher):
         log = drive(searcher, 150)
         return min(r.value for j, r in log if r.ok and j.budget == 27)
 
-    bohb = [best_at_max(BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=s)) for s in range(8)]
+    bohb = [best_at_max(BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=s, model=model)) for s in range(8)]
     rand = [best_at_max(RandomSearch(SPACE, min_budget=1, max_budget=27, eta=3, seed=s)) for s in range(8)]
     assert np.mean(bohb) < np.mean(rand)
+
+
+# --- the multi-fidelity TPE model (BOHB's default) --------------------------------------------
+
+def test_parzen_density_integrates_to_one_and_keeps_a_prior():
+    from hpo.search.tpe import ParzenEstimator
+    parzen = ParzenEstimator(np.concatenate([np.linspace(0.08, 0.12, 20), [0.9]]), min_bandwidth=0.01)
+    grid = np.linspace(0, 1, 20001)
+    density = np.exp(parzen.log_pdf(grid))
+    assert ((density[1:] + density[:-1]) / 2 * np.diff(grid)).sum() == pytest.approx(1.0, abs=1e-3)
+    assert density[grid.searchsorted(0.5)] > 0.04         # the prior component: no region is ruled out
+    samples = parzen.sample(np.random.default_rng(0), 4000)
+    assert samples.min() >= 0 and samples.max() <= 1 and np.mean(samples < 0.3) > 0.75
+
+
+def test_tpe_ranks_each_config_at_its_deepest_budget():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    sampler = MultiFidelityTPESampler(space, top_n_percent=5)
+    # Ten configs at budget 1 with small losses, one promoted to budget 9 with a large loss:
+    # the promoted one ranks first (deeper is better), so it alone forms l(x).
+    for i in range(10):
+        sampler.observe({"x": 0.05 + 0.01 * i}, 1.0, 0.1)
+    sampler.observe({"x": 0.9}, 1.0, 0.5)
+    sampler.observe({"x": 0.9}, 9.0, 0.8)
+    good, bad = sampler._fit()
+    assert list(good[0].mus[:-1]) == [0.9] and len(bad[0].mus) == 11
+    assert sampler.stats() == {"model_observations": 11.0, "model_budget": 9.0}
+
+
+def test_tpe_handles_conditionals_and_concentrates_on_the_good_region():
+    rng = np.random.default_rng(0)
+    space = SearchSpace.from_dict({"opt": {"type": "choice", "values": ["a", "b"]},
+                                   "x": {"type": "float", "low": 0, "high": 1},
+                                   "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "b"}}})
+    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=1)
+    for _ in range(120):
+        job = searcher.ask()
+        assert space.contains(job.config)
+        loss = (job.config["x"] - 0.2) ** 2 + (0.0 if job.config["opt"] == "b" else 0.3) + job.config.get("m", 0) * 0.1
+        searcher.tell(job, loss + rng.normal(0, 0.001))
+    late = [j.config for j, _ in searcher.history[-40:] if j.continues is None]
+    assert np.mean([c["opt"] == "b" for c in late]) > 0.6
+    assert np.mean([abs(c["x"] - 0.2) < 0.2 for c in late]) > 0.6
+
+
+def test_unknown_model_is_refused():
+    with pytest.raises(ValueError, match="model must be one of"):
+        BOHB(SPACE, model="gp")

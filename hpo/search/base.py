@@ -37,6 +37,24 @@ class ConfigSampler:
         """Called for every finished job; a model-free sampler ignores it."""
 
 
+def config_key(config: Mapping[str, Any]) -> str:
+    """A hashable identity for a config (equal configs, equal keys)."""
+    return repr(sorted(config.items()))
+
+
+def unseen_sample(space: SearchSpace, rng: np.random.Generator, seen: set[str],
+                  pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """A uniform draw, unseen if possible; in an exhausted discrete space, at least not pending."""
+    running = {config_key(c) for c in pending}
+    config = space.sample(rng)
+    for avoid in (seen | running, running):
+        for _ in range(100):
+            if config_key(config) not in avoid:
+                return config
+            config = space.sample(rng)
+    return config
+
+
 class Searcher(abc.ABC):
     """Base class: trial ids, pending jobs, direction handling and the finished history."""
 

@@ -1,5 +1,6 @@
 """BOHB: Hyperband's budgets with a model-based choice of new configs
-(Falkner, Klein and Hutter, ICML 2018).
+(Falkner, Klein and Hutter, ICML 2018). This module holds the paper's KDE model
+(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`.
 
 Observations are kept per budget. New configs are modelled on the largest budget that has
 at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
@@ -21,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.asha import AsyncHyperband
-from hpo.search.base import ConfigSampler
+from hpo.search.base import ConfigSampler, config_key, unseen_sample
 from hpo.search.hyperband import Hyperband
 from hpo.search.kde import KDE, dimensions_of, impute
 from hpo.space import SearchSpace
@@ -105,38 +106,42 @@ class KDESampler(ConfigSampler):
         return None
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
-        """A uniform draw, unseen if possible; in an exhausted discrete space, at least not pending."""
-        running = {_key(c) for c in pending}
-        config = self.space.sample(rng)
-        for avoid in (self.seen | running, running):
-            for _ in range(100):
-                if _key(config) not in avoid:
-                    return config
-                config = self.space.sample(rng)
-        return config
+        return unseen_sample(self.space, rng, self.seen, pending)
 
 
-def _key(config: Mapping[str, Any]) -> str:
-    return repr(sorted(config.items()))
+_key = config_key
+
+
+def make_model(space: SearchSpace, model: str, options: Mapping[str, Any]) -> ConfigSampler:
+    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's)."""
+    from hpo.search.tpe import MultiFidelityTPESampler
+    models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
+    if model not in models:
+        raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
+    return models[model](space, **options)
 
 
 class BOHB(Hyperband):
-    """BOHB with synchronous Hyperband scheduling (the paper's). `model_options` are
-    KDESampler's: min_points_in_model, top_n_percent, num_samples, random_fraction,
-    bandwidth_factor, min_bandwidth."""
+    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
+    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`) or 'kde' (the
+    paper's KDE on the largest budget with enough results). `model_options` go to it: for
+    'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
+    bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
+    min_bandwidth, n_startup."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, **model_options):
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):
         space = SearchSpace.coerce(space)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=KDESampler(space, **model_options))
+                         eta=eta, sampler=make_model(space, model, model_options))
 
 
 class AsyncBOHB(AsyncHyperband):
-    """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung."""
+    """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
+    `model` and `model_options` as for `BOHB`."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, **model_options):
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):
         space = SearchSpace.coerce(space)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=KDESampler(space, **model_options))
+                         eta=eta, sampler=make_model(space, model, model_options))
