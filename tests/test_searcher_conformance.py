@@ -1,5 +1,6 @@
 """Every searcher passes the same behavioural suite (the Optuna habit: conformance tests)."""
 
+import functools
 import math
 
 import pytest
@@ -9,7 +10,7 @@ from hpo.trial import TrialResult, TrialState
 from tests.searcher_harness import SPACE, drive, signature
 
 SEARCHERS = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA, "async_hyperband": AsyncHyperband,
-             "bohb": BOHB, "async_bohb": AsyncBOHB}
+             "bohb": BOHB, "async_bohb": AsyncBOHB, "bohb_paper_kde": functools.partial(BOHB, model="kde")}
 
 BUDGETS = dict(min_budget=1, max_budget=27, eta=3)
 

@@ -65,7 +65,10 @@ def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
     _, iterations = checkpoint(tmp_path / "rerun.npz")
     assert iterations == 2 * (len(digits.x_train) // CONFIG["batch_size"])
     rest = list(make_trainer(digits).run(task(tmp_path, 0, 5, "rerun")))   # a fresh process, same task
-    assert [r.epoch for r in first_two + rest] == [1, 2, 3, 4, 5]
+    # The checkpointed epoch's report is sent again (the killed attempt's may never have
+    # arrived), marked as replayed; training continues with epoch 3.
+    assert rest[0].replayed and rest[0].epoch == 2 and dict(rest[0].metrics) == dict(first_two[1].metrics)
+    assert [r.epoch for r in first_two + rest[1:]] == [1, 2, 3, 4, 5] and not any(r.replayed for r in rest[1:])
     assert rest[-1].metrics["loss"] == pytest.approx(straight[-1].metrics["loss"], rel=1e-3)
     for a, b in zip(checkpoint(tmp_path / "rerun.npz")[0], checkpoint(tmp_path / "straight.npz")[0]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

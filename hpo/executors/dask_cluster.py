@@ -172,7 +172,7 @@ def train_on_worker(experiment, task: TrainTask, queue_name: str, cancel_name: s
             epochs = trainer.run(task)
             for report in epochs:
                 events.put(report)
-                trained += 1
+                trained += not report.replayed
                 if cancel.is_set():
                     epochs.close()
                     error = "cancelled"

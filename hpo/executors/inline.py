@@ -103,7 +103,7 @@ class InlineExecutor:
         epochs = self._trainer.run(task)
         try:
             for report in epochs:
-                trained += 1
+                trained += not report.replayed
                 yield EpochDone(report)
         except Exception as exc:  # a failed trial is data for the study, not a crash
             yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=f"{type(exc).__name__}: {exc}",

@@ -142,7 +142,7 @@ class LocalProcessExecutor:
             if kind == "epoch":
                 if payload.trial_id in self._cancelled:
                     continue
-                worker.epochs += 1
+                worker.epochs += not payload.replayed
                 return EpochDone(payload)
             if kind == "done":
                 worker.task = None
@@ -224,7 +224,7 @@ def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
     try:
         for report in epochs:
             events.put(("epoch", slot, report))
-            trained += 1
+            trained += not report.replayed
             if _cancel_requested(inbox, task.trial_id):
                 epochs.close()
                 error = "cancelled"

@@ -18,8 +18,11 @@ import numpy as np
 from hpo.errors import TrialFailed
 
 
-def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: bool = True) -> None:
-    """`durable`: fsync before the rename (the final checkpoint that promotions read)."""
+def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: bool = True,
+                    metrics: dict | None = None) -> None:
+    """`durable`: fsync before the rename (the final checkpoint that promotions read).
+    `metrics`: the epoch's report, kept so a resumed attempt can send it again (the report
+    of a killed attempt may never have reached the driver)."""
     from keras import ops
 
     path = Path(path)
@@ -29,7 +32,8 @@ def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: boo
     arrays = {f"w{i}": ops.convert_to_numpy(v) for i, v in enumerate(model.variables)}
     arrays.update({f"o{i}": ops.convert_to_numpy(v) for i, v in enumerate(optimizer.variables)})
     arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(model.variables),
-                                               "n_optimizer": len(optimizer.variables)}).encode(), dtype=np.uint8)
+                                               "n_optimizer": len(optimizer.variables),
+                                               "metrics": metrics or {}}).encode(), dtype=np.uint8)
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as handle:
@@ -45,9 +49,15 @@ def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: boo
 
 def checkpoint_epoch(path: str | Path) -> int | None:
     """The epoch a checkpoint ends at; None when it is missing or unreadable."""
+    meta = checkpoint_meta(path)
+    return None if meta is None else int(meta["epoch"])
+
+
+def checkpoint_meta(path: str | Path) -> dict | None:
+    """The checkpoint's epoch, sizes and (progress checkpoints) that epoch's metrics."""
     try:
         with np.load(path) as data:
-            return int(json.loads(bytes(data["meta"]).decode())["epoch"])
+            return json.loads(bytes(data["meta"]).decode())
     except Exception:   # missing, truncated or foreign: not something to continue from
         return None
 

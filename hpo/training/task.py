@@ -28,3 +28,4 @@ class EpochReport:
     trial_id: int
     epoch: int                                     # 1-based, counted across continuations
     metrics: Mapping[str, float]
+    replayed: bool = False                         # re-sent from a progress checkpoint, not trained again

@@ -19,7 +19,7 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_checkpoint
+from hpo.training.checkpoint import checkpoint_epoch, checkpoint_meta, load_checkpoint, save_checkpoint
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
@@ -185,7 +185,9 @@ class Trainer:
         if task.objective not in METRICS:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
 
-        task = resume_point(task)
+        resumed = resume_point(task)
+        replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
+        task = resumed
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=steps_per_epoch * (task.end_epoch - task.start_epoch))
         model, optimizer = program.model, program.optimizer.optimizer
@@ -203,6 +205,11 @@ class Trainer:
             if writer is not None:
                 write_trial_hparams(writer, _run_label(task), task.hparams)
             metrics: dict[str, float] = {}
+            if replay:
+                # The killed attempt's last report may not have reached the driver: send it again.
+                stored = (checkpoint_meta(task.checkpoint_in) or {}).get("metrics") or {}
+                if stored:
+                    yield EpochReport(trial_id=task.trial_id, epoch=task.start_epoch, metrics=stored, replayed=True)
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
                 started = time.perf_counter()
                 order = np.random.default_rng([task.seed, epoch]).permutation(n_train)
@@ -229,7 +236,7 @@ class Trainer:
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
                 if every and epoch < task.end_epoch and epoch % every == 0:
-                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False)
+                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, metrics=metrics)
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
             save_checkpoint(task.checkpoint_out, model, optimizer, task.end_epoch)
             if writer is not None and metrics:
