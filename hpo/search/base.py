@@ -37,6 +37,16 @@ class ConfigSampler:
         """Called for every finished job; a model-free sampler ignores it."""
 
 
+def check_model_options(top_n_percent: float, random_fraction: float, num_samples: int) -> None:
+    """The options BOHB's models share, checked the same way for both."""
+    if not 0 < top_n_percent < 100:
+        raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
+    if not 0 <= random_fraction <= 1:
+        raise ValueError(f"random_fraction must be in [0, 1], got {random_fraction}")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+
+
 def config_key(config: Mapping[str, Any]) -> str:
     """A hashable identity for a config (equal configs, equal keys)."""
     return repr(sorted(config.items()))

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.asha import AsyncHyperband
-from hpo.search.base import ConfigSampler, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.hyperband import Hyperband
 from hpo.search.kde import KDE, dimensions_of, impute
 from hpo.space import SearchSpace
@@ -33,12 +33,7 @@ class KDESampler(ConfigSampler):
                  num_samples: int = 64, random_fraction: float = 1 / 3, bandwidth_factor: float = 3.0,
                  min_bandwidth: float = 1e-3):
         super().__init__(space)
-        if not 0 < top_n_percent < 100:
-            raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
-        if not 0 <= random_fraction <= 1:
-            raise ValueError(f"random_fraction must be in [0, 1], got {random_fraction}")
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        check_model_options(top_n_percent, random_fraction, num_samples)
         self.min_points_in_model = len(space) + 1 if min_points_in_model is None else int(min_points_in_model)
         self.top_n_percent = top_n_percent
         self.num_samples = num_samples

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from hpo.search.base import ConfigSampler, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
 from hpo.space import SearchSpace
 
@@ -86,12 +86,7 @@ class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None):
         super().__init__(space)
-        if not 0 < top_n_percent < 100:
-            raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
-        if not 0 <= random_fraction <= 1:
-            raise ValueError(f"random_fraction must be in [0, 1], got {random_fraction}")
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        check_model_options(top_n_percent, random_fraction, num_samples)
         self.top_n_percent = top_n_percent
         self.num_samples = num_samples
         self.random_fraction = random_fraction
