@@ -30,7 +30,7 @@ CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 # Keys that may change when a study resumes: they are honoured, not ignored, and they do
 # not change what a finished trial means.
 RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_consecutive_failures",
-                     "training.checkpoint_every", "execution", "output")
+                     "training.checkpoint_every", "training.checkpoint_seconds", "execution", "output")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class TrainingConfig:
     learning_rate: float = 1e-3       # used when the space has no learning_rate
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
+    checkpoint_seconds: float = 10.0  # ...and at least this much training between them
     fuse: int = 1                     # inline backend: trials of one architecture trained as one program
 
 
@@ -362,6 +363,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         learning_rate=t.get("learning_rate", "number", 1e-3, minimum=0),
         steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
         checkpoint_every=t.get("checkpoint_every", "int", 1, minimum=0),
+        checkpoint_seconds=t.get("checkpoint_seconds", "number", 10.0, minimum=0),
         fuse=t.get("fuse", "int", 1, minimum=1, maximum=64),
     )
     _check_space_values(space)

@@ -57,14 +57,14 @@ def test_continuation_equals_training_straight_through(digits, tmp_path):
 
 
 def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
-    trainer = make_trainer(digits)
+    trainer = make_trainer(digits, checkpoint_seconds=0)
     straight = list(trainer.run(task(tmp_path, 0, 5, "straight")))
     interrupted = trainer.run(task(tmp_path, 0, 5, "rerun"))
     first_two = [next(interrupted), next(interrupted)]     # the attempt dies after epoch 2
     interrupted.close()
     _, iterations = checkpoint(tmp_path / "rerun.npz")
     assert iterations == 2 * (len(digits.x_train) // CONFIG["batch_size"])
-    rest = list(make_trainer(digits).run(task(tmp_path, 0, 5, "rerun")))   # a fresh process, same task
+    rest = list(make_trainer(digits, checkpoint_seconds=0).run(task(tmp_path, 0, 5, "rerun")))  # a fresh process
     # The checkpointed epoch's report is sent again (the killed attempt's may never have
     # arrived), marked as replayed; training continues with epoch 3.
     assert rest[0].replayed and rest[0].epoch == 2 and dict(rest[0].metrics) == dict(first_two[1].metrics)
@@ -74,11 +74,12 @@ def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_progress_checkpoints_can_be_turned_off(digits, tmp_path):
-    interrupted = make_trainer(digits, checkpoint_every=0).run(task(tmp_path, 0, 3, "off"))
-    next(interrupted), next(interrupted)
-    interrupted.close()
-    assert not (tmp_path / "off.npz").exists()
+def test_progress_checkpoints_can_be_turned_off_and_are_spaced_in_time(digits, tmp_path):
+    for name, options in (("off", {"checkpoint_every": 0, "checkpoint_seconds": 0}), ("spaced", {})):
+        interrupted = make_trainer(digits, **options).run(task(tmp_path, 0, 3, name))
+        next(interrupted), next(interrupted)       # two ~30 ms epochs: under the default 10 s
+        interrupted.close()
+        assert not (tmp_path / f"{name}.npz").exists()
 
 
 def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):

@@ -197,7 +197,8 @@ class Trainer:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
             program.optimizer.assign(params)
-        every = self.training.checkpoint_every
+        every, min_gap = self.training.checkpoint_every, self.training.checkpoint_seconds
+        last_saved = time.monotonic()
         train_steps, evaluate = program.train_steps, program.evaluate
 
         writer = tf.summary.create_file_writer(task.tensorboard_run) if task.tensorboard_run else None
@@ -235,8 +236,12 @@ class Trainer:
                     metrics["startup_seconds"] = startup
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
-                if every and epoch < task.end_epoch and epoch % every == 0:
+                # A progress checkpoint costs ~8 ms for a 2x256 MLP (8% of a short epoch), so
+                # it is skipped until `checkpoint_seconds` of training would be at stake.
+                if every and epoch < task.end_epoch and epoch % every == 0 and \
+                        time.monotonic() - last_saved >= min_gap:
                     save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, metrics=metrics)
+                    last_saved = time.monotonic()
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
             save_checkpoint(task.checkpoint_out, model, optimizer, task.end_epoch)
             if writer is not None and metrics:
