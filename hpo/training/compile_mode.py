@@ -9,11 +9,9 @@ resumed searches reuse it.
 
 Measuring costs about a second here (an XLA compile plus a graph trace), more than a short
 job trains in total. So:
-- the first `FAMILY_EVIDENCE` architectures of a family are measured whatever their job's
-  length (once per search: about 3 s);
-- after that, a job shorter than `MIN_STEPS_TO_MEASURE` steps does not measure: it takes
-  its family's majority measured mode, unrecorded, so a longer job of the same
-  architecture (a promotion) still measures later;
+- a job shorter than `MIN_STEPS_TO_MEASURE` steps does not measure: it takes its family's
+  majority measured mode (graph, the cheaper compile, when none), unrecorded, so a longer
+  job of the same architecture (a promotion) still measures later;
 - once `FAMILY_EVIDENCE` architectures of the same builder on the same device kind all chose
   the same mode by a clear margin, new architectures of that family take that mode
   unmeasured (recorded as inferred, with the evidence).
@@ -70,7 +68,7 @@ def family_of(key: str) -> str:
                       sort_keys=True)
 
 
-def measured_in_family(key: str, choices: CompileChoices) -> list[tuple[str, dict[str, Any]]]:
+def _measured_in_family(key: str, choices: CompileChoices) -> list[tuple[str, dict[str, Any]]]:
     """(mode, detail) of every measured (not inferred) architecture in `key`'s family."""
     family = family_of(key)
     return [(mode, detail) for k, (mode, detail) in choices.compile_choices().items()
@@ -79,7 +77,7 @@ def measured_in_family(key: str, choices: CompileChoices) -> list[tuple[str, dic
 
 def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any]] | None:
     """The family's mode, if enough measured architectures agree on it by a clear margin."""
-    measured = measured_in_family(key, choices)
+    measured = _measured_in_family(key, choices)
     if len(measured) < FAMILY_EVIDENCE:
         return None
     modes = {mode for mode, _ in measured}
@@ -91,7 +89,7 @@ def inferred_mode(key: str, choices: CompileChoices) -> tuple[str, dict[str, Any
 
 def provisional_mode(key: str, choices: CompileChoices) -> str:
     """For a job too short to measure: the family's most common measured mode, else graph."""
-    votes = [mode for mode, _ in measured_in_family(key, choices)]
+    votes = [mode for mode, _ in _measured_in_family(key, choices)]
     return max(MODES, key=lambda m: (votes.count(m), m == "graph"))
 
 

@@ -20,9 +20,8 @@ from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import checkpoint_epoch, checkpoint_meta, load_checkpoint, save_checkpoint
-from hpo.training.compile_mode import (FAMILY_EVIDENCE, MIN_STEPS_TO_MEASURE, MODES, CompileChoices,
-                                       InMemoryCompileChoices, choice_key, decide, inferred_mode,
-                                       measured_in_family, provisional_mode, time_step)
+from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
+                                       choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.kernel_cache import KernelCacheJanitor
@@ -125,11 +124,7 @@ class Trainer:
         if inferred is not None:
             self.compile_choices.record_compile_choice(key, *inferred)
             return inferred[0]
-        # Short jobs skip the ~1 s measurement, but only once their family has evidence: the
-        # first architectures of a search are measured whatever their length, or every rung-0
-        # job would run in graph mode (XLA was 1.7x faster on short MLP jobs, benchmarks/fused.py).
-        if steps is not None and steps < MIN_STEPS_TO_MEASURE and \
-                len(measured_in_family(key, self.compile_choices)) >= FAMILY_EVIDENCE:
+        if steps is not None and steps < MIN_STEPS_TO_MEASURE:
             return provisional_mode(key, self.compile_choices)
         return self._measure_modes(key, signature, params, seed)
 
