@@ -149,7 +149,8 @@ class Runner:
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
-                         hparams=hparams, objective=self.experiment.search.objective, budget=job.budget)
+                         hparams=hparams, objective=self.experiment.search.objective, budget=job.budget,
+                         data_seed=self.experiment.seed)
         self._jobs[job.trial_id] = job
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
@@ -163,7 +164,7 @@ class Runner:
         return self.study.checkpoint_dir / f"trial_{trial_id:04d}.npz"
 
     def _trial_seed(self, lineage: int) -> int:
-        # One seed per configuration lineage: a promotion continues the same shuffling stream.
+        # One seed per configuration lineage: a promotion continues the same dropout stream.
         return zlib.crc32(f"{self.experiment.seed}:{lineage}".encode()) & 0x7FFFFFFF
 
     # --- events -------------------------------------------------------------------------

@@ -25,14 +25,22 @@ def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: boo
     of a killed attempt may never have reached the driver)."""
     from keras import ops
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     # model.variables includes the random seed generators' states, so dropout masks continue
     # exactly where they stopped too.
-    arrays = {f"w{i}": ops.convert_to_numpy(v) for i, v in enumerate(model.variables)}
-    arrays.update({f"o{i}": ops.convert_to_numpy(v) for i, v in enumerate(optimizer.variables)})
-    arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(model.variables),
-                                               "n_optimizer": len(optimizer.variables),
+    save_arrays(path, [ops.convert_to_numpy(v) for v in model.variables],
+                [ops.convert_to_numpy(v) for v in optimizer.variables], epoch, durable, metrics)
+
+
+def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: int, durable: bool = True,
+                metrics: dict | None = None) -> None:
+    """A checkpoint from values already on the host (`model.variables`, `optimizer.variables`
+    order): fused trials write theirs without a round trip through a Keras model."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(weights)}
+    arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(optimizer_values)})
+    arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(weights),
+                                               "n_optimizer": len(optimizer_values),
                                                "metrics": metrics or {}}).encode(), dtype=np.uint8)
     tmp = path.with_name(path.name + ".tmp")
     try:

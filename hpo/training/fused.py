@@ -1,12 +1,15 @@
 """Fused trials (after HFTA, Wang et al., MLSys 2021): K trials of one architecture trained
 by one compiled step.
 
-Every weight of the K models is stacked into one variable with a leading K axis; a Dense
-layer is one einsum over [K, batch, in] x [K, in, out], so the K trials cost one op and
-one dispatch where they cost K. Convolutions run per trial inside the same graph, and
-pooling folds K into the batch. Each trial keeps its own data order (its own batch
-indices), its own dropout rate and random stream (its TunableDropout seed generator, same
-draws as unfused), and its own optimizer hyperparameters as [K] vectors.
+Every weight of the K models is stacked into one variable with a trial axis. The K trials
+of a group see the same batches (a study shares one data order), so the first weight layer
+meets one shared input: a Dense layer becomes one wide matmul [batch, in] x [in, K*out] and
+a Conv2D one convolution with K*filters output channels. On this CPU that wide matmul runs
+at about twice the FLOP rate of K narrow ones, and the first layer carries most of an MLP's
+FLOPs. Later Dense layers are one einsum over [K, batch, in] x [K, in, out]; later
+convolutions run per trial inside the same graph; pooling folds K into the batch. Each
+trial keeps its own dropout rate and random stream (its TunableDropout seed generator,
+same draws as unfused) and its own optimizer hyperparameters as [K] vectors.
 
 The loss is the *sum* of the per-trial mean losses, so each trial's slice of every gradient
 is exactly its stand-alone gradient; the optimizer update is written out per element
@@ -14,10 +17,10 @@ is exactly its stand-alone gradient; the optimizer update is written out per ele
 Scaling each trial's loss instead would not do: Adam's step does not depend on the
 gradient's scale.
 
-Initialisation is exact by construction: each trial's model is built by the builder under
-the trial's seed and its weights are copied into the stack, so fan-in is the unfused
-layer's. After training, each trial's weights and optimizer state are written back into an
-ordinary program (`export_trial`) and checkpointed like any unfused trial.
+Initialisation is exact by construction: each trial's initial values are what the builder
+gives under the trial's seed (`Trainer.fresh_weights`), so fan-in is the unfused layer's.
+After training, every trial's checkpoint is written from one host copy of the stacked
+state, in the unfused layout, so promotions continue fused or unfused.
 """
 
 from __future__ import annotations
@@ -56,95 +59,138 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
 
 
 class FusedProgram:
-    """K models of one architecture as one set of stacked variables and one compiled step."""
+    """K models of one architecture as one set of stacked variables and one compiled step.
 
-    def __init__(self, models: Sequence, params: Sequence[Mapping[str, Any]], x_train, y_train, mode: str):
+    `template` is an ordinary model of the architecture (its layers give the structure and
+    receive a trial's state on export); `values[k]` is trial k's initial `model.variables`.
+    """
+
+    def __init__(self, template, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]],
+                 x_train, y_train, mode: str):
         import keras
         import tensorflow as tf
 
-        self.k = len(models)
-        self.template = models[0]
+        self.k = len(values)
+        self.template = template
         self.optimizer_kind = optimizer_name(params[0])
         if any(optimizer_name(p) != self.optimizer_kind for p in params):
             raise ValueError("fused trials must share the optimizer kind")
+        position = {id(v): i for i, v in enumerate(template.variables)}
         self._layers = []          # (kind, layer, {name: stacked variable})
+        self._sources = []         # (stacked variable, trial axis, index into model.variables)
+        self._generators = []      # (K seed generators, index of the layer's state in model.variables)
         self.weights: list = []    # trainable stacked variables, in a fixed order
-        self.dropout_rates: list = []
-        self.seed_generators: list[list] = []   # per dropout layer: K generators
-        for index, layer in enumerate(self.template.layers):
+        self.trial_axes: list[int] = []
+        shared_input = True        # until the first weight layer, every trial sees the same tensor
+        for layer in template.layers:
             kind = type(layer).__name__
             stacked = {}
             if kind in ("Dense", "Conv2D"):
                 for name in ("kernel", "bias") if layer.use_bias else ("kernel",):
-                    values = np.stack([keras.ops.convert_to_numpy(getattr(m.layers[index], name)) for m in models])
-                    variable = keras.Variable(values, name=f"fused_{layer.name}_{name}")
-                    stacked[name] = variable
-                    self.weights.append(variable)
+                    source = getattr(layer, name)
+                    # The first layer's kernel keeps K next to its output axis, so the shared
+                    # input meets all K kernels in one wide matmul or convolution.
+                    axis = len(source.shape) - 1 if shared_input and name == "kernel" else 0
+                    stacked[name] = self._stack(keras.Variable(np.zeros(_with_axis(source.shape, axis, self.k),
+                                                                        "float32"), name=f"fused_{layer.name}_{name}"),
+                                                axis, position[id(source)])
+                    self.weights.append(stacked[name])
+                    self.trial_axes.append(axis)
+                stacked["shared_input"] = shared_input
+                shared_input = False
             elif kind == "TunableDropout":
-                rates = [float(keras.ops.convert_to_numpy(m.layers[index].rate)) for m in models]
-                stacked["rate"] = keras.Variable(np.array(rates, "float32"), trainable=False,
-                                                 name=f"fused_{layer.name}_rate")
-                generators = []
-                for m in models:
-                    generator = keras.random.SeedGenerator(0)
-                    generator.state.assign(m.layers[index].seed_generator.state.value)
-                    generators.append(generator)
+                shared_input = False
+                stacked["rate"] = self._stack(keras.Variable(np.zeros(self.k, "float32"), trainable=False,
+                                                             name=f"fused_{layer.name}_rate"),
+                                              0, position[id(layer.rate)])
+                generators = [keras.random.SeedGenerator(0) for _ in range(self.k)]
+                self._generators.append((generators, position[id(layer.seed_generator.state)]))
                 stacked["generators"] = generators
             self._layers.append((kind, layer, stacked))
-        self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights)
+        self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train
-        signature = [tf.TensorSpec([None, self.k, None], tf.int32)]
+        self.reset(values, params)
+        signature = [tf.TensorSpec([None, None], tf.int32)]
         steps = self._train_steps
         self.train_steps = steps if mode == "eager" else tf.function(steps, input_signature=signature,
                                                                     jit_compile=(mode == "xla"))
         self.evaluate = self._evaluate if mode == "eager" else tf.function(self._evaluate, reduce_retracing=True)
 
+    def _stack(self, variable, axis: int, source_index: int):
+        self._sources.append((variable, axis, source_index))
+        return variable
+
     # --- the fused forward pass ---------------------------------------------------------------
     def forward(self, x, training: bool):
-        """x: [K, batch, ...] -> logits [K, batch, classes]."""
+        """x: one batch [batch, ...], the same for every trial -> logits [K, batch, classes]."""
         import keras
-        import tensorflow as tf
         from keras import ops
 
+        shared = True
         for kind, layer, stacked in self._layers:
             if kind == "InputLayer":
                 continue
+            lead = (ops.shape(x)[0],) if shared else (self.k, ops.shape(x)[1])
             if kind == "Flatten":
-                x = ops.reshape(x, (self.k, ops.shape(x)[1], -1))
+                x = ops.reshape(x, (*lead, -1))
             elif kind == "Reshape":
-                x = ops.reshape(x, (self.k, ops.shape(x)[1], *layer.target_shape))
-            elif kind == "Dense":
-                x = ops.einsum("kbi,kio->kbo", x, stacked["kernel"])
-                if "bias" in stacked:
-                    x = x + stacked["bias"][:, None, :]
-                x = layer.activation(x)
-            elif kind == "Conv2D":
-                outputs = []
-                for k in range(self.k):
-                    y = tf.nn.conv2d(x[k], stacked["kernel"][k], strides=layer.strides,
-                                     padding=layer.padding.upper(), dilations=layer.dilation_rate)
-                    if "bias" in stacked:
-                        y = y + stacked["bias"][k]
-                    outputs.append(y)
-                x = layer.activation(ops.stack(outputs))
+                x = ops.reshape(x, (*lead, *layer.target_shape))
             elif kind == "MaxPooling2D":
-                shape = ops.shape(x)
-                folded = ops.reshape(x, (-1, *x.shape[2:]))
-                pooled = layer(folded)
-                x = ops.reshape(pooled, (self.k, shape[1], *pooled.shape[1:]))
-            elif kind == "TunableDropout" and training:
-                # The same draws as each trial's own layer: its generator, the per-trial shape.
-                masks = [keras.random.uniform(ops.shape(x)[1:], seed=g) for g in stacked["generators"]]
-                rates = ops.cast(stacked["rate"], x.dtype)
-                rates = ops.reshape(rates, (self.k,) + (1,) * (len(x.shape) - 1))
-                keep = ops.cast(ops.stack(masks) >= rates, x.dtype)
-                x = x * keep / (1.0 - rates)
+                if shared:
+                    x = layer(x)
+                else:
+                    pooled = layer(ops.reshape(x, (-1, *x.shape[2:])))
+                    x = ops.reshape(pooled, (*lead, *pooled.shape[1:]))
+            elif kind in ("Dense", "Conv2D"):
+                x = self._dense(x, stacked) if kind == "Dense" else self._conv(x, layer, stacked)
+                shared = False
+                x = layer.activation(x)
+            elif kind == "TunableDropout":
+                if shared:
+                    x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
+                    shared = False
+                if training:
+                    # The same draws as each trial's own layer: its generator, the per-trial shape.
+                    masks = [keras.random.uniform(ops.shape(x)[1:], seed=g) for g in stacked["generators"]]
+                    rates = ops.reshape(ops.cast(stacked["rate"], x.dtype), (self.k,) + (1,) * (len(x.shape) - 1))
+                    keep = ops.cast(ops.stack(masks) >= rates, x.dtype)
+                    x = x * keep / (1.0 - rates)
+        return x
+
+    def _dense(self, x, stacked):
+        from keras import ops
+
+        kernel = stacked["kernel"]
+        if stacked["shared_input"]:           # [batch, in] @ [in, K*out]: one wide matmul
+            units_in, _, units_out = kernel.shape
+            y = ops.matmul(x, ops.reshape(kernel, (units_in, self.k * units_out)))
+            x = ops.transpose(ops.reshape(y, (ops.shape(x)[0], self.k, units_out)), (1, 0, 2))
+        else:
+            x = ops.einsum("kbi,kio->kbo", x, kernel)
+        if "bias" in stacked:
+            x = x + stacked["bias"][:, None, :]
+        return x
+
+    def _conv(self, x, layer, stacked):
+        import tensorflow as tf
+        from keras import ops
+
+        kernel = stacked["kernel"]
+        conv = dict(strides=layer.strides, padding=layer.padding.upper(), dilations=layer.dilation_rate)
+        if stacked["shared_input"]:           # one convolution with K x filters output channels
+            h, w, channels, _, filters = kernel.shape
+            y = tf.nn.conv2d(x, ops.reshape(kernel, (h, w, channels, self.k * filters)), **conv)
+            x = ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
+        else:
+            x = ops.stack([tf.nn.conv2d(x[k], kernel[k], **conv) for k in range(self.k)])
+        if "bias" in stacked:
+            x = x + ops.reshape(stacked["bias"], (self.k, 1, 1, 1, -1))
         return x
 
     def _train_steps(self, batch_indices):
-        """batch_indices [steps, K, batch] -> (per-trial loss sums [K], correct [K])."""
+        """batch_indices [steps, batch], shared by the K trials -> (loss sums [K], correct [K])."""
         import tensorflow as tf
 
         self.traces[0] += 1
@@ -152,8 +198,8 @@ class FusedProgram:
         correct = tf.zeros([self.k], tf.int64)
         for i in tf.range(tf.shape(batch_indices)[0]):
             idx = batch_indices[i]
-            xb = tf.gather(self._x_train, idx)          # [K, batch, ...]
-            yb = tf.gather(self._y_train, idx)
+            xb = tf.gather(self._x_train, idx)
+            yb = tf.broadcast_to(tf.gather(self._y_train, idx)[None], [self.k, tf.shape(idx)[0]])
             with tf.GradientTape() as tape:
                 logits = self.forward(xb, training=True)
                 per_trial = tf.reduce_mean(self._loss(yb, logits), axis=1)     # [K]
@@ -168,55 +214,81 @@ class FusedProgram:
     def _evaluate(self, x, y):
         """Shared validation data -> (per-trial loss sums [K], correct [K])."""
         import tensorflow as tf
-        logits = self.forward(tf.broadcast_to(x[None], [self.k, *x.shape]), training=False)
+        logits = self.forward(x, training=False)
         labels = tf.broadcast_to(y[None], [self.k, tf.shape(y)[0]])
         losses = tf.reduce_sum(self._loss(labels, logits), axis=1)
         correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.int64),
                                 axis=1)
         return losses, correct
 
-    def reset(self, models: Sequence, params: Sequence[Mapping[str, Any]]) -> None:
+    def reset(self, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]]) -> None:
         """Reuse this compiled program for K new trials of the same architecture: weights,
-        dropout rates and generator states from their freshly built models, optimizer
-        state zeroed, their hyperparameters assigned."""
-        import keras
-        for index, (kind, layer, stacked) in enumerate(self._layers):
-            if kind in ("Dense", "Conv2D"):
-                for name, variable in stacked.items():
-                    variable.assign(np.stack([keras.ops.convert_to_numpy(getattr(m.layers[index], name))
-                                              for m in models]))
-            elif kind == "TunableDropout":
-                stacked["rate"].assign(np.array([float(keras.ops.convert_to_numpy(m.layers[index].rate))
-                                                 for m in models], "float32"))
-                for generator, m in zip(stacked["generators"], models):
-                    generator.state.assign(m.layers[index].seed_generator.state.value)
+        dropout rates and generator states from `values[k]` (trial k's fresh
+        `model.variables`), optimizer state zeroed, their hyperparameters assigned."""
+        from keras import ops
+
+        if len(values) != self.k:
+            raise ValueError(f"{len(values)} trials for a program of {self.k}")
+        for variable, axis, index in self._sources:
+            variable.assign(np.stack([ops.convert_to_numpy(v[index]) for v in values], axis=axis))
+        for generators, index in self._generators:
+            for generator, trial_values in zip(generators, values):
+                generator.state.assign(trial_values[index])
         self.optimizer.reset(params)
 
     # --- back to ordinary, unfused trials --------------------------------------------------------
-    def export_trial(self, k: int, model, keras_optimizer) -> None:
-        """Write trial k's weights, dropout state and optimizer state into an unfused model and
-        its (built) Keras optimizer, so the ordinary checkpoint code saves it."""
-        for index, (kind, layer, stacked) in enumerate(self._layers):
-            target = model.layers[index]
-            if kind in ("Dense", "Conv2D"):
-                for name, variable in stacked.items():
-                    getattr(target, name).assign(variable[k])
-            elif kind == "TunableDropout":
-                target.rate.assign(stacked["rate"][k])
-                target.seed_generator.state.assign(stacked["generators"][k].state.value)
-        self.optimizer.export(k, self.weights, model.trainable_variables, keras_optimizer)
+    def checkpoint_arrays(self, model, keras_optimizer) -> Callable[[int], tuple[list, list]]:
+        """Every trial's checkpoint contents from one copy of the stacked state to the host:
+        returns `arrays(k)` -> (model.variables values, keras_optimizer.variables values) of
+        trial k, as an unfused trial's `save_checkpoint` would write them.
+        The caller assigns trial k's hyperparameters to `keras_optimizer` first (they are
+        read from it)."""
+        from keras import ops
+
+        host = {id(v): ops.convert_to_numpy(v.value) for v, _, _ in self._sources}
+        generator_states = [[ops.convert_to_numpy(g.state.value) for g in gens] for gens, _ in self._generators]
+        slots = self.optimizer.host_slots()
+        n_weights = len(model.variables)
+        unfused = model.trainable_variables
+        keras_slots = self.optimizer._keras_slots(keras_optimizer)
+        # Where each optimizer variable comes from: the step count, a slot, or (hyperparameters) itself.
+        layout = []
+        for variable in keras_optimizer.variables:
+            source = ("self", variable)
+            if variable is keras_optimizer.iterations:
+                source = ("iterations",)
+            for name, keras_list in keras_slots.items():
+                for i, u in enumerate(unfused):
+                    if keras_list[keras_optimizer._get_variable_index(u)] is variable:
+                        source = ("slot", name, i)
+            layout.append(source)
+
+        def arrays(k: int) -> tuple[list, list]:
+            weights = [None] * n_weights
+            for variable, axis, index in self._sources:
+                weights[index] = np.take(host[id(variable)], k, axis=axis)
+            for (_, index), states in zip(self._generators, generator_states):
+                weights[index] = states[k]
+            optimizer_values = []
+            for source in layout:
+                if source[0] == "iterations":
+                    optimizer_values.append(slots["iterations"][k])
+                elif source[0] == "slot":
+                    _, name, i = source
+                    optimizer_values.append(np.take(slots[name][i], k, axis=self.optimizer.trial_axes[i]))
+                else:
+                    optimizer_values.append(ops.convert_to_numpy(source[1].value))
+            return weights, optimizer_values
+        return arrays
 
     def import_trial(self, k: int, model, keras_optimizer) -> None:
         """The reverse: load trial k's state from an unfused model and optimizer (a checkpoint
         restored into them), for a fused continuation."""
-        for index, (kind, layer, stacked) in enumerate(self._layers):
-            source = model.layers[index]
-            if kind in ("Dense", "Conv2D"):
-                for name, variable in stacked.items():
-                    _assign_row(variable, k, getattr(source, name).value)
-            elif kind == "TunableDropout":
-                _assign_row(stacked["rate"], k, source.rate.value)
-                stacked["generators"][k].state.assign(source.seed_generator.state.value)
+        sources = model.variables
+        for variable, axis, index in self._sources:
+            _assign_slice(variable, axis, k, sources[index].value)
+        for generators, index in self._generators:
+            generators[k].state.assign(sources[index].value)
         self.optimizer.import_state(k, self.weights, model.trainable_variables, keras_optimizer)
 
 
@@ -224,11 +296,12 @@ class FusedOptimizer:
     """Adam, AdamW or SGD with momentum over stacked variables, hyperparameters as [K] vectors,
     computed as Keras's own optimizers compute them."""
 
-    def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list):
+    def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int]):
         import keras
 
         self.kind = kind
         self.k = len(params)
+        self.trial_axes = list(trial_axes)
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
                                           trainable=False, name=f"fused_{key}")
                       for key, default in HYPERPARAMETERS[kind].items()}
@@ -249,29 +322,30 @@ class FusedOptimizer:
             for slot in slots:
                 slot.assign(np.zeros(slot.shape, "float32"))
 
-    def _per_trial(self, name: str, like):
+    def _per_trial(self, values, i: int):
+        """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""
         from keras import ops
-        return ops.reshape(self.hyper[name], (self.k,) + (1,) * (len(like.shape) - 1))
+        shape = [1] * len(self.slots["momentum"][i].shape)
+        shape[self.trial_axes[i]] = self.k
+        return ops.reshape(values, shape)
 
     def apply(self, grads, variables) -> None:
         from keras import ops
 
         step = ops.cast(self.iterations + 1, "float32")                 # [K]
         for i, (g, var) in enumerate(zip(grads, variables)):
-            lr = self._per_trial("learning_rate", var)
+            lr = self._per_trial(self.hyper["learning_rate"], i)
             if self.kind == "sgd":
-                mu = self._per_trial("momentum", var)
                 m = self.slots["momentum"][i]
-                m.assign(m * mu - g * lr)
+                m.assign(m * self._per_trial(self.hyper["momentum"], i) - g * lr)
                 var.assign_add(m)
                 continue
             if self.kind == "adamw":
-                var.assign(var - var * self._per_trial("weight_decay", var) * lr)
-            beta_1, beta_2 = self._per_trial("beta_1", var), self._per_trial("beta_2", var)
-            epsilon = self._per_trial("epsilon", var)
-            shape = (self.k,) + (1,) * (len(var.shape) - 1)
-            power_1 = ops.reshape(ops.power(self.hyper["beta_1"], step), shape)
-            power_2 = ops.reshape(ops.power(self.hyper["beta_2"], step), shape)
+                var.assign(var - var * self._per_trial(self.hyper["weight_decay"], i) * lr)
+            beta_1, beta_2 = self._per_trial(self.hyper["beta_1"], i), self._per_trial(self.hyper["beta_2"], i)
+            epsilon = self._per_trial(self.hyper["epsilon"], i)
+            power_1 = self._per_trial(ops.power(self.hyper["beta_1"], step), i)
+            power_2 = self._per_trial(ops.power(self.hyper["beta_2"], step), i)
             alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
             m, v = self.slots["momentum"][i], self.slots["velocity"][i]
             m.assign_add((g - m) * (1 - beta_1))
@@ -279,36 +353,38 @@ class FusedOptimizer:
             var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
         self.iterations.assign_add(ops.ones_like(self.iterations))
 
+    def host_slots(self) -> dict:
+        """The step counts and slots as NumPy arrays, copied from the device once."""
+        from keras import ops
+        out = {name: [ops.convert_to_numpy(v.value) for v in stacked] for name, stacked in self.slots.items()}
+        out["iterations"] = ops.convert_to_numpy(self.iterations.value)
+        return out
+
     def _keras_slots(self, keras_optimizer) -> dict[str, list]:
         if self.kind == "sgd":
             return {"momentum": keras_optimizer.momentums}
         return {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
 
-    def export(self, k: int, variables, unfused_variables, keras_optimizer) -> None:
-        keras_optimizer.iterations.assign(self.iterations[k])
-        slots = self._keras_slots(keras_optimizer)
-        for name, stacked in self.slots.items():
-            for fused, unfused in zip(stacked, unfused_variables):
-                slots[name][keras_optimizer._get_variable_index(unfused)].assign(fused[k])
-
     def import_state(self, k: int, variables, unfused_variables, keras_optimizer) -> None:
-        _assign_row(self.iterations, k, keras_optimizer.iterations.value)
+        _assign_slice(self.iterations, 0, k, keras_optimizer.iterations.value)
         slots = self._keras_slots(keras_optimizer)
         for name, stacked in self.slots.items():
-            for fused, unfused in zip(stacked, unfused_variables):
-                _assign_row(fused, k, slots[name][keras_optimizer._get_variable_index(unfused)].value)
+            for fused, axis, unfused in zip(stacked, self.trial_axes, unfused_variables):
+                _assign_slice(fused, axis, k, slots[name][keras_optimizer._get_variable_index(unfused)].value)
 
 
-def stack_indices(orders: Sequence[np.ndarray]) -> np.ndarray:
-    """Per-trial batch index arrays [steps, batch] -> the fused step's [steps, K, batch]."""
-    return np.stack(orders, axis=1).astype("int32")
+def _with_axis(shape, axis: int, k: int) -> tuple:
+    """An unfused variable's shape with the trial axis inserted at `axis`."""
+    shape = tuple(shape)
+    return shape[:axis] + (k,) + shape[axis:]
 
 
-def group_key(params: Mapping[str, Any], signature: str, epochs: tuple[int, int]) -> tuple:
-    """Trials fuse when they share the traced graph, the batch size and the epochs to train."""
-    return signature, int(params["batch_size"]), epochs
+def _take(variable, axis: int, k: int):
+    """Trial k's slice of a stacked variable."""
+    import tensorflow as tf
+    return tf.gather(variable.value, k, axis=axis)
 
 
-def _assign_row(variable, k: int, value) -> None:
-    """variable[k] = value for a Keras variable (the TensorFlow variable under it takes slices)."""
-    variable.value[k].assign(value)
+def _assign_slice(variable, axis: int, k: int, value) -> None:
+    """Trial k's slice of a stacked variable = value (the TensorFlow variable takes slice assignment)."""
+    variable.value[(slice(None),) * axis + (k,)].assign(value)

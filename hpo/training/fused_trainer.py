@@ -17,13 +17,14 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import load_checkpoint, save_checkpoint
+from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.compile_mode import choice_key
 from hpo.training.devices import device_type
-from hpo.training.fused import FusedProgram, fusable, stack_indices
+from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
+from hpo.training.trainer import epoch_order
 
 CACHE_CAPACITY = 8
 
@@ -33,10 +34,11 @@ class FusedGroupFailed(RuntimeError):
 
 
 def group_key(trainer, task: TrainTask) -> tuple | None:
-    """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs."""
+    """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs and
+    the same batches (one data seed)."""
     params = trainer.resolve(task.config)
     return (architecture_signature(params, trainer.builder), int(params["batch_size"]), task.start_epoch,
-            task.end_epoch)
+            task.end_epoch, task.data_seed)
 
 
 def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochReport]]:
@@ -62,9 +64,8 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
         metrics: list[dict[str, float]] = []
         for epoch in range(start + 1, end + 1):
             started = time.perf_counter()
-            orders = [np.random.default_rng([t.seed, epoch]).permutation(n_train)[: steps_per_epoch * batch_size]
-                      .reshape(steps_per_epoch, batch_size) for t in tasks]
-            batches = stack_indices(orders)
+            order = epoch_order(tasks[0].data_seed, epoch, n_train)
+            batches = order[: steps_per_epoch * batch_size].reshape(steps_per_epoch, batch_size).astype("int32")
             losses, correct = np.zeros(k), np.zeros(k, dtype=np.int64)
             with tf.device(trainer.device):
                 for first in range(0, steps_per_epoch, trainer.training.steps_per_call):
@@ -87,10 +88,10 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
                     write_scalars(writer, epoch, metrics[i])
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
         model, optimizer = scratch
+        trial_arrays = program.checkpoint_arrays(model, optimizer.optimizer)
         for i, task in enumerate(tasks):
             optimizer.assign(params[i])
-            program.export_trial(i, model, optimizer.optimizer)
-            save_checkpoint(task.checkpoint_out, model, optimizer.optimizer, end)
+            save_arrays(task.checkpoint_out, *trial_arrays(i), end)
             if writers[i] is not None and metrics:
                 write_scalars(writers[i], end, {OBJECTIVE_TAG: metrics[i][task.objective], BUDGET_TAG: float(end)})
     except FusedGroupFailed:
@@ -112,28 +113,28 @@ def _prepare(trainer, tasks: Sequence[TrainTask]):
     if len(keys) != 1:
         raise FusedGroupFailed("the tasks do not share an architecture, batch size and epochs")
     params = [trainer.resolve(t.config) for t in tasks]
-    models = [trainer.build_model(p, t.seed) for p, t in zip(params, tasks)]
-    reason = fusable(models[0], params[0])
-    if reason is not None:
-        raise FusedGroupFailed(reason)
     signature = architecture_signature(params[0], trainer.builder)
     mode = trainer.mode if trainer.mode != "auto" else _known_mode(trainer, signature)
     cache = _cache(trainer)
     key = (signature, len(tasks), trainer.device, mode)
     program = cache.get(key)
+    values = [trainer.fresh_weights(p, t.seed) for p, t in zip(params, tasks)]
     with tf.device(trainer.device):
         if program is None:
-            program = FusedProgram(models, params, trainer._x_train, trainer._y_train, mode)
+            # One live model of the architecture: the structure to fuse, and the scratch model
+            # checkpoints go in and out through (every group of this architecture reuses it).
+            template = trainer.build_model(params[0], tasks[0].seed)
+            reason = fusable(template, params[0])
+            if reason is not None:
+                raise FusedGroupFailed(reason)
+            program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode)
+            program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             cache[key] = program
             while len(cache) > CACHE_CAPACITY:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(key)
-            program.reset(models, params)
-        # A scratch unfused model and optimizer: checkpoints go in and out through them. Kept
-        # with the compiled program, since every group of this architecture can reuse them.
-        if not hasattr(program, "scratch"):
-            program.scratch = (models[0], TunableOptimizer(params[0], models[0].trainable_variables))
+            program.reset(values, params)
         scratch_model, scratch_optimizer = program.scratch
         for i, task in enumerate(tasks):
             if task.checkpoint_in:

@@ -48,11 +48,12 @@ class TrainingProgram:
     evaluate: Callable
     traces: list = field(default_factory=lambda: [0])   # bumped inside the step's Python body
 
-    def load_weights_from(self, fresh_model) -> None:
+    def load_weights(self, values) -> None:
+        """Assign a fresh build's variable values (`model.variables` order)."""
         try:
             # .variables, not .weights: it includes the dropout layers' seed-generator states.
-            for target, source in zip(self.model.variables, fresh_model.variables, strict=True):
-                target.assign(source.value)
+            for target, value in zip(self.model.variables, values, strict=True):
+                target.assign(value)
         except (ValueError, TypeError) as exc:
             raise TrialFailed(f"the builder returned a model whose weights differ from the cached one for the "
                               f"same parameters ({exc}); is it deterministic in its parameters?") from None

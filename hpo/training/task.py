@@ -14,13 +14,17 @@ class TrainTask:
     config: Mapping[str, Any]
     start_epoch: int
     end_epoch: int
-    seed: int
+    seed: int                                     # weights and dropout masks: one stream per config lineage
     checkpoint_out: str
     checkpoint_in: str | None = None
     tensorboard_run: str | None = None            # run folder for this config's curves
     hparams: Mapping[str, Any] = field(default_factory=dict)
     objective: str = "val_loss"                   # written as the hpo/objective scalar
     budget: float | None = None                   # the searcher's budget before rounding to epochs
+    # The epoch's batch order is drawn from (data_seed, epoch), shared by every trial of a
+    # study: configs are compared on the same stream of batches (common random numbers, so a
+    # lucky shuffle does not pick the winner), and fused trials share one input batch.
+    data_seed: int = 0
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,9 @@ from hpo.training.checkpoint import checkpoint_epoch, checkpoint_meta, load_chec
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
-from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
+from hpo.training.initial_weights import initial_values, same_values
 from hpo.training.kernel_cache import KernelCacheJanitor
+from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
 from hpo.training.task import EpochReport, TrainTask
 
@@ -52,6 +53,7 @@ class Trainer:
         self.mode = training.compile          # 'auto' is decided per architecture
         self.compile_choices = compile_choices if compile_choices is not None else InMemoryCompileChoices()
         self.programs = ProgramCache(cache_capacity)
+        self._stateless_init: dict[str, bool] = {}   # signature -> values checked against a real build
         self._janitor = KernelCacheJanitor()
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
@@ -82,24 +84,57 @@ class Trainer:
         self._janitor.after_build()
         return model
 
+    def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
+        """The values a fresh seeded build gives its variables (`model.variables` order),
+        without a live model once a real build has vouched for the stateless path."""
+        import tensorflow as tf
+
+        signature = architecture_signature(params, self.builder)
+        if self._stateless_init.get(signature) is None:
+            model = self.build_model(params, seed)
+            self._verify_stateless_init(signature, model, params, seed)
+            return [v.value for v in model.variables]
+        if not self._stateless_init[signature]:
+            return [v.value for v in self.build_model(params, seed).variables]
+        seed_trial(seed)
+        with tf.device(self.device):
+            try:
+                return initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
+            except Exception as exc:
+                raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+
+    def _verify_stateless_init(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
+        if signature in self._stateless_init:
+            return
+        seed_trial(seed)
+        try:
+            values = initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
+        except Exception:   # noqa: BLE001 - a builder that needs live variables: real builds it is
+            values = None
+        self._stateless_init[signature] = same_values(model.variables, values)
+        if not self._stateless_init[signature]:
+            log.info("stateless initialisation does not reproduce this builder's weights; building each trial")
+
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
                     steps: int | None = None) -> TrainingProgram:
         """The architecture's compiled program, ready for this trial when `fresh_start`:
-        weights from a fresh seeded build (a builder's own variables, such as TunableDropout
-        rates, come with them), optimizer slots zeroed, hyperparameters assigned. For a
-        continuation the caller restores the checkpoint and assigns the hyperparameters.
-        `steps`: how many training steps the job will run (None: long enough to measure
-        compile modes)."""
+        weights as a fresh seeded build gives them (a builder's own variables, such as
+        TunableDropout rates, come with them), optimizer slots zeroed, hyperparameters
+        assigned. For a continuation the caller restores the checkpoint and assigns the
+        hyperparameters. `steps`: how many training steps the job will run (None: long
+        enough to measure compile modes)."""
         signature = architecture_signature(params, self.builder)
         mode = self._mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
         program = self.programs.get(key)
         if program is None:
-            program = self._compile(signature, self.build_model(params, seed), params, mode)
+            model = self.build_model(params, seed)
+            self._verify_stateless_init(signature, model, params, seed)
+            program = self._compile(signature, model, params, mode)
             self.programs.put(key, program)
             return program
         if fresh_start:
-            program.load_weights_from(self.build_model(params, seed))
+            program.load_weights(self.fresh_weights(params, seed))
             program.optimizer.reset(params)
         return program
 
@@ -213,7 +248,7 @@ class Trainer:
                     yield EpochReport(trial_id=task.trial_id, epoch=task.start_epoch, metrics=stored, replayed=True)
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
                 started = time.perf_counter()
-                order = np.random.default_rng([task.seed, epoch]).permutation(n_train)
+                order = epoch_order(task.data_seed, epoch, n_train)
                 batches = order[: steps_per_epoch * batch_size].reshape(steps_per_epoch, batch_size).astype("int32")
                 total_loss, correct = 0.0, 0
                 with tf.device(self.device):
@@ -264,6 +299,11 @@ class Trainer:
         if not math.isfinite(val_loss):
             raise TrialFailed(f"validation loss became {val_loss}")
         return val_loss, correct / n_val
+
+
+def epoch_order(data_seed: int, epoch: int, n_train: int) -> np.ndarray:
+    """The epoch's shuffle of the training set, the same for every trial of a study."""
+    return np.random.default_rng([data_seed, epoch]).permutation(n_train)
 
 
 def resume_point(task: TrainTask) -> TrainTask:
