@@ -61,8 +61,8 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
 class FusedProgram:
     """K models of one architecture as one set of stacked variables and one compiled step.
 
-    `template` is an ordinary model of the architecture (its layers give the structure and
-    receive a trial's state on export); `values[k]` is trial k's initial `model.variables`.
+    `template` is an ordinary model of the architecture (its layers give the structure);
+    `values[k]` is trial k's initial `model.variables`.
     """
 
     def __init__(self, template, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]],
@@ -71,7 +71,6 @@ class FusedProgram:
         import tensorflow as tf
 
         self.k = len(values)
-        self.template = template
         self.optimizer_kind = optimizer_name(params[0])
         if any(optimizer_name(p) != self.optimizer_kind for p in params):
             raise ValueError("fused trials must share the optimizer kind")
@@ -377,12 +376,6 @@ def _with_axis(shape, axis: int, k: int) -> tuple:
     """An unfused variable's shape with the trial axis inserted at `axis`."""
     shape = tuple(shape)
     return shape[:axis] + (k,) + shape[axis:]
-
-
-def _take(variable, axis: int, k: int):
-    """Trial k's slice of a stacked variable."""
-    import tensorflow as tf
-    return tf.gather(variable.value, k, axis=axis)
 
 
 def _assign_slice(variable, axis: int, k: int, value) -> None:

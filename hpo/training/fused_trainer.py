@@ -24,7 +24,7 @@ from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
-from hpo.training.trainer import epoch_order
+from hpo.training.trainer import epoch_batches
 
 CACHE_CAPACITY = 8
 
@@ -64,8 +64,7 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
         metrics: list[dict[str, float]] = []
         for epoch in range(start + 1, end + 1):
             started = time.perf_counter()
-            order = epoch_order(tasks[0].data_seed, epoch, n_train)
-            batches = order[: steps_per_epoch * batch_size].reshape(steps_per_epoch, batch_size).astype("int32")
+            batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
             losses, correct = np.zeros(k), np.zeros(k, dtype=np.int64)
             with tf.device(trainer.device):
                 for first in range(0, steps_per_epoch, trainer.training.steps_per_call):
@@ -111,7 +110,7 @@ def _prepare(trainer, tasks: Sequence[TrainTask]):
 
     keys = {group_key(trainer, t) for t in tasks}
     if len(keys) != 1:
-        raise FusedGroupFailed("the tasks do not share an architecture, batch size and epochs")
+        raise FusedGroupFailed("the tasks do not share an architecture, batch size, epochs and data seed")
     params = [trainer.resolve(t.config) for t in tasks]
     signature = architecture_signature(params[0], trainer.builder)
     mode = trainer.mode if trainer.mode != "auto" else _known_mode(trainer, signature)

@@ -7,9 +7,10 @@ records each variable's shape and initializer instead of creating it; calling th
 initializers gives the same values (the seeds are drawn from Python's `random` when the
 initializers are constructed, in the same order as a real build) at 8 ms.
 
-This leans on two private attributes of Keras variables (`_initializer`, `_shape`), so a
-program checks the values against a real build once, when it is compiled, and only then
-uses this path (`verified`); a Keras release that changes them falls back to real builds.
+This leans on two private attributes of Keras variables (`_initializer`, `_shape`), so the
+trainer checks the values against a real build once per architecture and only then uses
+this path (`Trainer._stateless_init`); a Keras release that changes them falls back to
+real builds.
 """
 
 from __future__ import annotations

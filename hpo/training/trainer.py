@@ -248,8 +248,7 @@ class Trainer:
                     yield EpochReport(trial_id=task.trial_id, epoch=task.start_epoch, metrics=stored, replayed=True)
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
                 started = time.perf_counter()
-                order = epoch_order(task.data_seed, epoch, n_train)
-                batches = order[: steps_per_epoch * batch_size].reshape(steps_per_epoch, batch_size).astype("int32")
+                batches = epoch_batches(task.data_seed, epoch, n_train, batch_size)
                 total_loss, correct = 0.0, 0
                 with tf.device(self.device):
                     for first in range(0, steps_per_epoch, self.training.steps_per_call):
@@ -301,9 +300,12 @@ class Trainer:
         return val_loss, correct / n_val
 
 
-def epoch_order(data_seed: int, epoch: int, n_train: int) -> np.ndarray:
-    """The epoch's shuffle of the training set, the same for every trial of a study."""
-    return np.random.default_rng([data_seed, epoch]).permutation(n_train)
+def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
+    """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
+    shuffle, the same for every trial of a study, whole batches only."""
+    steps = n_train // batch_size
+    order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
+    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
 
 
 def resume_point(task: TrainTask) -> TrainTask:
