@@ -6,6 +6,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from hpo.models import counter_random
+
 
 @keras.saving.register_keras_serializable(package="hpo")
 class TunableDropout(keras.layers.Layer):
@@ -27,9 +29,10 @@ class TunableDropout(keras.layers.Layer):
     def call(self, inputs, training=False):
         if not training:
             return inputs
-        rate = ops.cast(self.rate, inputs.dtype)
-        keep = ops.cast(keras.random.uniform(ops.shape(inputs), seed=self.seed_generator) >= rate, inputs.dtype)
-        return inputs * keep / (1.0 - rate)
+        # Counter-based numbers, not keras.random's Philox: 16x cheaper under XLA (see counter_random).
+        draws = counter_random.uniform(ops.shape(inputs), counter_random.seed_key(self.seed_generator.next()))
+        keep = ops.cast(draws >= ops.cast(self.rate, draws.dtype), inputs.dtype)
+        return inputs * keep / (1.0 - ops.cast(self.rate, inputs.dtype))
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hpo.models.layers import TunableDropout
+from hpo.models import counter_random
 from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -124,7 +124,6 @@ class FusedProgram:
     # --- the fused forward pass ---------------------------------------------------------------
     def forward(self, x, training: bool):
         """x: one batch [batch, ...], the same for every trial -> logits [K, batch, classes]."""
-        import keras
         from keras import ops
 
         shared = True
@@ -152,10 +151,11 @@ class FusedProgram:
                     shared = False
                 if training:
                     # The same draws as each trial's own layer: its generator, the per-trial shape.
-                    masks = [keras.random.uniform(ops.shape(x)[1:], seed=g) for g in stacked["generators"]]
-                    rates = ops.reshape(ops.cast(stacked["rate"], x.dtype), (self.k,) + (1,) * (len(x.shape) - 1))
-                    keep = ops.cast(ops.stack(masks) >= rates, x.dtype)
-                    x = x * keep / (1.0 - rates)
+                    per_trial = (self.k,) + (1,) * (len(x.shape) - 1)
+                    keys = counter_random.seed_key(ops.stack([g.next() for g in stacked["generators"]]))
+                    draws = counter_random.uniform(ops.shape(x)[1:], ops.reshape(keys, per_trial))
+                    rates = ops.reshape(ops.cast(stacked["rate"], draws.dtype), per_trial)
+                    x = x * ops.cast(draws >= rates, x.dtype) / ops.cast(1.0 - rates, x.dtype)
         return x
 
     def _dense(self, x, stacked):
