@@ -9,8 +9,9 @@ batch order (as in a search, so a fused group shares its input). The baseline is
 unfused engine, which already reuses one compiled program for all K (so neither side pays
 for tracing in the timed runs: each is warmed up first). Both sides run in graph mode and
 in XLA; the headline compares each side in its faster mode. Rates are trials per hour; the
-speedup is sequential time / fused time for the same K trials, medians over repeats. The
-last line is `fused_speedup_k8=` (best mode against best mode).
+speedup is sequential time / fused time for the same K trials, medians over repeats. Then
+the group size `training.fuse: auto` picks by its probe, per mode. The last line is
+`fused_speedup_k8=` (best mode against best mode).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
 from hpo.config import DataConfig, TrainingConfig  # noqa: E402
 from hpo.data import load_dataset  # noqa: E402
 from hpo.models import get_builder  # noqa: E402
-from hpo.training.fused_trainer import train_fused  # noqa: E402
+from hpo.training.fused_trainer import group_size, train_fused  # noqa: E402
 from hpo.training.task import TrainTask  # noqa: E402
 from hpo.training.trainer import Trainer  # noqa: E402
 
@@ -110,6 +111,14 @@ def main() -> None:
               f"{rate['fused', 'graph']:,.0f} / {rate['fused', 'xla']:,.0f} | "
               f"{median['sequential', 'graph'] / median['fused', 'graph']:.2f} | "
               f"{median['sequential', 'xla'] / median['fused', 'xla']:.2f} | {seq / fus:.2f} |")
+    with tempfile.TemporaryDirectory() as folder:
+        # What `training.fuse: auto` picks here: its probe, on a fresh trainer, 16 candidates.
+        for mode in trainers:
+            trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile=mode), {}, "/device:CPU:0")
+            chosen = group_size(trainer, tasks(16, 0, folder))
+            [choice] = trainer._fuse_decisions.choices.values()
+            print(f"fuse: auto, {mode}: K={chosen}; per-trial ms per step " +
+                  ", ".join(f"K={k}: {ms:.3f}" for k, ms in sorted(choice.per_trial_ms.items())))
     by_k = {k: seq / fus for k, _, seq, fus in rows}
     print(f"fused_speedup_k8={by_k[8]:.2f}")
 

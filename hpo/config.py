@@ -72,7 +72,7 @@ class TrainingConfig:
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
-    fuse: int = 1                     # inline backend: trials of one architecture trained as one program
+    fuse: int | str = 1               # inline backend: trials of one architecture trained as one program, or 'auto'
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,8 @@ class _Section:
 
 
 _KIND_TEXT = {"str": "a string", "int": "a whole number", "number": "a number",
-              "bool": "true or false", "mapping": "a mapping", "workers": "a whole number or 'auto'"}
+              "bool": "true or false", "mapping": "a mapping", "workers": "a whole number or 'auto'",
+              "fuse": "a whole number from 1 to 64, or 'auto'"}
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -282,6 +283,8 @@ def _is_kind(value: Any, kind: str) -> bool:
         return isinstance(value, Mapping)
     if kind == "workers":
         return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
+    if kind == "fuse":
+        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64)
     raise ValueError(kind)
 
 
@@ -364,7 +367,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
         checkpoint_every=t.get("checkpoint_every", "int", 1, minimum=0),
         checkpoint_seconds=t.get("checkpoint_seconds", "number", 10.0, minimum=0),
-        fuse=t.get("fuse", "int", 1, minimum=1, maximum=64),
+        fuse=t.get("fuse", "fuse", 1),
     )
     _check_space_values(space)
 

@@ -31,6 +31,12 @@ def test_parallel_backends_default_to_asynchronous_scheduling():
     assert experiment_from_dict(explicit).search.algorithm == "hyperband"
 
 
+def test_fuse_takes_a_group_size_or_auto():
+    assert experiment_from_dict({**MINIMAL, "training": {"fuse": "auto"}}).training.fuse == "auto"
+    assert experiment_from_dict({**MINIMAL, "training": {"fuse": 8}}).training.fuse == 8
+    assert experiment_from_dict(MINIMAL).training.fuse == 1
+
+
 def test_direction_follows_a_loss_objective():
     e = experiment_from_dict({**MINIMAL, "search": {"objective": "val_loss"}})
     assert e.search.direction == "minimize"
@@ -94,6 +100,8 @@ def test_yaml_syntax_error_gives_line_and_column(tmp_path):
     ({"execution": {"backend": "ray"}}, None, "'inline', 'local', 'dask'"),
     ({"execution": {"scheduler": "tcp://h:8786"}}, None, "only applies to backend 'dask'"),
     ({"execution": {"max_retries": -1}}, None, "a value >= 0"),
+    ({"training": {"fuse": 0}}, None, "a whole number from 1 to 64, or 'auto'"),
+    ({"training": {"fuse": "many"}}, None, "training.fuse.*a whole number from 1 to 64, or 'auto'"),
 ])
 def test_bad_values_are_rejected_with_what_was_expected(section, value, fragment):
     raw = {**MINIMAL, **{k: {**MINIMAL.get(k, {}), **v} for k, v in section.items()}}

@@ -106,7 +106,7 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
                           "--set", "search.min_budget=3", "--set", "search.max_budget=3",
                           "--set", "search.max_trials=8", "--set", "training.compile=graph"]
     runs = {}
-    for fuse in (1, 4):
+    for fuse in (1, 4, "auto"):
         study_dir = tmp_path / f"fuse{fuse}"
         done = hpo("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture,
                    "--set", f"training.fuse={fuse}")
@@ -121,6 +121,11 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
     assert sum(m.get("fused_trials") == 4 for m in fused_epochs) == 8 * 3     # every trial, every epoch
     assert all(len(runs[4].epochs(t.trial_id)) == 3 for t in fused)
     assert (tmp_path / "fuse4" / "checkpoints" / "trial_0007.npz").exists()
+    # auto: 8 jobs of 3 epochs are too little work to repay a probe, so the provisional size
+    # (8) takes them all as one group; the results are still the unfused ones.
+    for a, b in zip(unfused, runs["auto"].trials()):
+        assert b.value == pytest.approx(a.value, abs=1e-6)
+    assert {m.get("fused_trials") for _, _, m in runs["auto"].epochs()} == {8}
 
 
 def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits, tmp_path):

@@ -3,8 +3,9 @@
 The trainer is a generator, so "running" a trial here means pulling its next epoch;
 the runner sees the same event stream a process pool would send.
 
-With `training.fuse` > 1 the executor takes up to that many tasks at once, and tasks that
-share an architecture, batch size and epoch range train together as one fused program
+With `training.fuse` > 1 the executor takes up to that many tasks at once (`auto`: up to
+32, fused in groups whose size is measured per architecture, `hpo.training.fuse_size`),
+and tasks that share an architecture, batch size and epoch range train together as one fused program
 (`hpo.training.fused_trainer`); their per-epoch reports and ends stream back as if each had
 run alone. A group that cannot train fused (an unsupported layer, a diverging member, any
 error) reruns its tasks one by one, so one bad configuration cannot sink the others.
@@ -24,10 +25,13 @@ log = logging.getLogger("hpo.executors")
 
 
 class InlineExecutor:
-    def __init__(self, make_trainer: Callable[[], object], fuse: int = 1):
+    def __init__(self, make_trainer: Callable[[], object], fuse: int | str = 1):
+        from hpo.training.fuse_size import AUTO_CEILING
+
         self._make_trainer = make_trainer
         self._trainer = None
-        self.slots = max(1, int(fuse))
+        self._auto_fuse = fuse == "auto"
+        self.slots = AUTO_CEILING if self._auto_fuse else max(1, int(fuse))
         self._waiting: list[TrainTask] = []
         self._active: list[TrainTask] = []
         self._stream: Iterator[Event] | None = None
@@ -89,10 +93,12 @@ class InlineExecutor:
         if self.slots == 1:
             self._waiting.pop(0)
             return [first]
-        from hpo.training.fused_trainer import group_key
+        from hpo.training.fused_trainer import group_key, group_size
         try:
             key = group_key(self._trainer, first)
             group = [t for t in self._waiting if group_key(self._trainer, t) == key]
+            if self._auto_fuse and len(group) > 1:
+                group = group[:group_size(self._trainer, group)]
         except Exception:   # noqa: BLE001 - a config the trainer cannot even resolve fails on its own
             group = [first]
         self._waiting = [t for t in self._waiting if t not in group]

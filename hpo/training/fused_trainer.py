@@ -9,6 +9,8 @@ cannot sink the others.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import time
 from collections import OrderedDict
@@ -18,13 +20,17 @@ import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import load_checkpoint, save_arrays
-from hpo.training.compile_mode import choice_key
+from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
+from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions, bend,
+                                    bytes_per_trial, free_memory, memory_cap, probe_sizes)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
 from hpo.training.trainer import epoch_batches
+
+log = logging.getLogger("hpo.train")
 
 CACHE_CAPACITY = 8
 
@@ -141,6 +147,73 @@ def _prepare(trainer, tasks: Sequence[TrainTask]):
                 load_checkpoint(task.checkpoint_in, scratch_model, scratch_optimizer.optimizer)
                 program.import_trial(i, scratch_model, scratch_optimizer.optimizer)
     return program, params, (scratch_model, scratch_optimizer)
+
+
+def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
+    """`fuse: auto`: how many of `tasks` (one group key) to fuse, decided once per architecture
+    and device from free memory and a measured probe (`hpo.training.fuse_size`)."""
+    params = trainer.resolve(tasks[0].config)
+    batch_size = int(params["batch_size"])
+    key = (architecture_signature(params, trainer.builder), batch_size, trainer.device)
+    decisions = _fuse_decisions(trainer)
+    choice = decisions.choices.get(key)
+    if choice is not None and (choice.settled or len(tasks) <= choice.k):
+        return choice.k
+    caps = decisions.memory_caps
+    if key not in caps:
+        template = trainer.build_model(params, tasks[0].seed)
+        fits = fusable(template, params) is None
+        caps[key] = memory_cap(bytes_per_trial(template, batch_size), free_memory(trainer.device)) if fits else 1
+    cap = caps[key]
+    if cap == 1:
+        return 1
+    if choice is None and steps_per_job(trainer, tasks[0], batch_size) * len(tasks) < MIN_STEPS_TO_PROBE:
+        return min(cap, PROVISIONAL_K)      # too little work to repay a probe; a longer group measures
+    choice = _probe(trainer, tasks, params, cap, choice)
+    decisions.choices[key] = choice
+    log.info("fused trials, %s", choice.describe())
+    return choice.k
+
+
+def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier: FuseChoice | None) -> FuseChoice:
+    """Time a training call at K = 1 (the unfused program) and at doublings, until the
+    per-trial time stops falling or the candidates or the memory run out."""
+    import tensorflow as tf
+
+    first = tasks[0]
+    batch_size = int(params["batch_size"])
+    n_train = len(trainer.dataset.x_train)
+    steps = max(1, min(trainer.training.steps_per_call, n_train // batch_size))
+    batch = tf.constant(epoch_batches(first.data_seed, first.start_epoch + 1, n_train, batch_size)[:steps])
+    per_trial = dict(earlier.per_trial_ms) if earlier else {}
+
+    def timed(call, k: int) -> None:
+        with tf.device(trainer.device):
+            per_trial[k] = 1000 * time_step(lambda: call(batch)[0].numpy())[1] / (k * steps)
+
+    if 1 not in per_trial:
+        timed(trainer.program_for(params, first.seed, steps=steps_per_job(trainer, first, batch_size)).train_steps, 1)
+    for k in probe_sizes(cap, len(tasks)):
+        if k not in per_trial:
+            # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
+            stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
+            program, _, _ = _prepare(trainer, stand_ins)
+            timed(program.train_steps, k)
+        chosen, bent = bend(per_trial)
+        if bent:
+            return FuseChoice(chosen, cap, per_trial, settled=True)
+    chosen, _ = bend(per_trial)
+    return FuseChoice(chosen, cap, per_trial, settled=chosen >= cap)
+
+
+def steps_per_job(trainer, task: TrainTask, batch_size: int) -> int:
+    return len(trainer.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
+
+
+def _fuse_decisions(trainer) -> FuseDecisions:
+    if not hasattr(trainer, "_fuse_decisions"):
+        trainer._fuse_decisions = FuseDecisions()
+    return trainer._fuse_decisions
 
 
 def _known_mode(trainer, signature: str) -> str:

@@ -1,0 +1,108 @@
+"""`training.fuse: auto`: how many trials of one architecture to fuse, from the device's free
+memory and the fused step's measured throughput.
+
+Fusing more trials pays while the device has idle width (a GPU's SMs, a CPU's vector units
+behind small matmuls) and stops paying once the step is compute-bound; past that point a
+bigger group only delays every member's results. So the group size is measured per
+architecture: the per-trial time of a training step at K = 1 (the unfused program), 2, 4,
+8, ... and the doubling stops at the first K whose per-trial time is not at least
+`GAIN_TO_DOUBLE` better than half the group's. The device's free memory caps K before any
+probe: a trial's weights, gradients and two optimizer slots, plus its activations.
+
+Probing costs one compile per K tried (the fused programs are kept, so the chosen one is
+not compiled again), so jobs too short to repay it take `PROVISIONAL_K` unmeasured.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+log = logging.getLogger("hpo.train")
+
+AUTO_CEILING = 32           # the most trials `fuse: auto` takes in flight and fuses
+MEMORY_SHARE = 0.25         # of the device's free memory, for one fused group
+GAIN_TO_DOUBLE = 1.10       # doubling K must cut the per-trial step time by this factor
+PROVISIONAL_K = 8           # unmeasured: where the 2 x 128 MLP's curve flattened on a 2-core CPU
+MIN_STEPS_TO_PROBE = 1000   # the group's total training steps that repay a probe
+
+
+@dataclass
+class FuseChoice:
+    """What was decided for one architecture on one device."""
+    k: int
+    memory_cap: int
+    per_trial_ms: dict[int, float] = field(default_factory=dict)   # K -> one trial's share of a step
+    settled: bool = False     # False: the probe stopped at the candidates it had, not at a bend
+
+    def describe(self) -> str:
+        curve = ", ".join(f"K={k}: {ms:.3f} ms" for k, ms in sorted(self.per_trial_ms.items()))
+        return f"fuse {self.k} (memory allows {self.memory_cap}; per-trial step {curve or 'not measured'})"
+
+
+@dataclass
+class FuseDecisions:
+    """A trainer's decisions, by (architecture signature, batch size, device)."""
+    choices: dict[tuple, FuseChoice] = field(default_factory=dict)
+    memory_caps: dict[tuple, int] = field(default_factory=dict)
+
+
+def bytes_per_trial(model, batch_size: int) -> int:
+    """One trial's share of a fused group's memory: weights, gradients, two optimizer slots
+    and an update temporary (5 copies of the parameters), and its forward activations kept
+    for the backward pass, their gradients and dropout masks (3 copies), in float32."""
+    parameters = sum(math.prod(v.shape) for v in model.trainable_variables)
+    activations = 0
+    for layer in model.layers:
+        shape = getattr(layer, "output", None)
+        shape = getattr(shape, "shape", None)
+        if shape is not None:
+            activations += math.prod(d for d in shape[1:] if d is not None)
+    return 4 * (5 * parameters + 3 * batch_size * activations)
+
+
+def memory_cap(per_trial: int, free_bytes: int | None) -> int:
+    """How many trials fit in `MEMORY_SHARE` of the free memory (`AUTO_CEILING` when unknown)."""
+    if free_bytes is None:
+        return AUTO_CEILING
+    return max(1, min(AUTO_CEILING, int(free_bytes * MEMORY_SHARE) // max(per_trial, 1)))
+
+
+def free_memory(device: str) -> int | None:
+    """Free bytes on `device`: host RAM for a CPU, the GPU's limit minus what TensorFlow holds."""
+    from hpo.training.devices import device_type
+
+    if device_type(device) == "CPU":
+        import psutil
+        return int(psutil.virtual_memory().available)
+    try:
+        import tensorflow as tf
+        from tensorflow.python.client import device_lib
+
+        name = device.split("device:")[-1].upper()
+        limit = next(d.memory_limit for d in device_lib.list_local_devices() if d.name.upper().endswith(name))
+        return int(limit - tf.config.experimental.get_memory_info(name)["current"])
+    except Exception:   # noqa: BLE001 - unknown: rely on the OOM fallback (a group that fails reruns unfused)
+        return None
+
+
+def probe_sizes(cap: int, candidates: int) -> list[int]:
+    """The group sizes to time after K=1: doublings up to the memory cap, and no further than
+    the first power of two that holds all the candidates."""
+    limit = min(cap, 1 << max(1, math.ceil(math.log2(max(candidates, 2)))))
+    sizes, k = [], 2
+    while k <= limit:
+        sizes.append(k)
+        k *= 2
+    return sizes
+
+
+def bend(per_trial_ms: dict[int, float]) -> tuple[int, bool]:
+    """(the K to use, whether the curve bent) from per-trial step times measured at doublings:
+    the last K before the first doubling that gains less than `GAIN_TO_DOUBLE`."""
+    sizes = sorted(per_trial_ms)
+    for smaller, larger in zip(sizes, sizes[1:]):
+        if per_trial_ms[smaller] < GAIN_TO_DOUBLE * per_trial_ms[larger]:
+            return smaller, True
+    return sizes[-1], False

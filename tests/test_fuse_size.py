@@ -1,0 +1,88 @@
+"""`training.fuse: auto`: the group size comes from memory and a measured probe."""
+
+import keras
+import pytest
+
+from hpo.config import TrainingConfig
+from hpo.models import get_builder
+from hpo.training import fuse_size
+from hpo.training.fuse_size import AUTO_CEILING, PROVISIONAL_K, bend, bytes_per_trial, memory_cap, probe_sizes
+from hpo.training.task import TrainTask
+
+
+@pytest.mark.parametrize("curve, expected", [
+    ({1: 1.0, 2: 0.6, 4: 0.45, 8: 0.43}, (4, True)),     # 4 -> 8 gains 5%: the bend
+    ({1: 1.0, 2: 0.95}, (1, True)),                      # fusing does not pay at all
+    ({1: 1.0, 2: 0.5, 4: 0.25}, (4, False)),             # still falling where the probe stopped
+    ({1: 1.0}, (1, False)),
+])
+def test_the_group_size_is_the_last_doubling_that_paid(curve, expected):
+    assert bend(curve) == expected
+
+
+def test_probes_double_up_to_the_memory_cap_and_the_candidates():
+    assert probe_sizes(cap=32, candidates=5) == [2, 4, 8]
+    assert probe_sizes(cap=4, candidates=30) == [2, 4]
+    assert probe_sizes(cap=32, candidates=2) == [2]
+    assert probe_sizes(cap=1, candidates=8) == []
+
+
+def test_memory_caps_the_group_at_a_share_of_free_memory():
+    assert memory_cap(per_trial=100 << 20, free_bytes=1 << 30) == 2           # 256 MiB / 100 MiB
+    assert memory_cap(per_trial=1 << 30, free_bytes=1 << 30) == 1             # never below one trial
+    assert memory_cap(per_trial=1, free_bytes=1 << 40) == AUTO_CEILING
+    assert memory_cap(per_trial=1 << 20, free_bytes=None) == AUTO_CEILING     # unknown: the OOM fallback guards
+
+
+def test_a_trials_bytes_count_parameters_and_activations():
+    inputs = keras.Input((10,))
+    hidden = keras.layers.Dense(20)(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(3)(hidden))
+    parameters = 10 * 20 + 20 + 20 * 3 + 3
+    activations = 10 + 20 + 3           # per example: the input layer's, then each Dense's output
+    assert bytes_per_trial(model, batch_size=16) == 4 * (5 * parameters + 3 * 16 * activations)
+
+
+MLP = {"layers": 2, "units": 32, "batch_size": 64, "dropout": 0.1}
+
+
+def make_trainer(digits):
+    from hpo.training.trainer import Trainer
+    return Trainer(digits, get_builder("mlp"), TrainingConfig(compile="graph"), {}, "/device:CPU:0")
+
+
+def tasks(tmp_path, n, epochs):
+    return [TrainTask(trial_id=i, config={**MLP, "learning_rate": 1e-3 * (i + 1)}, start_epoch=0, end_epoch=epochs,
+                      seed=i, checkpoint_out=str(tmp_path / f"t{i}.npz"), objective="val_accuracy")
+            for i in range(n)]
+
+
+def test_auto_probes_once_per_architecture_and_keeps_its_choice(digits, tmp_path):
+    from hpo.training.fused_trainer import _fuse_decisions, group_size
+
+    trainer = make_trainer(digits)
+    group = tasks(tmp_path, 8, epochs=60)         # 8 x 60 x 21 steps: enough work to repay a probe
+    k = group_size(trainer, group)
+    [choice] = _fuse_decisions(trainer).choices.values()
+    assert choice.k == k and 1 <= k <= 8
+    measured = sorted(choice.per_trial_ms)
+    assert measured[0] == 1 and len(measured) >= 2 and all(ms > 0 for ms in choice.per_trial_ms.values())
+    assert (k, choice.settled or k == 8) == (bend(choice.per_trial_ms)[0], True)
+    programs = len(trainer._fused_programs)
+    assert group_size(trainer, group) == k and len(trainer._fused_programs) == programs    # no second probe
+
+
+def test_auto_respects_the_memory_cap_and_skips_the_probe_for_short_work(digits, tmp_path, monkeypatch):
+    import hpo.training.fused_trainer as fused_trainer
+
+    trainer = make_trainer(digits)
+    per_trial = bytes_per_trial(trainer.build_model(MLP, 0), 64)
+    monkeypatch.setattr(fused_trainer, "free_memory", lambda device: 3 * per_trial / fuse_size.MEMORY_SHARE)
+    short = tasks(tmp_path, 8, epochs=1)
+    assert PROVISIONAL_K > 3
+    assert fused_trainer.group_size(trainer, short) == 3       # short work: provisional K, capped by memory
+    assert not fused_trainer._fuse_decisions(trainer).choices  # ... and nothing measured
+
+
+def test_free_memory_is_known_on_the_cpu():
+    assert fuse_size.free_memory("/device:CPU:0") > 0
