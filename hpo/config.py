@@ -30,7 +30,8 @@ CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 # Keys that may change when a study resumes: they are honoured, not ignored, and they do
 # not change what a finished trial means.
 RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_consecutive_failures",
-                     "training.checkpoint_every", "training.checkpoint_seconds", "execution", "output")
+                     "training.checkpoint_every", "training.checkpoint_seconds", "training.fuse", "execution",
+                     "output")
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ def test_missing_file_is_user_error(tmp_path):
 
 def test_binding_differences_ignore_resumable_keys():
     a = experiment_from_dict(MINIMAL).to_dict()
-    b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4}}).to_dict()
+    b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4},
+                              "training": {"fuse": "auto"}}).to_dict()     # fused or not, trials train the same
     diffs = binding_differences(a, b)
     assert diffs == ["search.eta: 3.0 -> 4.0"]
