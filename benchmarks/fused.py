@@ -17,6 +17,7 @@ the group size `training.fuse: auto` picks by its probe, per mode. The last line
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -112,10 +113,11 @@ def main() -> None:
               f"{median['sequential', 'graph'] / median['fused', 'graph']:.2f} | "
               f"{median['sequential', 'xla'] / median['fused', 'xla']:.2f} | {seq / fus:.2f} |")
     with tempfile.TemporaryDirectory() as folder:
-        # What `training.fuse: auto` picks here: its probe, on a fresh trainer, 16 candidates.
+        # What `training.fuse: auto` picks here: its probe, on a fresh trainer, for 16 candidate
+        # jobs of 20 epochs (enough work to repay the probe; they are not trained).
         for mode in trainers:
             trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile=mode), {}, "/device:CPU:0")
-            chosen = group_size(trainer, tasks(16, 0, folder))
+            chosen = group_size(trainer, [dataclasses.replace(t, end_epoch=20) for t in tasks(16, 0, folder)])
             [choice] = trainer._fuse_decisions.choices.values()
             print(f"fuse: auto, {mode}: K={chosen}; per-trial ms per step " +
                   ", ".join(f"K={k}: {ms:.3f}" for k, ms in sorted(choice.per_trial_ms.items())))

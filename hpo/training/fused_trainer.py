@@ -22,8 +22,8 @@ from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write
 from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
-from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions, bend,
-                                    bytes_per_trial, free_memory, memory_cap, probe_sizes)
+from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions,
+                                    bytes_per_trial, free_memory, memory_cap, probe_sizes, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
@@ -176,8 +176,8 @@ def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
 
 
 def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier: FuseChoice | None) -> FuseChoice:
-    """Time a training call at K = 1 (the unfused program) and at doublings, until the
-    per-trial time stops falling or the candidates or the memory run out."""
+    """Time a training call at K = 1 (the unfused program) and at every doubling the memory
+    cap and the candidates allow; a later, larger group probes the sizes this one could not."""
     import tensorflow as tf
 
     first = tasks[0]
@@ -193,17 +193,14 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
 
     if 1 not in per_trial:
         timed(trainer.program_for(params, first.seed, steps=steps_per_job(trainer, first, batch_size)).train_steps, 1)
-    for k in probe_sizes(cap, len(tasks)):
+    sizes = probe_sizes(cap, len(tasks))
+    for k in sizes:
         if k not in per_trial:
             # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
             stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
             program, _, _ = _prepare(trainer, stand_ins)
             timed(program.train_steps, k)
-        chosen, bent = bend(per_trial)
-        if bent:
-            return FuseChoice(chosen, cap, per_trial, settled=True)
-    chosen, _ = bend(per_trial)
-    return FuseChoice(chosen, cap, per_trial, settled=chosen >= cap)
+    return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
 
 
 def steps_per_job(trainer, task: TrainTask, batch_size: int) -> int:
