@@ -4,9 +4,10 @@ by one compiled step.
 Every weight of the K models is stacked into one variable with a trial axis. The K trials
 of a group see the same batches (a study shares one data order), so the first weight layer
 meets one shared input: a Dense layer becomes one wide matmul [batch, in] x [in, K*out] and
-a Conv2D one convolution with K*filters output channels. On this CPU that wide matmul runs
-at about twice the FLOP rate of K narrow ones, and the first layer carries most of an MLP's
-FLOPs. Later Dense layers are one einsum over [K, batch, in] x [K, in, out]; later
+a Conv2D one convolution with K*filters output channels. On this CPU that wide matmul ran
+at about twice the FLOP rate of K narrow ones in one graph (a lone trial's own matmul is
+nearly as fast: benchmarks/matmul_rates.py; fusion's gain there is mostly in the
+elementwise work, Adam and the loss, done once for K trials). Later Dense layers are one einsum over [K, batch, in] x [K, in, out]; later
 convolutions run per trial inside the same graph; pooling folds K into the batch. Each
 trial keeps its own dropout rate and random stream (its TunableDropout seed generator,
 same draws as unfused) and its own optimizer hyperparameters as [K] vectors.
