@@ -2,7 +2,7 @@
 
 import signal
 
-from faults import SMOKE, assert_parallel_smoke_run, hpo, query, start_hpo, wait_for, worker_processes
+from faults import SMOKE, assert_parallel_smoke_run, hpo, kill, query, start_hpo, wait_for, worker_processes
 from hpo.executors.local import default_workers, visible_gpu_for
 from hpo.study import Study
 
@@ -75,3 +75,55 @@ def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     assert sum(t.state.value == "complete" for t in trials) >= 8
+
+
+def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
+    """kill -9 can land while a worker is writing an event. With one queue shared by all
+    workers that leaves the queue's write lock held and its stream torn, so no worker's
+    events get through (the likely cause of a CI hang in the kill test). Each worker now has
+    its own pipe: the torn one reads as a dead worker, whose trial is reported lost, and the
+    other worker's events still arrive."""
+    import multiprocessing as mp
+    import threading
+
+    from pipe_workers import idle, report_then_idle, stuck_mid_send
+
+    from hpo.executors.base import EpochDone, TrialDone
+    from hpo.executors.local import LocalProcessExecutor, _Worker
+    from hpo.training.task import EpochReport, TrainTask
+
+    ctx = mp.get_context("spawn")
+
+    def worker(slot, target, *args, trial_id=None):
+        events, writer = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=target, args=(writer, *args), daemon=True)
+        process.start()
+        writer.close()
+        task = None if trial_id is None else TrainTask(trial_id=trial_id, config={}, start_epoch=0, end_epoch=5,
+                                                       seed=0, checkpoint_out="unused.npz")
+        return _Worker(slot, process, inbox=None, events=events, task=task)
+
+    report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
+    executor = object.__new__(LocalProcessExecutor)      # the event loop, without real trainers
+    executor._cancelled, executor.recycle_after, replacements = set(), 100, []
+    executor._workers = [worker(0, stuck_mid_send, trial_id=1),
+                         worker(1, report_then_idle, ("epoch", 1, report), trial_id=2)]
+    executor._start = lambda slot: replacements.append(slot) or worker(slot, idle)
+    try:
+        stuck = executor._workers[0]
+        # Part of a 64 MiB message is in the pipe, the rest cannot fit: the kill tears it.
+        wait_for(lambda: stuck.events.poll(), what="the big message to start arriving")
+        kill(stuck.process.pid)
+        events = []
+        reader = threading.Thread(target=lambda: events.extend(executor.next_event() for _ in range(2)), daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        assert not reader.is_alive(), f"the driver's event loop hung; got {events}"
+        epochs = [e for e in events if isinstance(e, EpochDone)]
+        lost = [e for e in events if isinstance(e, TrialDone)]
+        assert [e.report for e in epochs] == [report]
+        assert [(e.trial_id, e.lost) for e in lost] == [(1, True)] and "exit code -9" in lost[0].error
+        assert replacements == [0]
+    finally:
+        for w in executor._workers:
+            w.process.kill()

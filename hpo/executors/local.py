@@ -7,6 +7,11 @@ fork-safe). On a CPU-only machine, the cores are divided between workers
 (intra-op threads = cores // workers): on small models two one-core trials finish sooner
 than one two-core trial, because per-step overhead does not parallelise.
 
+Each worker sends its events through its own pipe, not a queue shared by all: a worker
+killed mid-send (kill -9 lands anywhere) would leave a shared queue's write lock held and
+its stream torn, wedging every other worker's events for good; a private pipe only tears
+its own, which the driver reads as EOF and drops with the dead worker.
+
 A worker that dies (out of memory, a segfault in a native op, kill -9) is replaced and its
 trial reported lost, so the runner retries it from its last progress checkpoint (up to
 `execution.max_retries`). Workers are also replaced after `execution.recycle_after`
@@ -22,6 +27,7 @@ import queue
 import signal
 import traceback
 from dataclasses import dataclass
+from multiprocessing import connection as mp_connection
 from pathlib import Path
 
 from hpo.executors.base import EpochDone, Event, TrialDone
@@ -62,6 +68,7 @@ class _Worker:
     slot: int
     process: mp.Process
     inbox: mp.Queue
+    events: mp_connection.Connection     # the read end of this worker's own event pipe
     task: TrainTask | None = None
     epochs: int = 0
     trials_run: int = 0
@@ -75,7 +82,6 @@ class LocalProcessExecutor:
         self.study_dir = str(study_dir)
         self.slots = workers
         self._ctx = mp.get_context("spawn")
-        self._events: mp.Queue = self._ctx.Queue()
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
         self.recycle_after = experiment.execution.recycle_after
@@ -85,8 +91,9 @@ class LocalProcessExecutor:
 
     def _start(self, slot: int) -> _Worker:
         inbox = self._ctx.Queue()
+        events, events_writer = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
-                                    args=(slot, self.experiment, self.study_dir, inbox, self._events,
+                                    args=(slot, self.experiment, self.study_dir, inbox, events_writer,
                                           self._threads))
         # The child's environment is copied at start: each worker sees one GPU as its GPU:0.
         gpu = visible_gpu_for(slot, self._gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -101,8 +108,10 @@ class LocalProcessExecutor:
                     os.environ.pop("CUDA_VISIBLE_DEVICES", None)
                 else:
                     os.environ["CUDA_VISIBLE_DEVICES"] = saved
+        # The worker now holds the only write end, so its death reads as EOF here.
+        events_writer.close()
         self.workers_started += 1
-        return _Worker(slot, process, inbox)
+        return _Worker(slot, process, inbox, events)
 
     def _recycle_if_due(self, index: int) -> None:
         worker = self._workers[index]
@@ -113,6 +122,7 @@ class LocalProcessExecutor:
         worker.process.join(timeout=10)
         if worker.process.is_alive():
             worker.process.terminate()
+        worker.events.close()
         self._workers[index] = self._start(worker.slot)
 
     # --- the executor protocol ----------------------------------------------------------
@@ -131,29 +141,40 @@ class LocalProcessExecutor:
 
     def next_event(self) -> Event:
         while True:
-            try:
-                kind, slot, payload = self._events.get(timeout=POLL_SECONDS)
-            except queue.Empty:
-                dead = self._check_workers()
-                if dead is not None:
-                    return dead
-                continue
-            worker = self._workers[slot]
-            if kind == "epoch":
-                if payload.trial_id in self._cancelled:
+            channels = {w.events: w for w in self._workers}
+            for channel in mp_connection.wait(list(channels), timeout=POLL_SECONDS):
+                worker = channels[channel]
+                try:
+                    kind, _, payload = channel.recv()
+                except Exception:   # noqa: BLE001 - EOF or a torn message: the worker died mid-send
+                    worker.process.kill()
+                    worker.process.join(timeout=5)
                     continue
-                worker.epochs += not payload.replayed
-                return EpochDone(payload)
-            if kind == "done":
-                worker.task = None
-                worker.trials_run += 1
-                self._recycle_if_due(slot)
-                if payload.trial_id in self._cancelled:
-                    self._cancelled.discard(payload.trial_id)
-                    continue
-                return payload
-            if kind == "startup_failed":       # the worker could not even build its trainer
-                raise RuntimeError(f"worker {slot} failed to start: {payload}")
+                event = self._receive(worker, kind, payload)
+                if event is not None:
+                    return event
+            dead = self._check_workers()
+            if dead is not None:
+                return dead
+
+    def _receive(self, worker: _Worker, kind: str, payload) -> Event | None:
+        """One message from a worker -> the event to hand on (None: nothing for the runner)."""
+        if kind == "epoch":
+            if payload.trial_id in self._cancelled:
+                return None
+            worker.epochs += not payload.replayed
+            return EpochDone(payload)
+        if kind == "done":
+            worker.task = None
+            worker.trials_run += 1
+            self._recycle_if_due(self._workers.index(worker))
+            if payload.trial_id in self._cancelled:
+                self._cancelled.discard(payload.trial_id)
+                return None
+            return payload
+        if kind == "startup_failed":       # the worker could not even build its trainer
+            raise RuntimeError(f"worker {worker.slot} failed to start: {payload}")
+        return None
 
     def cancel(self, trial_id: int) -> None:
         for worker in self._workers:
@@ -169,6 +190,7 @@ class LocalProcessExecutor:
             if worker.process.is_alive():
                 worker.process.terminate()
                 worker.process.join(timeout=5)
+            worker.events.close()
 
     def _check_workers(self) -> TrialDone | None:
         for index, worker in enumerate(self._workers):
@@ -177,6 +199,7 @@ class LocalProcessExecutor:
             code = worker.process.exitcode
             task = worker.task
             log.warning("worker %d died (exit code %s); starting a new one", worker.slot, code)
+            worker.events.close()
             self._workers[index] = self._start(worker.slot)
             if task is not None and task.trial_id not in self._cancelled:
                 hint = " (killed: out of memory?)" if code in (-9, 137) else ""
@@ -201,7 +224,7 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
         from hpo.training.setup import trainer_for
         trainer = trainer_for(experiment, slot=slot, compile_choices=Study.open(study_dir))
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
-        events.put(("startup_failed", slot, f"{type(exc).__name__}: {exc}"))
+        events.send(("startup_failed", slot, f"{type(exc).__name__}: {exc}"))
         return
     parent = mp.parent_process()
     while True:
@@ -215,7 +238,10 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
             return
         if kind == "cancel":              # arrived after its trial ended: nothing to do
             continue
-        _run_one(trainer, payload, slot, inbox, events)
+        try:
+            _run_one(trainer, payload, slot, inbox, events)
+        except (BrokenPipeError, EOFError):   # the driver is gone: nobody to report to
+            return
 
 
 def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
@@ -223,7 +249,7 @@ def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
     epochs = trainer.run(task)
     try:
         for report in epochs:
-            events.put(("epoch", slot, report))
+            events.send(("epoch", slot, report))
             trained += not report.replayed
             if _cancel_requested(inbox, task.trial_id):
                 epochs.close()
@@ -231,7 +257,7 @@ def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
                 break
     except Exception as exc:  # a failed trial is data for the study, not a crash
         error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
-    events.put(("done", slot, TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
+    events.send(("done", slot, TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
                                         traceback=trace)))
 
 

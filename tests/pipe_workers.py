@@ -1,0 +1,17 @@
+"""Stand-in worker processes for the local executor's event pipes (spawned, so importable)."""
+
+import time
+
+
+def stuck_mid_send(events):
+    """Sends a message far larger than a pipe's buffer: with nobody reading, it blocks part-way."""
+    events.send(("epoch", 0, b"x" * (64 << 20)))
+
+
+def report_then_idle(events, message):
+    events.send(message)
+    time.sleep(120)
+
+
+def idle(events):
+    time.sleep(120)
