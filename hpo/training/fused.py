@@ -7,10 +7,11 @@ meets one shared input: a Dense layer becomes one wide matmul [batch, in] x [in,
 a Conv2D one convolution with K*filters output channels. On this CPU that wide matmul ran
 at about twice the FLOP rate of K narrow ones in one graph (a lone trial's own matmul is
 nearly as fast: benchmarks/matmul_rates.py; fusion's gain there is mostly in the
-elementwise work, Adam and the loss, done once for K trials). Later Dense layers are one einsum over [K, batch, in] x [K, in, out]; later
-convolutions run per trial inside the same graph; pooling folds K into the batch. Each
-trial keeps its own dropout rate and random stream (its TunableDropout seed generator,
-same draws as unfused) and its own optimizer hyperparameters as [K] vectors.
+elementwise work, Adam and the loss, done once for K trials). Later Dense layers are one
+einsum over [K, batch, in] x [K, in, out]; later convolutions run per trial inside the
+same graph; pooling folds K into the batch. Each trial keeps its own dropout rate and
+random stream (its TunableDropout seed generator and `inverted_dropout`, the same draws as
+unfused) and its own optimizer hyperparameters as [K] vectors.
 
 The loss is the *sum* of the per-trial mean losses, so each trial's slice of every gradient
 is exactly its stand-alone gradient; the optimizer update is written out per element
@@ -30,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hpo.models import counter_random
+from hpo.models.layers import inverted_dropout
 from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -151,12 +152,8 @@ class FusedProgram:
                     x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
                     shared = False
                 if training:
-                    # The same draws as each trial's own layer: its generator, the per-trial shape.
-                    per_trial = (self.k,) + (1,) * (len(x.shape) - 1)
-                    keys = counter_random.seed_key(ops.stack([g.next() for g in stacked["generators"]]))
-                    draws = counter_random.uniform(ops.shape(x)[1:], ops.reshape(keys, per_trial))
-                    rates = ops.reshape(ops.cast(stacked["rate"], draws.dtype), per_trial)
-                    x = x * ops.cast(draws >= rates, x.dtype) / ops.cast(1.0 - rates, x.dtype)
+                    # Each trial's own generator and rate: the masks its unfused layer would draw.
+                    x = inverted_dropout(x, ops.stack([g.next() for g in stacked["generators"]]), stacked["rate"])
         return x
 
     def _dense(self, x, stacked):
