@@ -5,7 +5,7 @@ import time
 
 def stuck_mid_send(events):
     """Sends a message far larger than a pipe's buffer: with nobody reading, it blocks part-way."""
-    events.send(("epoch", 0, b"x" * (64 << 20)))
+    events.send(("epoch", b"x" * (64 << 20)))
 
 
 def report_then_idle(events, message):

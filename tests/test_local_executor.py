@@ -107,7 +107,7 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
     executor = object.__new__(LocalProcessExecutor)      # the event loop, without real trainers
     executor._cancelled, executor.recycle_after, replacements = set(), 100, []
     executor._workers = [worker(0, stuck_mid_send, trial_id=1),
-                         worker(1, report_then_idle, ("epoch", 1, report), trial_id=2)]
+                         worker(1, report_then_idle, ("epoch", report), trial_id=2)]
     executor._start = lambda slot: replacements.append(slot) or worker(slot, idle)
     try:
         stuck = executor._workers[0]

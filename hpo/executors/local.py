@@ -145,7 +145,7 @@ class LocalProcessExecutor:
             for channel in mp_connection.wait(list(channels), timeout=POLL_SECONDS):
                 worker = channels[channel]
                 try:
-                    kind, _, payload = channel.recv()
+                    kind, payload = channel.recv()
                 except Exception:   # noqa: BLE001 - EOF or a torn message: the worker died mid-send
                     worker.process.kill()
                     worker.process.join(timeout=5)
@@ -224,7 +224,7 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
         from hpo.training.setup import trainer_for
         trainer = trainer_for(experiment, slot=slot, compile_choices=Study.open(study_dir))
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
-        events.send(("startup_failed", slot, f"{type(exc).__name__}: {exc}"))
+        events.send(("startup_failed", f"{type(exc).__name__}: {exc}"))
         return
     parent = mp.parent_process()
     while True:
@@ -239,17 +239,17 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
         if kind == "cancel":              # arrived after its trial ended: nothing to do
             continue
         try:
-            _run_one(trainer, payload, slot, inbox, events)
+            _run_one(trainer, payload, inbox, events)
         except (BrokenPipeError, EOFError):   # the driver is gone: nobody to report to
             return
 
 
-def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
+def _run_one(trainer, task: TrainTask, inbox, events) -> None:
     trained, error, trace = 0, None, None
     epochs = trainer.run(task)
     try:
         for report in epochs:
-            events.send(("epoch", slot, report))
+            events.send(("epoch", report))
             trained += not report.replayed
             if _cancel_requested(inbox, task.trial_id):
                 epochs.close()
@@ -257,8 +257,8 @@ def _run_one(trainer, task: TrainTask, slot: int, inbox, events) -> None:
                 break
     except Exception as exc:  # a failed trial is data for the study, not a crash
         error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
-    events.send(("done", slot, TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
-                                        traceback=trace)))
+    events.send(("done", TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
+                                   traceback=trace)))
 
 
 def _cancel_requested(inbox, trial_id: int) -> bool:
