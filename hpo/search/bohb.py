@@ -64,7 +64,7 @@ class KDESampler(ConfigSampler):
             config = self._best_candidate(rng, *models, pending)
         if config is None:
             config = self._fresh_random(rng, pending)
-        self.seen.add(_key(config))
+        self.seen.add(config_key(config))
         return config
 
     def _fit(self, rng: np.random.Generator) -> tuple[KDE, KDE] | None:
@@ -91,20 +91,17 @@ class KDESampler(ConfigSampler):
     def _best_candidate(self, rng, good: KDE, bad: KDE, pending) -> dict[str, Any] | None:
         candidates = good.sample(rng, self.num_samples, self.bandwidth_factor)
         score = good.log_pdf(candidates) - bad.log_pdf(candidates)        # log l(x)/g(x)
-        taken = self.seen | {_key(c) for c in pending}
+        taken = self.seen | {config_key(c) for c in pending}
         for index in np.argsort(-score, kind="stable"):
             if not math.isfinite(score[index]):
                 continue
             config = self.space.from_unit(candidates[index])
-            if _key(config) not in taken:
+            if config_key(config) not in taken:
                 return config
         return None
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
         return unseen_sample(self.space, rng, self.seen, pending)
-
-
-_key = config_key
 
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any]) -> ConfigSampler:

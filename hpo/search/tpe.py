@@ -99,7 +99,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._model: tuple[int, list, list] | None = None
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
-        key = _key(config)
+        key = config_key(config)
         known = self.deepest.get(key)
         if known is None or budget >= known[0]:
             self.deepest[key] = (budget, loss, self.space.to_unit(config))
@@ -117,7 +117,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             config = self._best_candidate(rng, pending)
         if config is None:
             config = self._fresh_random(rng, pending)
-        self.seen.add(_key(config))
+        self.seen.add(config_key(config))
         return config
 
     def _fit(self) -> tuple[list, list]:
@@ -158,24 +158,21 @@ class MultiFidelityTPESampler(ConfigSampler):
                     x = dim.levels[dim.snap(x)]
                 candidates[:, j] = x
                 scores[:, j] = good[j].log_pdf(x) - bad[j].log_pdf(x)
-        taken = self.seen | {_key(c) for c in pending}
+        taken = self.seen | {config_key(c) for c in pending}
         if not self._conditional:
             total = scores.sum(axis=1)
             for index in np.argsort(-total, kind="stable"):
                 config = self.space.from_unit(candidates[index])
-                if _key(config) not in taken:
+                if config_key(config) not in taken:
                     return config
             return None
         configs = [self.space.from_unit(row) for row in candidates]
         active = np.array([[name in config for name in self.space.names] for config in configs])
         total = np.where(active, scores, 0.0).sum(axis=1)            # log l(x)/g(x) over active dims
         for index in np.argsort(-total, kind="stable"):
-            if _key(configs[index]) not in taken:
+            if config_key(configs[index]) not in taken:
                 return configs[index]
         return None
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
         return unseen_sample(self.space, rng, self.seen, pending)
-
-
-_key = config_key
