@@ -87,8 +87,6 @@ class Trainer:
     def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
         """The values a fresh seeded build gives its variables (`model.variables` order),
         without a live model once a real build has vouched for the stateless path."""
-        import tensorflow as tf
-
         signature = architecture_signature(params, self.builder)
         if self._stateless_init.get(signature) is None:
             model = self.build_model(params, seed)
@@ -96,19 +94,24 @@ class Trainer:
             return [v.value for v in model.variables]
         if not self._stateless_init[signature]:
             return [v.value for v in self.build_model(params, seed).variables]
+        try:
+            return self._stateless_values(params, seed)
+        except Exception as exc:
+            raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+
+    def _stateless_values(self, params: Mapping[str, Any], seed: int) -> list | None:
+        """`initial_values` under the trial's seed, on this trainer's device."""
+        import tensorflow as tf
+
         seed_trial(seed)
         with tf.device(self.device):
-            try:
-                return initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
-            except Exception as exc:
-                raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+            return initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
 
     def _verify_stateless_init(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
         if signature in self._stateless_init:
             return
-        seed_trial(seed)
         try:
-            values = initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
+            values = self._stateless_values(params, seed)
         except Exception:   # noqa: BLE001 - a builder that needs live variables: real builds it is
             values = None
         self._stateless_init[signature] = same_values(model.variables, values)
