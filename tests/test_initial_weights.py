@@ -72,3 +72,98 @@ def test_a_builder_the_stateless_path_cannot_handle_falls_back_to_real_builds(di
     assert list(trainer._stateless_init.values()) == [False]
     for a, b in zip(trainer.fresh_weights(params, seed=4), real_values(trainer, params, seed=4)):
         np.testing.assert_array_equal(np.asarray(a), b)
+
+
+class CountingBuilder:
+    """Wraps a builder, counting how often it runs (a recipe replays without it)."""
+
+    def __init__(self, builder):
+        self.builder, self.calls = builder, 0
+        self.tunable_params = getattr(builder, "tunable_params", ())
+        self.__module__, self.__qualname__ = builder.__module__, builder.__qualname__
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.builder(*args)
+
+
+@pytest.mark.parametrize("builder, params", [
+    ("mlp", {"layers": 2, "units": 32}),
+    ("cnn", {"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 16}),
+])
+def test_after_two_trials_initial_weights_are_replayed_without_the_builder(digits, builder, params):
+    from hpo.training.initial_weights import InitRecipe
+
+    counting = CountingBuilder(get_builder(builder))
+    trainer = make_trainer(digits, counting)
+    params = trainer.resolve(params)
+    for seed in (1, 2):                                  # a real and a stateless build, then one stateless
+        trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
+    assert all(isinstance(r, InitRecipe) for r in trainer._init_recipes.values())
+    calls = counting.calls
+    replayed = {seed: trainer.fresh_weights({**params, "dropout": 0.04 * seed}, seed) for seed in (3, 4, 9)}
+    assert counting.calls == calls
+    for seed, values in replayed.items():
+        real = real_values(trainer, {**params, "dropout": 0.04 * seed}, seed)
+        assert len(values) == len(real)
+        for a, b in zip(values, real):
+            np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def build_with_own_draws(config, input_shape, num_classes):
+    """Uses Python's random for its own purposes: the seed draws cannot be told apart."""
+    import random
+    inputs = keras.Input(input_shape)
+    x = keras.layers.Dense(8 + int(random.random() < 0))(inputs)
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(TunableDropout(float(config["dropout"]))(x)))
+
+
+def build_with_derived_constant(config, input_shape, num_classes):
+    """Holds 1 - dropout, which is no parameter's value: a recipe cannot say where it comes from."""
+    inputs = keras.Input(input_shape)
+    x = keras.layers.Dense(8)(inputs)
+    x = keras.layers.Dense(8, bias_initializer=keras.initializers.Constant(1 - float(config["dropout"])))(x)
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(TunableDropout(float(config["dropout"]))(x)))
+
+
+def build_with_fixed_seed(config, input_shape, num_classes):
+    """An explicitly seeded kernel is the same in every trial; the rest follows the trial's seed."""
+    inputs = keras.Input(input_shape)
+    x = keras.layers.Dense(8, kernel_initializer=keras.initializers.GlorotUniform(seed=42))(inputs)
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(TunableDropout(float(config["dropout"]))(x)))
+
+
+for _builder in (build_with_own_draws, build_with_derived_constant, build_with_fixed_seed):
+    _builder.tunable_params = ("dropout",)
+
+
+@pytest.mark.parametrize("builder, replayed", [
+    (build_with_own_draws, False), (build_with_derived_constant, False), (build_with_fixed_seed, True)])
+def test_builders_a_recipe_cannot_explain_keep_running_and_all_give_exact_weights(digits, builder, replayed):
+    from hpo.training.initial_weights import InitRecipe
+
+    trainer = make_trainer(digits, builder)
+    params = trainer.resolve({})
+    for seed in (1, 2, 3, 5):
+        trial = {**params, "dropout": 0.1 * seed}
+        values = trainer.fresh_weights(trial, seed)
+        for a, b in zip(values, real_values(trainer, trial, seed), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), b)
+    assert [isinstance(r, InitRecipe) for r in trainer._init_recipes.values()] == [replayed]
+
+
+def test_a_recipe_waits_for_a_trial_whose_tunable_values_differ(digits):
+    """Two trials with the same dropout cannot show whether the rate is a constant."""
+    from hpo.training.initial_weights import InitRecipe, StatelessBuild
+
+    trainer = make_trainer(digits, get_builder("mlp"))
+    params = trainer.resolve({"layers": 1, "units": 16, "dropout": 0.2})
+    trainer.fresh_weights(params, 1)
+    trainer.fresh_weights(params, 2)
+    assert isinstance(next(iter(trainer._init_recipes.values())), StatelessBuild)
+    trainer.fresh_weights({**params, "dropout": 0.3}, 3)
+    recipe = next(iter(trainer._init_recipes.values()))
+    assert isinstance(recipe, InitRecipe)
+    for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.45}, 4),
+                    real_values(trainer, {**params, "dropout": 0.45}, 4), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), b)

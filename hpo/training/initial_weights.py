@@ -7,41 +7,79 @@ records each variable's shape and initializer instead of creating it; calling th
 initializers gives the same values (the seeds are drawn from Python's `random` when the
 initializers are constructed, in the same order as a real build) at 8 ms.
 
-This leans on two private attributes of Keras variables (`_initializer`, `_shape`), so the
-trainer checks the values against a real build once per architecture and only then uses
-this path (`Trainer._stateless_init`); a Keras release that changes them falls back to
-real builds.
+Those 8 ms are still mostly the builder's Python, and a small model trains a whole
+Hyperband rung in a few times that. So once two stateless builds of one architecture have
+been seen, an `InitRecipe` replays them: it draws the same seeds from Python's `random` and
+calls only the random initializers, under 1 ms. The recipe is learnt by comparing the two
+builds, and kept only if it reproduces the second one exactly.
+
+This leans on private attributes of Keras variables (`_initializer`, `_shape`) and on
+initializers keeping their seed in `.seed`, so the trainer checks the stateless values
+against a real build once per architecture (`Trainer._stateless_init`), and the recipe
+against a stateless build; a Keras release that changes them falls back to builds.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import random
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+# Keras's `make_default_seed()`: every unseeded initializer and SeedGenerator draws one.
+_SEED_LOW, _SEED_HIGH = 1, int(1e9)
+_MAX_DRAWS = 10_000
 
-def initial_values(builder: Callable, params: Mapping[str, Any], input_shape: tuple, num_classes: int) -> list | None:
-    """The builder's variables (`model.variables` order) as freshly initialised tensors,
-    under whatever seed the caller set; None when this Keras does not defer initialisation."""
+
+@dataclasses.dataclass
+class StatelessBuild:
+    """What one stateless build of the builder gave, under the seed the caller set."""
+    params: dict[str, Any]
+    initializers: list            # per variable, `model.variables` order
+    shapes: list[tuple]
+    dtypes: list[str]
+    values: list                  # the initialised tensors
+    draws: list[int] | None       # the seeds it drew from Python's `random`, in order (None:
+                                  # it used `random` otherwise, so it cannot be replayed)
+
+
+def stateless_build(builder: Callable, params: Mapping[str, Any], input_shape: tuple,
+                    num_classes: int, record_draws: bool = False) -> StatelessBuild | None:
+    """The builder's variables as freshly initialised tensors, with what made them (the seed
+    draws only if `record_draws`: finding them costs a replay of `random`); None when this
+    Keras does not defer initialisation."""
     import keras
     from keras.src.backend.common import global_state
 
     key = "uninitialized_variables"
     before = list(global_state.get_global_attribute(key, []) or [])
+    random_before = random.getstate()
     try:
         with keras.StatelessScope(initialize_variables=False):
             model = builder(params, input_shape, num_classes)
-        values = []
+        build = StatelessBuild(dict(params), [], [], [], [], [])
         for variable in model.variables:
             initializer, shape = getattr(variable, "_initializer", None), getattr(variable, "_shape", None)
             if not callable(initializer) or shape is None:
                 return None
-            values.append(initializer(shape, dtype=variable.dtype))
-        return values
+            build.initializers.append(initializer)
+            build.shapes.append(tuple(shape))
+            build.dtypes.append(variable.dtype)
+            build.values.append(initializer(shape, dtype=variable.dtype))
+        build.draws = _seed_draws(random_before, random.getstate()) if record_draws else None
+        return build
     finally:
         # The deferred variables are registered globally for a later initialize_all_variables();
         # ours are never initialised, and keeping them would leak one model per trial.
         global_state.set_global_attribute(key, before)
+
+
+def initial_values(builder: Callable, params: Mapping[str, Any], input_shape: tuple, num_classes: int) -> list | None:
+    """`stateless_build`'s values alone (`model.variables` order)."""
+    build = stateless_build(builder, params, input_shape, num_classes)
+    return None if build is None else build.values
 
 
 def same_values(model_variables: Sequence, values: Sequence | None) -> bool:
@@ -53,3 +91,142 @@ def same_values(model_variables: Sequence, values: Sequence | None) -> bool:
     return all(tuple(v.shape) == tuple(value.shape) and
                np.array_equal(ops.convert_to_numpy(v.value), ops.convert_to_numpy(value))
                for v, value in zip(model_variables, values))
+
+
+def _seed_draws(start_state, end_state) -> list[int] | None:
+    """The seeds Keras drew between two states of Python's `random`, found by making its
+    call from the start state until the end state comes back; None when the builder used
+    `random` some other way."""
+    rng = random.Random()
+    rng.setstate(start_state)
+    draws: list[int] = []
+    while rng.getstate() != end_state:
+        if len(draws) >= _MAX_DRAWS:
+            return None
+        draws.append(rng.randint(_SEED_LOW, _SEED_HIGH))
+    return draws
+
+
+# --- replaying a build ----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Seeded:
+    """A random initializer: the same object, called with the seed drawn at `draw`."""
+    initializer: Any
+    shape: tuple
+    dtype: str
+    draw: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _DrawnIntegers:
+    """An integer value holding drawn seeds (a SeedGenerator's state): `draws` maps a flat
+    position to the draw it holds; every other position is as in `template`."""
+    template: np.ndarray
+    draws: tuple[tuple[int, int], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class _FromParam:
+    """A value filled with one of the trial's parameters (TunableDropout's rate)."""
+    name: str
+    shape: tuple
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fixed:
+    """The same for every trial of the architecture (zero biases, an explicitly seeded kernel)."""
+    value: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class InitRecipe:
+    """How one architecture's initial values follow from the trial's seed and parameters."""
+    draws: int
+    parts: tuple
+
+    def values(self, params: Mapping[str, Any]) -> list:
+        """A fresh build's values under the seed the caller set; leaves Python's `random` where
+        the build would."""
+        return self._values(params, [random.randint(_SEED_LOW, _SEED_HIGH) for _ in range(self.draws)])
+
+    def _values(self, params: Mapping[str, Any], draws: Sequence[int]) -> list:
+        values = []
+        for part in self.parts:
+            if isinstance(part, _Seeded):
+                initializer = copy.copy(part.initializer)
+                initializer.seed = draws[part.draw]
+                values.append(initializer(part.shape, dtype=part.dtype))
+            elif isinstance(part, _DrawnIntegers):
+                value = part.template.copy()
+                flat = value.reshape(-1)
+                for position, draw in part.draws:
+                    flat[position] = draws[draw]
+                values.append(value)
+            elif isinstance(part, _FromParam):
+                values.append(np.full(part.shape, params[part.name], dtype=part.dtype))
+            else:
+                values.append(part.value)
+        return values
+
+
+def differ_in_all(a: Mapping[str, Any], b: Mapping[str, Any], names: Sequence[str]) -> bool:
+    """Whether two trials' values differ for every one of `names` they have: only then can
+    `learn_recipe` tell a parameter's value from a constant."""
+    return all(a[name] != b[name] for name in names if name in a and name in b)
+
+
+def learn_recipe(first: StatelessBuild, second: StatelessBuild, tunable: Sequence[str] = ()) -> InitRecipe | None:
+    """A recipe that explains both builds (different seeds, and different values of every
+    parameter a variable might hold; `tunable` names are tried first), checked by replaying
+    the second exactly; None when a variable follows neither the seeds, a parameter nor a
+    constant."""
+    if (first.draws is None or second.draws is None or len(first.draws) != len(second.draws)
+            or len(set(first.draws)) != len(first.draws)
+            or first.shapes != second.shapes or first.dtypes != second.dtypes):
+        return None
+    position = {draw: i for i, draw in enumerate(first.draws)}
+    parts = []
+    for i in range(len(first.shapes)):
+        part = _explain(first, second, i, position, tunable)
+        if part is None:
+            return None
+        parts.append(part)
+    recipe = InitRecipe(len(first.draws), tuple(parts))
+    try:
+        replayed = recipe._values(second.params, second.draws)
+    except Exception:   # noqa: BLE001 - an initializer that will not take a new seed: no recipe
+        return None
+    exact = all(np.array_equal(_numpy(a), _numpy(b)) and _numpy(a).dtype == _numpy(b).dtype
+                for a, b in zip(replayed, second.values))
+    return recipe if exact else None
+
+
+def _explain(first: StatelessBuild, second: StatelessBuild, i: int, position: dict[int, int],
+             tunable: Sequence[str]):
+    a, b = _numpy(first.values[i]), _numpy(second.values[i])
+    shape, dtype = first.shapes[i], first.dtypes[i]
+    seed = getattr(first.initializers[i], "seed", None)
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed in position:
+        return _Seeded(first.initializers[i], shape, dtype, position[seed])
+    if np.issubdtype(a.dtype, np.integer):
+        drawn = tuple((p, position[int(v)]) for p, v in enumerate(a.reshape(-1)) if int(v) in position)
+        if drawn:
+            return _DrawnIntegers(a, drawn)
+    if np.array_equal(a, b):
+        return _Fixed(a)
+    shared = set(first.params) & set(second.params)
+    for name in [n for n in tunable if n in shared] + sorted(shared - set(tunable)):
+        try:
+            held_a = np.full(shape, first.params[name], dtype=a.dtype)
+            held_b = np.full(shape, second.params[name], dtype=b.dtype)
+        except (TypeError, ValueError):
+            continue
+        if np.array_equal(a, held_a) and np.array_equal(b, held_b):
+            return _FromParam(name, shape, dtype)
+    return None
+
+
+def _numpy(value) -> np.ndarray:
+    from keras import ops
+    return np.asarray(ops.convert_to_numpy(value))

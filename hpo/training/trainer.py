@@ -23,7 +23,8 @@ from hpo.training.checkpoint import checkpoint_epoch, checkpoint_meta, load_chec
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
-from hpo.training.initial_weights import initial_values, same_values
+from hpo.training.initial_weights import (InitRecipe, StatelessBuild, differ_in_all, learn_recipe, same_values,
+                                          stateless_build)
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
@@ -54,6 +55,8 @@ class Trainer:
         self.compile_choices = compile_choices if compile_choices is not None else InMemoryCompileChoices()
         self.programs = ProgramCache(cache_capacity)
         self._stateless_init: dict[str, bool] = {}   # signature -> values checked against a real build
+        # signature -> the replay recipe, the first stateless build to learn it from, or False
+        self._init_recipes: dict[str, InitRecipe | StatelessBuild | bool] = {}
         self._janitor = KernelCacheJanitor()
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
@@ -86,7 +89,8 @@ class Trainer:
 
     def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
         """The values a fresh seeded build gives its variables (`model.variables` order),
-        without a live model once a real build has vouched for the stateless path."""
+        without a live model once a real build has vouched for the stateless path, and
+        without running the builder once two stateless builds have taught a recipe."""
         signature = architecture_signature(params, self.builder)
         if self._stateless_init.get(signature) is None:
             model = self.build_model(params, seed)
@@ -95,27 +99,50 @@ class Trainer:
         if not self._stateless_init[signature]:
             return [v.value for v in self.build_model(params, seed).variables]
         try:
-            return self._stateless_values(params, seed)
+            recipe = self._init_recipes.get(signature)
+            if isinstance(recipe, InitRecipe):
+                return self._on_device(seed, lambda: recipe.values(params))
+            learning = recipe is None or isinstance(recipe, StatelessBuild)
+            build = self._stateless_build(params, seed, record_draws=learning)
         except Exception as exc:
             raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+        if learning:
+            self._learn_recipe(signature, recipe, build)
+        return build.values
 
-    def _stateless_values(self, params: Mapping[str, Any], seed: int) -> list | None:
-        """`initial_values` under the trial's seed, on this trainer's device."""
+    def _learn_recipe(self, signature: str, first: StatelessBuild | None, build: StatelessBuild) -> None:
+        tunable = getattr(self.builder, "tunable_params", ())
+        if first is None or not differ_in_all(first.params, build.params, tunable):
+            self._init_recipes[signature] = build       # a later trial that differs teaches it
+            return
+        self._init_recipes[signature] = learn_recipe(first, build, tunable) or False
+        if not self._init_recipes[signature]:
+            log.info("initial weights do not follow the seeds and parameters in a way we can replay; "
+                     "running the builder for each trial")
+
+    def _stateless_build(self, params: Mapping[str, Any], seed: int, record_draws: bool = False) -> StatelessBuild | None:
+        """`stateless_build` under the trial's seed, on this trainer's device."""
+        return self._on_device(seed, lambda: stateless_build(self.builder, params, self.dataset.input_shape,
+                                                             self.dataset.num_classes, record_draws))
+
+    def _on_device(self, seed: int, make: Callable):
         import tensorflow as tf
 
         seed_trial(seed)
         with tf.device(self.device):
-            return initial_values(self.builder, params, self.dataset.input_shape, self.dataset.num_classes)
+            return make()
 
     def _verify_stateless_init(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
         if signature in self._stateless_init:
             return
         try:
-            values = self._stateless_values(params, seed)
+            build = self._stateless_build(params, seed, record_draws=True)
         except Exception:   # noqa: BLE001 - a builder that needs live variables: real builds it is
-            values = None
-        self._stateless_init[signature] = same_values(model.variables, values)
-        if not self._stateless_init[signature]:
+            build = None
+        self._stateless_init[signature] = same_values(model.variables, build and build.values)
+        if self._stateless_init[signature]:
+            self._init_recipes[signature] = build       # the first of the two builds a recipe needs
+        else:
             log.info("stateless initialisation does not reproduce this builder's weights; building each trial")
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
