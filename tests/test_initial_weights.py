@@ -167,3 +167,15 @@ def test_a_recipe_waits_for_a_trial_whose_tunable_values_differ(digits):
     for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.45}, 4),
                     real_values(trainer, {**params, "dropout": 0.45}, 4), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def test_a_trial_without_a_parameter_the_recipe_fills_gets_the_builders_default(digits):
+    from hpo.training.initial_weights import InitRecipe
+
+    trainer = make_trainer(digits, get_builder("mlp"))
+    params = trainer.resolve({"layers": 1, "units": 16})
+    for seed in (1, 2):
+        trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
+    assert isinstance(next(iter(trainer._init_recipes.values())), InitRecipe)
+    for a, b in zip(trainer.fresh_weights(params, 5), real_values(trainer, params, 5), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), b)

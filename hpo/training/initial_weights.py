@@ -145,6 +145,11 @@ class InitRecipe:
     draws: int
     parts: tuple
 
+    def covers(self, params: Mapping[str, Any]) -> bool:
+        """Whether `params` has every parameter the recipe fills a value from (a conditional
+        one may be absent, leaving the builder's own default)."""
+        return all(part.name in params for part in self.parts if isinstance(part, _FromParam))
+
     def values(self, params: Mapping[str, Any]) -> list:
         """A fresh build's values under the seed the caller set; leaves Python's `random` where
         the build would."""

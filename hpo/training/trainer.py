@@ -100,7 +100,7 @@ class Trainer:
             return [v.value for v in self.build_model(params, seed).variables]
         try:
             recipe = self._init_recipes.get(signature)
-            if isinstance(recipe, InitRecipe):
+            if isinstance(recipe, InitRecipe) and recipe.covers(params):
                 return self._on_device(seed, lambda: recipe.values(params))
             learning = recipe is None or isinstance(recipe, StatelessBuild)
             build = self._stateless_build(params, seed, record_draws=learning)
