@@ -102,6 +102,8 @@ def test_yaml_syntax_error_gives_line_and_column(tmp_path):
     ({"execution": {"max_retries": -1}}, None, "a value >= 0"),
     ({"training": {"fuse": 0}}, None, "a whole number from 1 to 64, or 'auto'"),
     ({"training": {"fuse": "many"}}, None, "training.fuse.*a whole number from 1 to 64, or 'auto'"),
+    ({"training": {"fuse": 4}, "execution": {"backend": "dask"}}, None,
+     "training.fuse.*'inline' and 'local' backends; the dask backend trains one trial per task"),
 ])
 def test_bad_values_are_rejected_with_what_was_expected(section, value, fragment):
     raw = {**MINIMAL, **{k: {**MINIMAL.get(k, {}), **v} for k, v in section.items()}}

@@ -153,3 +153,35 @@ def test_disk_full_while_checkpointing_fails_that_trial_and_keeps_the_study(tmp_
     study.close()
     status = hpo("status", str(study_dir))
     assert status.returncode == 0 and "No space left" in status.stdout
+
+
+def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_group(tmp_path):
+    """A local worker fusing 4 trials dies: all 4 come back lost, run again, and each epoch of
+    each trial is recorded once (the retries' earlier epochs are not reported twice)."""
+    study_dir = tmp_path / "study"
+    fixed_architecture = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
+                          "--set", "model.params={layers: 1, units: 16}"]
+    driver = start_hpo("search", SMOKE, "--study-dir", str(study_dir), *LONG_TRIALS, *fixed_architecture,
+                       "--set", "execution.backend=local", "--set", "execution.workers=1",
+                       "--set", "training.fuse=4", "--set", "execution.max_retries=1")
+    try:
+        wait_for(lambda: running_trial_with_epochs(study_dir, 3) is not None, what="a trial 3 epochs in",
+                 process=driver)
+        workers = worker_processes(driver.pid)
+        assert len(workers) == 1, workers
+        kill(workers[0])
+        out, err = driver.communicate(timeout=240)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, err[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 4 and all(t.state.value == "complete" for t in trials), \
+        [(t.trial_id, t.state, t.error) for t in trials]
+    assert [t.attempts for t in trials] == [2, 2, 2, 2]
+    for t in trials:
+        epochs = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
+                                          (t.trial_id,))]
+        assert epochs == list(range(1, EPOCHS + 1)), (t.trial_id, epochs)
+    fused = query(study_dir, "SELECT COUNT(*) FROM epochs WHERE metrics LIKE '%fused_trials%'")
+    assert fused[0][0] == 4 * EPOCHS

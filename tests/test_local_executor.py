@@ -83,6 +83,7 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
     events get through (the likely cause of a CI hang in the kill test). Each worker now has
     its own pipe: the torn one reads as a dead worker, whose trial is reported lost, and the
     other worker's events still arrive."""
+    import collections
     import multiprocessing as mp
     import threading
 
@@ -99,13 +100,14 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
         process = ctx.Process(target=target, args=(writer, *args), daemon=True)
         process.start()
         writer.close()
-        task = None if trial_id is None else TrainTask(trial_id=trial_id, config={}, start_epoch=0, end_epoch=5,
-                                                       seed=0, checkpoint_out="unused.npz")
-        return _Worker(slot, process, inbox=None, events=events, task=task)
+        held = {} if trial_id is None else {trial_id: TrainTask(trial_id=trial_id, config={}, start_epoch=0,
+                                                                end_epoch=5, seed=0, checkpoint_out="unused.npz")}
+        return _Worker(slot, process, inbox=None, events=events, tasks=held, epochs={t: 0 for t in held})
 
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
     executor = object.__new__(LocalProcessExecutor)      # the event loop, without real trainers
     executor._cancelled, executor.recycle_after, replacements = set(), 100, []
+    executor._backlog = collections.deque()
     executor._workers = [worker(0, stuck_mid_send, trial_id=1),
                          worker(1, report_then_idle, ("epoch", report), trial_id=2)]
     executor._start = lambda slot: replacements.append(slot) or worker(slot, idle)

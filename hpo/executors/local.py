@@ -12,8 +12,16 @@ killed mid-send (kill -9 lands anywhere) would leave a shared queue's write lock
 its stream torn, wedging every other worker's events for good; a private pipe only tears
 its own, which the driver reads as EOF and drops with the dead worker.
 
+With `training.fuse` > 1 (or `auto`) each worker takes several trials at once and runs them
+through its own `InlineExecutor`, which trains those sharing an architecture, batch size and
+epoch range as one fused program: on GPUs, one worker per GPU filling it with a fused
+group is where fusion pays most. The driver spreads trials evenly over the workers and
+sends each worker its share in one message, and only when no event is waiting (a group's
+ends arrive together, so the trials refilling its slots leave together): a worker sees its
+whole share before it starts, and can fuse it.
+
 A worker that dies (out of memory, a segfault in a native op, kill -9) is replaced and its
-trial reported lost, so the runner retries it from its last progress checkpoint (up to
+trials reported lost, so the runner retries it from its last progress checkpoint (up to
 `execution.max_retries`). Workers are also replaced after `execution.recycle_after`
 trials, so whatever a framework leaks per trial cannot pile up over a long search.
 """
@@ -25,8 +33,8 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import traceback
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 
@@ -63,14 +71,21 @@ def default_workers(devices: list[str], cpu_count: int) -> int:
     return len(gpus) if gpus else max(1, min(cpu_count, 8))
 
 
+def worker_capacity(fuse: int | str) -> int:
+    """How many trials one worker takes at once: one, or what `training.fuse` lets it fuse."""
+    from hpo.training.fuse_size import AUTO_CEILING
+    return AUTO_CEILING if fuse == "auto" else max(1, int(fuse))
+
+
 @dataclass
 class _Worker:
     slot: int
     process: mp.Process
     inbox: mp.Queue
     events: mp_connection.Connection     # the read end of this worker's own event pipe
-    task: TrainTask | None = None
-    epochs: int = 0
+    tasks: dict[int, TrainTask] = field(default_factory=dict)   # trial id -> task it holds
+    unsent: list[TrainTask] = field(default_factory=list)      # submitted, not yet sent to it
+    epochs: dict[int, int] = field(default_factory=dict)       # trial id -> epochs trained
     trials_run: int = 0
 
 
@@ -81,6 +96,7 @@ class LocalProcessExecutor:
         self.experiment = experiment
         self.study_dir = str(study_dir)
         self.slots = workers
+        self.capacity = worker_capacity(experiment.training.fuse)
         self._ctx = mp.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
@@ -88,6 +104,7 @@ class LocalProcessExecutor:
         self.workers_started = 0
         self._workers = [self._start(slot) for slot in range(workers)]
         self._cancelled: set[int] = set()
+        self._backlog: deque[Event] = deque()    # events found together (a dead worker's trials)
 
     def _start(self, slot: int) -> _Worker:
         inbox = self._ctx.Queue()
@@ -115,7 +132,7 @@ class LocalProcessExecutor:
 
     def _recycle_if_due(self, index: int) -> None:
         worker = self._workers[index]
-        if worker.trials_run < self.recycle_after:
+        if worker.trials_run < self.recycle_after or worker.tasks:
             return
         log.info("worker %d ran %d trials; replacing it with a fresh process", worker.slot, worker.trials_run)
         worker.inbox.put(("stop", None))
@@ -127,22 +144,31 @@ class LocalProcessExecutor:
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
-        return sum(1 for w in self._workers if w.task is None)
+        return sum(self.capacity - len(w.tasks) for w in self._workers)
 
     def running(self) -> list[int]:
-        return [w.task.trial_id for w in self._workers if w.task is not None]
+        return [trial_id for w in self._workers for trial_id in w.tasks]
 
     def submit(self, task: TrainTask) -> None:
-        worker = next((w for w in self._workers if w.task is None), None)
-        if worker is None:
+        free = [w for w in self._workers if len(w.tasks) < self.capacity]
+        if not free:
             raise RuntimeError("no free worker")
-        worker.task, worker.epochs = task, 0
-        worker.inbox.put(("run", task))
+        worker = min(free, key=lambda w: len(w.tasks))      # spread evenly: every worker busy
+        worker.tasks[task.trial_id], worker.epochs[task.trial_id] = task, 0
+        worker.unsent.append(task)
 
     def next_event(self) -> Event:
         while True:
+            if self._backlog:
+                return self._backlog.popleft()
             channels = {w.events: w for w in self._workers}
-            for channel in mp_connection.wait(list(channels), timeout=POLL_SECONDS):
+            ready = mp_connection.wait(list(channels), timeout=0)
+            if not ready:
+                # Submitted trials go out only when no event is waiting: a fused group's ends
+                # arrive together, and the trials that refill its slots then leave as one share.
+                self._send_submitted()
+                ready = mp_connection.wait(list(channels), timeout=POLL_SECONDS)
+            for channel in ready:
                 worker = channels[channel]
                 try:
                     kind, payload = channel.recv()
@@ -153,19 +179,25 @@ class LocalProcessExecutor:
                 event = self._receive(worker, kind, payload)
                 if event is not None:
                     return event
-            dead = self._check_workers()
-            if dead is not None:
-                return dead
+            self._backlog.extend(self._check_workers())
+
+    def _send_submitted(self) -> None:
+        """Each worker's newly submitted trials, in one message: it sees them together."""
+        for worker in self._workers:
+            if worker.unsent:
+                worker.inbox.put(("run", list(worker.unsent)))
+                worker.unsent.clear()
 
     def _receive(self, worker: _Worker, kind: str, payload) -> Event | None:
         """One message from a worker -> the event to hand on (None: nothing for the runner)."""
         if kind == "epoch":
-            if payload.trial_id in self._cancelled:
+            if payload.trial_id in self._cancelled or payload.trial_id not in worker.epochs:
                 return None
-            worker.epochs += not payload.replayed
+            worker.epochs[payload.trial_id] += not payload.replayed
             return EpochDone(payload)
         if kind == "done":
-            worker.task = None
+            worker.tasks.pop(payload.trial_id, None)
+            worker.epochs.pop(payload.trial_id, None)
             worker.trials_run += 1
             self._recycle_if_due(self._workers.index(worker))
             if payload.trial_id in self._cancelled:
@@ -178,7 +210,13 @@ class LocalProcessExecutor:
 
     def cancel(self, trial_id: int) -> None:
         for worker in self._workers:
-            if worker.task is not None and worker.task.trial_id == trial_id:
+            if trial_id not in worker.tasks:
+                continue
+            unsent = [t for t in worker.unsent if t.trial_id == trial_id]
+            if unsent:                                  # never left the driver
+                worker.unsent.remove(unsent[0])
+                del worker.tasks[trial_id], worker.epochs[trial_id]
+            else:
                 self._cancelled.add(trial_id)
                 worker.inbox.put(("cancel", trial_id))
 
@@ -192,20 +230,22 @@ class LocalProcessExecutor:
                 worker.process.join(timeout=5)
             worker.events.close()
 
-    def _check_workers(self) -> TrialDone | None:
+    def _check_workers(self) -> list[TrialDone]:
+        """Replace dead workers; their trials come back lost (worth another attempt)."""
+        lost = []
         for index, worker in enumerate(self._workers):
             if worker.process.is_alive():
                 continue
             code = worker.process.exitcode
-            task = worker.task
             log.warning("worker %d died (exit code %s); starting a new one", worker.slot, code)
             worker.events.close()
             self._workers[index] = self._start(worker.slot)
-            if task is not None and task.trial_id not in self._cancelled:
-                hint = " (killed: out of memory?)" if code in (-9, 137) else ""
-                return TrialDone(trial_id=task.trial_id, epochs_trained=worker.epochs,
-                                 error=f"worker process died with exit code {code}{hint}", lost=True)
-        return None
+            hint = " (killed: out of memory?)" if code in (-9, 137) else ""
+            for trial_id in worker.tasks:
+                if trial_id not in self._cancelled:
+                    lost.append(TrialDone(trial_id=trial_id, epochs_trained=worker.epochs.get(trial_id, 0),
+                                          error=f"worker process died with exit code {code}{hint}", lost=True))
+        return lost
 
 
 # --- inside a worker process --------------------------------------------------------------
@@ -226,49 +266,51 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
         events.send(("startup_failed", f"{type(exc).__name__}: {exc}"))
         return
+    from hpo.executors.inline import InlineExecutor
+    executor = InlineExecutor(lambda: trainer, fuse=experiment.training.fuse)
     parent = mp.parent_process()
     while True:
         try:
-            kind, payload = inbox.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if parent is not None and not parent.is_alive():   # the driver was killed: do not linger
+            if not executor.running():
+                try:
+                    message = inbox.get(timeout=POLL_SECONDS)
+                except queue.Empty:
+                    if parent is not None and not parent.is_alive():   # the driver was killed: do not linger
+                        return
+                    continue
+                if not _handle(message, executor, events):
+                    return
+                continue
+            if not _drain(inbox, executor, events):
                 return
-            continue
-        if kind == "stop":
-            return
-        if kind == "cancel":              # arrived after its trial ended: nothing to do
-            continue
-        try:
-            _run_one(trainer, payload, inbox, events)
+            if executor.running():
+                event = executor.next_event()
+                events.send(("epoch", event.report) if isinstance(event, EpochDone) else ("done", event))
         except (BrokenPipeError, EOFError):   # the driver is gone: nobody to report to
             return
 
 
-def _run_one(trainer, task: TrainTask, inbox, events) -> None:
-    trained, error, trace = 0, None, None
-    epochs = trainer.run(task)
-    try:
-        for report in epochs:
-            events.send(("epoch", report))
-            trained += not report.replayed
-            if _cancel_requested(inbox, task.trial_id):
-                epochs.close()
-                error = "cancelled"
-                break
-    except Exception as exc:  # a failed trial is data for the study, not a crash
-        error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
-    events.send(("done", TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error,
-                                   traceback=trace)))
+def _drain(inbox, executor, events) -> bool:
+    """Between epochs: the messages that arrived meanwhile (False: stop)."""
+    while True:
+        try:
+            message = inbox.get_nowait()
+        except queue.Empty:
+            return True
+        if not _handle(message, executor, events):
+            return False
 
 
-def _cancel_requested(inbox, trial_id: int) -> bool:
-    """Between epochs: a pending cancel for this trial? (Other messages cannot be queued
-    while the worker is busy: the driver only submits to idle workers.)"""
-    try:
-        kind, payload = inbox.get_nowait()
-    except queue.Empty:
+def _handle(message, executor, events) -> bool:
+    """One message from the driver (False: stop the worker)."""
+    kind, payload = message
+    if kind == "stop":
+        executor.close()
         return False
-    if kind == "stop":                     # the driver is closing: stop now, and stop after
-        inbox.put(("stop", None))
-        return True
-    return kind == "cancel" and payload == trial_id
+    if kind == "run":
+        for task in payload:
+            executor.submit(task)
+    elif kind == "cancel" and payload in executor.running():   # else it ended before the cancel came
+        executor.cancel(payload)
+        events.send(("done", TrialDone(trial_id=payload, epochs_trained=0, error="cancelled")))
+    return True
