@@ -11,7 +11,9 @@ elementwise work, Adam and the loss, done once for K trials). Later Dense layers
 einsum over [K, batch, in] x [K, in, out]; later convolutions run per trial inside the
 same graph; pooling folds K into the batch. Each trial keeps its own dropout rate and
 random stream (its TunableDropout seed generator and `inverted_dropout`, the same draws as
-unfused) and its own optimizer hyperparameters as [K] vectors.
+unfused) and its own optimizer hyperparameters as [K] vectors. BatchNormalization takes
+each trial's statistics over that trial's own batch and keeps its own moving averages;
+LayerNormalization is per sample anyway; both keep a per-trial scale and offset.
 
 The loss is the *sum* of the per-trial mean losses, so each trial's slice of every gradient
 is exactly its stand-alone gradient; the optimizer update is written out per element
@@ -36,6 +38,9 @@ from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
+# Normalisation layers and their variables, in the order Keras creates them.
+_NORMALISATION = {"BatchNormalization": ("gamma", "beta", "moving_mean", "moving_variance"),
+                  "LayerNormalization": ("gamma", "beta")}
 
 
 def fusable(model, params: Mapping[str, Any]) -> str | None:
@@ -47,10 +52,14 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     previous = None
     for layer in model.layers:
         kind = type(layer).__name__
-        if kind not in _SHAPE_ONLY + ("Dense", "Conv2D", "TunableDropout"):
+        if kind not in _SHAPE_ONLY + ("Dense", "Conv2D", "TunableDropout", *_NORMALISATION):
             return f"layer {layer.name} ({kind}) has no fused form"
         if kind == "Conv2D" and (layer.groups != 1 or layer.data_format != "channels_last"):
             return f"layer {layer.name}: only channels-last, ungrouped convolutions fuse"
+        if kind in _NORMALISATION and not _normalises_last_axis(layer):
+            return f"layer {layer.name}: only {kind} over the last axis fuses"
+        if kind == "BatchNormalization" and (getattr(layer, "renorm", False) or not layer.trainable):
+            return f"layer {layer.name}: batch renormalisation and frozen BatchNormalization do not fuse"
         inbound = [node for node in getattr(layer, "_inbound_nodes", [])]
         if previous is not None and inbound:
             parents = {id(t._keras_history.operation) for n in inbound for t in n.input_tensors}
@@ -58,6 +67,12 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
                 return f"layer {layer.name} is not fed by the layer before it (only chains fuse)"
         previous = layer
     return None
+
+
+def _normalises_last_axis(layer) -> bool:
+    rank = len(layer.input.shape)
+    axes = layer.axis if isinstance(layer.axis, (list, tuple)) else [layer.axis]
+    return [a % rank for a in axes] == [rank - 1]
 
 
 class FusedProgram:
@@ -80,8 +95,7 @@ class FusedProgram:
         self._layers = []          # (kind, layer, {name: stacked variable})
         self._sources = []         # (stacked variable, trial axis, index into model.variables)
         self._generators = []      # (K seed generators, index of the layer's state in model.variables)
-        self.weights: list = []    # trainable stacked variables, in a fixed order
-        self.trial_axes: list[int] = []
+        trainable = {}             # id(template variable) -> (stacked variable, trial axis)
         shared_input = True        # until the first weight layer, every trial sees the same tensor
         for layer in template.layers:
             kind = type(layer).__name__
@@ -95,10 +109,21 @@ class FusedProgram:
                     stacked[name] = self._stack(keras.Variable(np.zeros(_with_axis(source.shape, axis, self.k),
                                                                         "float32"), name=f"fused_{layer.name}_{name}"),
                                                 axis, position[id(source)])
-                    self.weights.append(stacked[name])
-                    self.trial_axes.append(axis)
+                    trainable[id(source)] = (stacked[name], axis)
                 stacked["shared_input"] = shared_input
                 shared_input = False
+            elif kind in _NORMALISATION:
+                shared_input = False
+                for name in _NORMALISATION[kind]:
+                    source = getattr(layer, name, None)
+                    if source is None:          # center=False or scale=False
+                        continue
+                    stacked[name] = self._stack(keras.Variable(np.zeros((self.k, *source.shape), "float32"),
+                                                               trainable=source.trainable,
+                                                               name=f"fused_{layer.name}_{name}"),
+                                                0, position[id(source)])
+                    if source.trainable:
+                        trainable[id(source)] = (stacked[name], 0)
             elif kind == "TunableDropout":
                 shared_input = False
                 stacked["rate"] = self._stack(keras.Variable(np.zeros(self.k, "float32"), trainable=False,
@@ -108,6 +133,9 @@ class FusedProgram:
                 self._generators.append((generators, position[id(layer.seed_generator.state)]))
                 stacked["generators"] = generators
             self._layers.append((kind, layer, stacked))
+        # The unfused model's trainable order: checkpoints map optimizer slots by it.
+        self.weights = [trainable[id(v)][0] for v in template.trainable_variables]
+        self.trial_axes = [trainable[id(v)][1] for v in template.trainable_variables]
         self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
@@ -147,6 +175,11 @@ class FusedProgram:
                 x = self._dense(x, stacked) if kind == "Dense" else self._conv(x, layer, stacked)
                 shared = False
                 x = layer.activation(x)
+            elif kind in _NORMALISATION:
+                if shared:
+                    x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
+                    shared = False
+                x = self._normalise(x, kind, layer, stacked, training)
             elif kind == "TunableDropout":
                 if shared:
                     x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
@@ -169,6 +202,29 @@ class FusedProgram:
         if "bias" in stacked:
             x = x + stacked["bias"][:, None, :]
         return x
+
+    def _normalise(self, x, kind: str, layer, stacked, training: bool):
+        """Each trial's own statistics and scale: x is [K, batch, ..., channels]; written as
+        Keras computes the layer, so fused and unfused trials agree."""
+        from keras import ops
+
+        per_trial = (self.k,) + (1,) * (len(x.shape) - 2) + (x.shape[-1],)
+        gamma, beta = (ops.reshape(stacked[n], per_trial) if n in stacked else None for n in ("gamma", "beta"))
+        if kind == "LayerNormalization":
+            mean, variance = ops.moments(x, axes=[-1], keepdims=True)
+            inv = ops.rsqrt(variance + layer.epsilon)
+            inv = inv * gamma if gamma is not None else inv
+            shift = -mean * inv
+            return x * inv + (shift + beta if beta is not None else shift)
+        if training:                           # statistics over each trial's own batch
+            mean, variance = ops.moments(x, axes=list(range(1, len(x.shape) - 1)))     # [K, channels]
+            moving_mean, moving_variance = stacked["moving_mean"], stacked["moving_variance"]
+            moving_mean.assign(moving_mean * layer.momentum + mean * (1.0 - layer.momentum))
+            moving_variance.assign(moving_variance * layer.momentum + variance * (1.0 - layer.momentum))
+        else:
+            mean, variance = stacked["moving_mean"], stacked["moving_variance"]
+        return ops.batch_normalization(x, ops.reshape(mean, per_trial), ops.reshape(variance, per_trial), axis=-1,
+                                       offset=beta, scale=gamma, epsilon=layer.epsilon)
 
     def _conv(self, x, layer, stacked):
         import tensorflow as tf
