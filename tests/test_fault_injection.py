@@ -18,36 +18,49 @@ LONG_TRIALS = ["--set", "search.algorithm=random", "--set", f"search.min_budget=
 @pytest.mark.parametrize("backend", ["local", "dask"])
 def test_a_worker_killed_mid_trial_is_retried_from_its_checkpoint(tmp_path, backend):
     study_dir = tmp_path / "study"
-    driver = start_hpo("search", SMOKE, "--study-dir", str(study_dir), *LONG_TRIALS,
-                       "--set", f"execution.backend={backend}", "--set", "execution.workers=2")
-    try:
-        wait_for(lambda: running_trial_with_epochs(study_dir, 3) is not None, what="a trial 3 epochs in",
-                 process=driver)
-        workers = worker_processes(driver.pid)
-        assert len(workers) >= 2, workers
-        kill(workers[0])
-        progress_at_kill = dict(query(study_dir, "SELECT trial_id, MAX(epoch) FROM epochs GROUP BY trial_id"))
-        out, err = driver.communicate(timeout=240)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    assert driver.returncode == 0, err[-3000:]
-    trials = Study.open(study_dir).trials()
-    assert len(trials) == 4 and all(t.state.value == "complete" for t in trials), \
-        [(t.trial_id, t.state, t.error) for t in trials]
+    progress_at_kill = kill_a_worker_mid_trial(study_dir, 2, "--set", f"execution.backend={backend}",
+                                               "--set", "execution.workers=2")
+    trials = all_complete_with_every_epoch_once(study_dir)
     retried = [t for t in trials if t.attempts == 2]
     assert len(retried) == 1 and sum(t.attempts for t in trials) == 5, [(t.trial_id, t.attempts) for t in trials]
-    # Every epoch of every trial is recorded exactly once, the retried trial's included.
-    for t in trials:
-        epochs = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
-                                          (t.trial_id,))]
-        assert epochs == list(range(1, EPOCHS + 1)), (t.trial_id, epochs)
     # The retry picked up from its own progress checkpoint (written after every epoch), not
     # from epoch 0: its last attempt trained only the epochs the killed one had not finished.
     done_before = progress_at_kill.get(retried[0].trial_id, 0)
     assert retried[0].epochs_trained <= EPOCHS - done_before, (retried[0].epochs_trained, done_before)
     status = hpo("status", str(study_dir))
     assert status.returncode == 0
+
+
+def kill_a_worker_mid_trial(study_dir, workers_at_least: int, *args) -> dict[int, int]:
+    """Run a search of 4 long trials, SIGKILL a worker once a trial is 3 epochs in, and let
+    the search finish; returns each trial's last recorded epoch at the kill."""
+    driver = start_hpo("search", SMOKE, "--study-dir", str(study_dir), *LONG_TRIALS, *args)
+    try:
+        wait_for(lambda: running_trial_with_epochs(study_dir, 3) is not None, what="a trial 3 epochs in",
+                 process=driver)
+        workers = worker_processes(driver.pid)
+        assert len(workers) >= workers_at_least, workers
+        kill(workers[0])
+        progress_at_kill = dict(query(study_dir, "SELECT trial_id, MAX(epoch) FROM epochs GROUP BY trial_id"))
+        _, err = driver.communicate(timeout=240)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, err[-3000:]
+    return progress_at_kill
+
+
+def all_complete_with_every_epoch_once(study_dir) -> list:
+    """The 4 trials all complete, and every epoch of each recorded exactly once (a retried
+    trial's included)."""
+    trials = Study.open(study_dir).trials()
+    assert len(trials) == 4 and all(t.state.value == "complete" for t in trials), \
+        [(t.trial_id, t.state, t.error) for t in trials]
+    for t in trials:
+        epochs = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
+                                          (t.trial_id,))]
+        assert epochs == list(range(1, EPOCHS + 1)), (t.trial_id, epochs)
+    return trials
 
 
 # --- the driver killed outright ---------------------------------------------------------------
@@ -159,29 +172,11 @@ def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_gr
     """A local worker fusing 4 trials dies: all 4 come back lost, run again, and each epoch of
     each trial is recorded once (the retries' earlier epochs are not reported twice)."""
     study_dir = tmp_path / "study"
-    fixed_architecture = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
-                          "--set", "model.params={layers: 1, units: 16}"]
-    driver = start_hpo("search", SMOKE, "--study-dir", str(study_dir), *LONG_TRIALS, *fixed_architecture,
-                       "--set", "execution.backend=local", "--set", "execution.workers=1",
-                       "--set", "training.fuse=4", "--set", "execution.max_retries=1")
-    try:
-        wait_for(lambda: running_trial_with_epochs(study_dir, 3) is not None, what="a trial 3 epochs in",
-                 process=driver)
-        workers = worker_processes(driver.pid)
-        assert len(workers) == 1, workers
-        kill(workers[0])
-        out, err = driver.communicate(timeout=240)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    assert driver.returncode == 0, err[-3000:]
-    trials = Study.open(study_dir).trials()
-    assert len(trials) == 4 and all(t.state.value == "complete" for t in trials), \
-        [(t.trial_id, t.state, t.error) for t in trials]
+    kill_a_worker_mid_trial(study_dir, 1, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, "
+                                               "log: true}}", "--set", "model.params={layers: 1, units: 16}",
+                            "--set", "execution.backend=local", "--set", "execution.workers=1",
+                            "--set", "training.fuse=4", "--set", "execution.max_retries=1")
+    trials = all_complete_with_every_epoch_once(study_dir)
     assert [t.attempts for t in trials] == [2, 2, 2, 2]
-    for t in trials:
-        epochs = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
-                                          (t.trial_id,))]
-        assert epochs == list(range(1, EPOCHS + 1)), (t.trial_id, epochs)
     fused = query(study_dir, "SELECT COUNT(*) FROM epochs WHERE metrics LIKE '%fused_trials%'")
     assert fused[0][0] == 4 * EPOCHS
