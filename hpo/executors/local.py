@@ -131,8 +131,11 @@ class LocalProcessExecutor:
         return _Worker(slot, process, inbox, events)
 
     def _recycle_if_due(self, index: int) -> None:
+        """Replace a worker that has run its quota once it holds no trial it was sent (trials
+        submitted but not yet sent go to its replacement: a fusing worker is refilled as its
+        group ends, so it is rarely empty)."""
         worker = self._workers[index]
-        if worker.trials_run < self.recycle_after or worker.tasks:
+        if worker.trials_run < self.recycle_after or len(worker.tasks) > len(worker.unsent):
             return
         log.info("worker %d ran %d trials; replacing it with a fresh process", worker.slot, worker.trials_run)
         worker.inbox.put(("stop", None))
@@ -140,7 +143,9 @@ class LocalProcessExecutor:
         if worker.process.is_alive():
             worker.process.terminate()
         worker.events.close()
-        self._workers[index] = self._start(worker.slot)
+        fresh = self._start(worker.slot)
+        fresh.tasks, fresh.unsent, fresh.epochs = worker.tasks, worker.unsent, worker.epochs
+        self._workers[index] = fresh
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
@@ -239,10 +244,14 @@ class LocalProcessExecutor:
             code = worker.process.exitcode
             log.warning("worker %d died (exit code %s); starting a new one", worker.slot, code)
             worker.events.close()
-            self._workers[index] = self._start(worker.slot)
+            fresh = self._workers[index] = self._start(worker.slot)
             hint = " (killed: out of memory?)" if code in (-9, 137) else ""
-            for trial_id in worker.tasks:
-                if trial_id not in self._cancelled:
+            unsent = {t.trial_id for t in worker.unsent}
+            for trial_id, task in worker.tasks.items():
+                if trial_id in unsent:              # never reached the dead worker: the new one runs it
+                    fresh.tasks[trial_id], fresh.epochs[trial_id] = task, 0
+                    fresh.unsent.append(task)
+                elif trial_id not in self._cancelled:
                     lost.append(TrialDone(trial_id=trial_id, epochs_trained=worker.epochs.get(trial_id, 0),
                                           error=f"worker process died with exit code {code}{hint}", lost=True))
         return lost
