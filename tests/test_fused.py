@@ -128,6 +128,20 @@ def test_a_fused_continuation_matches_an_unfused_one(digits, tmp_path):
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
 
 
+def test_a_fused_group_stopped_mid_way_resumes_from_its_progress_checkpoints(digits, tmp_path):
+    trainer = make_trainer(digits, checkpoint_seconds=0)         # a progress checkpoint every epoch
+    whole = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "whole", 0, 4)))
+    cut = train_fused(trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4))
+    before = [next(cut), next(cut)]
+    cut.close()                                                   # the worker dies after epoch 2
+    resumed = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4)))
+    # Epoch 2's reports are sent again (the driver may have missed them), then 3 and 4 train.
+    assert [[(r.epoch, r.replayed) for r in reports] for reports in resumed] == \
+        [[(2, True)] * 3, [(3, False)] * 3, [(4, False)] * 3]
+    assert [r.metrics for r in resumed[0]] == [r.metrics for r in before[1]]
+    assert_same(whole[2:], resumed[1:], tmp_path, "whole", "cut", 3)
+
+
 def test_groups_need_one_architecture_batch_and_epoch_range(digits, tmp_path):
     trainer = make_trainer(digits)
     a, b, c = tasks_for(tmp_path, [CONFIGS[0], {**CONFIGS[1], "units": 48}, {**CONFIGS[2], "batch_size": 32}], "g")

@@ -124,7 +124,7 @@ class InlineExecutor:
         trained = 0
         try:
             for reports in train_fused(self._trainer, group):
-                trained += 1
+                trained += not reports[0].replayed
                 for report in reports:
                     yield EpochDone(report)
         except FusedGroupFailed as exc:

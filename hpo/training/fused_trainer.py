@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import load_checkpoint, save_arrays
+from hpo.training.checkpoint import checkpoint_meta, load_checkpoint, save_arrays
 from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
 from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions,
@@ -28,7 +28,7 @@ from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
-from hpo.training.trainer import epoch_batches
+from hpo.training.trainer import epoch_batches, resume_point
 
 log = logging.getLogger("hpo.train")
 
@@ -50,6 +50,12 @@ def group_key(trainer, task: TrainTask) -> tuple | None:
 def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochReport]]:
     import tensorflow as tf
 
+    # An earlier attempt's progress checkpoints (a killed worker or driver): a group that
+    # wrote them together resumes together; one torn mid-write no longer shares a start
+    # epoch, and its tasks resume one by one through the unfused fallback.
+    resumed = [resume_point(t) for t in tasks]
+    replays = [r is not t and r.checkpoint_in == t.checkpoint_out for r, t in zip(resumed, tasks)]
+    tasks = resumed
     try:
         prepared = _prepare(trainer, tasks)
     except FusedGroupFailed:
@@ -68,6 +74,14 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
             if writer is not None:
                 write_trial_hparams(writer, str(task.hparams.get("trial_id", task.trial_id)), task.hparams)
         metrics: list[dict[str, float]] = []
+        stored = [(checkpoint_meta(t.checkpoint_in) or {}).get("metrics") if replay else None
+                  for t, replay in zip(tasks, replays)]
+        if all(stored):
+            # The killed attempt's last reports may not have reached the driver: send them again.
+            yield [EpochReport(trial_id=t.trial_id, epoch=start, metrics=m, replayed=True)
+                   for t, m in zip(tasks, stored)]
+        every, min_gap = trainer.training.checkpoint_every, trainer.training.checkpoint_seconds
+        last_saved = time.monotonic()
         for epoch in range(start + 1, end + 1):
             started = time.perf_counter()
             batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
@@ -91,12 +105,13 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
             for i, writer in enumerate(writers):
                 if writer is not None:
                     write_scalars(writer, epoch, metrics[i])
+            # Progress checkpoints on the unfused trainer's schedule, so a killed group resumes.
+            if every and epoch < end and epoch % every == 0 and time.monotonic() - last_saved >= min_gap:
+                _save_all(program, scratch, tasks, params, epoch, durable=False, metrics=metrics)
+                last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
-        model, optimizer = scratch
-        trial_arrays = program.checkpoint_arrays(model, optimizer.optimizer)
+        _save_all(program, scratch, tasks, params, end)
         for i, task in enumerate(tasks):
-            optimizer.assign(params[i])
-            save_arrays(task.checkpoint_out, *trial_arrays(i), end)
             if writers[i] is not None and metrics:
                 write_scalars(writers[i], end, {OBJECTIVE_TAG: metrics[i][task.objective], BUDGET_TAG: float(end)})
     except FusedGroupFailed:
@@ -109,6 +124,16 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
         for writer in writers:
             if writer is not None:
                 writer.close()
+
+
+def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], params: Sequence[dict], epoch: int,
+              durable: bool = True, metrics: Sequence[dict] | None = None) -> None:
+    """Every trial's checkpoint, in the unfused layout, from one host copy of the state."""
+    model, optimizer = scratch
+    trial_arrays = program.checkpoint_arrays(model, optimizer.optimizer)
+    for i, task in enumerate(tasks):
+        optimizer.assign(params[i])
+        save_arrays(task.checkpoint_out, *trial_arrays(i), epoch, durable, metrics[i] if metrics else None)
 
 
 def _prepare(trainer, tasks: Sequence[TrainTask]):
