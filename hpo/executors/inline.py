@@ -13,7 +13,6 @@ error) reruns its tasks one by one, so one bad configuration cannot sink the oth
 
 from __future__ import annotations
 
-import collections
 import logging
 import traceback
 from typing import Callable, Iterator
