@@ -166,11 +166,14 @@ class LocalProcessExecutor:
         while True:
             if self._backlog:
                 return self._backlog.popleft()
+            # A busy worker's new trials go out only when no event is waiting (or once it is
+            # idle): a fused group's ends arrive together, and the trials that refill its
+            # slots then leave as one share. An idle worker gets its trials at once, so a
+            # stream of events from the others cannot starve it.
+            self._send_submitted(idle_only=True)
             channels = {w.events: w for w in self._workers}
             ready = mp_connection.wait(list(channels), timeout=0)
             if not ready:
-                # Submitted trials go out only when no event is waiting: a fused group's ends
-                # arrive together, and the trials that refill its slots then leave as one share.
                 self._send_submitted()
                 ready = mp_connection.wait(list(channels), timeout=POLL_SECONDS)
             for channel in ready:
@@ -186,10 +189,10 @@ class LocalProcessExecutor:
                     return event
             self._backlog.extend(self._check_workers())
 
-    def _send_submitted(self) -> None:
+    def _send_submitted(self, idle_only: bool = False) -> None:
         """Each worker's newly submitted trials, in one message: it sees them together."""
         for worker in self._workers:
-            if worker.unsent:
+            if worker.unsent and (not idle_only or len(worker.unsent) == len(worker.tasks)):
                 worker.inbox.put(("run", list(worker.unsent)))
                 worker.unsent.clear()
 
