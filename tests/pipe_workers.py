@@ -15,3 +15,10 @@ def report_then_idle(events, message):
 
 def idle(events):
     time.sleep(120)
+
+
+def report_forever(events, message):
+    """A worker whose events never pause (fast epochs of a small model)."""
+    while True:
+        events.send(message)
+        time.sleep(0.001)

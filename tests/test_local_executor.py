@@ -86,40 +86,52 @@ def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     assert sum(t.state.value == "complete" for t in trials) >= 8
 
 
+def fake_worker(slot, target, *args, trial_id=None, inbox=None):
+    """A stand-in worker process writing to its own event pipe, holding at most one trial."""
+    import multiprocessing as mp
+
+    from hpo.executors.local import _Worker
+    from hpo.training.task import TrainTask
+
+    events, writer = mp.get_context("spawn").Pipe(duplex=False)
+    process = mp.get_context("spawn").Process(target=target, args=(writer, *args), daemon=True)
+    process.start()
+    writer.close()
+    held = {} if trial_id is None else {trial_id: TrainTask(trial_id=trial_id, config={}, start_epoch=0,
+                                                            end_epoch=5, seed=0, checkpoint_out="unused.npz")}
+    return _Worker(slot, process, inbox=inbox, events=events, tasks=held, epochs={t: 0 for t in held})
+
+
+def event_loop_only(workers, capacity=1):
+    """The local executor's event loop over stand-in workers, without real trainers."""
+    import collections
+
+    from hpo.executors.local import LocalProcessExecutor
+    executor = object.__new__(LocalProcessExecutor)
+    executor._cancelled, executor.recycle_after, executor.capacity = set(), 100, capacity
+    executor._backlog = collections.deque()
+    executor._workers = workers
+    return executor
+
+
 def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
     """kill -9 can land while a worker is writing an event. With one queue shared by all
     workers that leaves the queue's write lock held and its stream torn, so no worker's
     events get through (the likely cause of a CI hang in the kill test). Each worker now has
     its own pipe: the torn one reads as a dead worker, whose trial is reported lost, and the
     other worker's events still arrive."""
-    import collections
-    import multiprocessing as mp
     import threading
 
     from pipe_workers import idle, report_then_idle, stuck_mid_send
 
     from hpo.executors.base import EpochDone, TrialDone
-    from hpo.executors.local import LocalProcessExecutor, _Worker
-    from hpo.training.task import EpochReport, TrainTask
-
-    ctx = mp.get_context("spawn")
-
-    def worker(slot, target, *args, trial_id=None):
-        events, writer = ctx.Pipe(duplex=False)
-        process = ctx.Process(target=target, args=(writer, *args), daemon=True)
-        process.start()
-        writer.close()
-        held = {} if trial_id is None else {trial_id: TrainTask(trial_id=trial_id, config={}, start_epoch=0,
-                                                                end_epoch=5, seed=0, checkpoint_out="unused.npz")}
-        return _Worker(slot, process, inbox=None, events=events, tasks=held, epochs={t: 0 for t in held})
+    from hpo.training.task import EpochReport
 
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
-    executor = object.__new__(LocalProcessExecutor)      # the event loop, without real trainers
-    executor._cancelled, executor.recycle_after, replacements = set(), 100, []
-    executor._backlog = collections.deque()
-    executor._workers = [worker(0, stuck_mid_send, trial_id=1),
-                         worker(1, report_then_idle, ("epoch", report), trial_id=2)]
-    executor._start = lambda slot: replacements.append(slot) or worker(slot, idle)
+    replacements = []
+    executor = event_loop_only([fake_worker(0, stuck_mid_send, trial_id=1),
+                                fake_worker(1, report_then_idle, ("epoch", report), trial_id=2)])
+    executor._start = lambda slot: replacements.append(slot) or fake_worker(slot, idle)
     try:
         stuck = executor._workers[0]
         # Part of a 64 MiB message is in the pipe, the rest cannot fit: the kill tears it.
@@ -135,6 +147,32 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
         assert [e.report for e in epochs] == [report]
         assert [(e.trial_id, e.lost) for e in lost] == [(1, True)] and "exit code -9" in lost[0].error
         assert replacements == [0]
+    finally:
+        for w in executor._workers:
+            w.process.kill()
+
+
+def test_an_idle_workers_trials_go_out_while_another_worker_streams_events():
+    """A busy worker's refills wait for a quiet moment (so a fused group's refills leave
+    together); an idle worker's must not, or a stream of events from the others would hold
+    them for as long as it lasts."""
+    import queue
+
+    from pipe_workers import idle, report_forever
+
+    from hpo.executors.base import EpochDone
+    from hpo.training.task import EpochReport, TrainTask
+
+    inbox = queue.Queue()
+    report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
+    executor = event_loop_only([fake_worker(0, idle, inbox=inbox),
+                                fake_worker(1, report_forever, ("epoch", report), trial_id=2)], capacity=4)
+    try:
+        wait_for(lambda: executor._workers[1].events.poll(), what="the stream to start")
+        task = TrainTask(trial_id=7, config={}, start_epoch=0, end_epoch=1, seed=0, checkpoint_out="unused.npz")
+        executor.submit(task)                       # to the idle worker: it holds the fewest
+        assert isinstance(executor.next_event(), EpochDone)
+        assert inbox.get_nowait() == ("run", [task])
     finally:
         for w in executor._workers:
             w.process.kill()
