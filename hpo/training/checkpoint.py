@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,14 @@ def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: 
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
+
+
+def progress_due(every: int, min_gap: float, epoch: int, end_epoch: int, last_saved: float) -> bool:
+    """Whether to write a progress checkpoint after `epoch`: every `every` epochs (0: never),
+    not at the end (the final checkpoint follows), and only once `min_gap` seconds of
+    training since `last_saved` (a `time.monotonic()`) would be at stake: one costs ~8 ms for
+    a 2x256 MLP, 8% of a short epoch."""
+    return bool(every) and epoch < end_epoch and epoch % every == 0 and time.monotonic() - last_saved >= min_gap
 
 
 def checkpoint_epoch(path: str | Path) -> int | None:

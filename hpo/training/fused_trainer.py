@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import checkpoint_meta, load_checkpoint, save_arrays
+from hpo.training.checkpoint import checkpoint_meta, load_checkpoint, progress_due, save_arrays
 from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
 from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions,
@@ -107,7 +107,7 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
                 if writer is not None:
                     write_scalars(writer, epoch, metrics[i])
             # Progress checkpoints on the unfused trainer's schedule, so a killed group resumes.
-            if every and epoch < end and epoch % every == 0 and time.monotonic() - last_saved >= min_gap:
+            if progress_due(every, min_gap, epoch, end, last_saved):
                 _save_all(program, scratch, tasks, params, epoch, durable=False, metrics=metrics)
                 last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]

@@ -19,7 +19,8 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import checkpoint_epoch, checkpoint_meta, load_checkpoint, save_checkpoint
+from hpo.training.checkpoint import (checkpoint_epoch, checkpoint_meta, load_checkpoint, progress_due,
+                                     save_checkpoint)
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
@@ -300,10 +301,7 @@ class Trainer:
                     metrics["startup_seconds"] = startup
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
-                # A progress checkpoint costs ~8 ms for a 2x256 MLP (8% of a short epoch), so
-                # it is skipped until `checkpoint_seconds` of training would be at stake.
-                if every and epoch < task.end_epoch and epoch % every == 0 and \
-                        time.monotonic() - last_saved >= min_gap:
+                if progress_due(every, min_gap, epoch, task.end_epoch, last_saved):
                     save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, metrics=metrics)
                     last_saved = time.monotonic()
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
