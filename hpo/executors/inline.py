@@ -25,12 +25,12 @@ log = logging.getLogger("hpo.executors")
 
 class InlineExecutor:
     def __init__(self, make_trainer: Callable[[], object], fuse: int | str = 1):
-        from hpo.training.fuse_size import AUTO_CEILING
+        from hpo.training.fuse_size import jobs_in_flight
 
         self._make_trainer = make_trainer
         self._trainer = None
         self._auto_fuse = fuse == "auto"
-        self.slots = AUTO_CEILING if self._auto_fuse else max(1, int(fuse))
+        self.slots = jobs_in_flight(fuse)
         self._waiting: list[TrainTask] = []
         self._active: list[TrainTask] = []
         self._stream: Iterator[Event] | None = None

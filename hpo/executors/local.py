@@ -39,6 +39,7 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 
 from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.training.fuse_size import jobs_in_flight
 from hpo.training.task import TrainTask
 
 log = logging.getLogger("hpo.executors")
@@ -71,12 +72,6 @@ def default_workers(devices: list[str], cpu_count: int) -> int:
     return len(gpus) if gpus else max(1, min(cpu_count, 8))
 
 
-def worker_capacity(fuse: int | str) -> int:
-    """How many trials one worker takes at once: one, or what `training.fuse` lets it fuse."""
-    from hpo.training.fuse_size import AUTO_CEILING
-    return AUTO_CEILING if fuse == "auto" else max(1, int(fuse))
-
-
 @dataclass
 class _Worker:
     slot: int
@@ -96,7 +91,7 @@ class LocalProcessExecutor:
         self.experiment = experiment
         self.study_dir = str(study_dir)
         self.slots = workers
-        self.capacity = worker_capacity(experiment.training.fuse)
+        self.capacity = jobs_in_flight(experiment.training.fuse)     # per worker: its own inline executor's
         self._ctx = mp.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
@@ -142,10 +137,18 @@ class LocalProcessExecutor:
         worker.process.join(timeout=10)
         if worker.process.is_alive():
             worker.process.terminate()
-        worker.events.close()
-        fresh = self._start(worker.slot)
-        fresh.tasks, fresh.unsent, fresh.epochs = worker.tasks, worker.unsent, worker.epochs
-        self._workers[index] = fresh
+        self._replace(index)
+
+    def _replace(self, index: int) -> _Worker:
+        """A fresh process in the slot; the trials submitted to the old one but never sent
+        to it move over."""
+        old = self._workers[index]
+        old.events.close()
+        fresh = self._workers[index] = self._start(old.slot)
+        for task in old.unsent:
+            fresh.tasks[task.trial_id], fresh.epochs[task.trial_id] = task, 0
+        fresh.unsent = list(old.unsent)
+        return fresh
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
@@ -246,15 +249,10 @@ class LocalProcessExecutor:
                 continue
             code = worker.process.exitcode
             log.warning("worker %d died (exit code %s); starting a new one", worker.slot, code)
-            worker.events.close()
-            fresh = self._workers[index] = self._start(worker.slot)
+            fresh = self._replace(index)
             hint = " (killed: out of memory?)" if code in (-9, 137) else ""
-            unsent = {t.trial_id for t in worker.unsent}
-            for trial_id, task in worker.tasks.items():
-                if trial_id in unsent:              # never reached the dead worker: the new one runs it
-                    fresh.tasks[trial_id], fresh.epochs[trial_id] = task, 0
-                    fresh.unsent.append(task)
-                elif trial_id not in self._cancelled:
+            for trial_id in worker.tasks:
+                if trial_id not in fresh.tasks and trial_id not in self._cancelled:
                     lost.append(TrialDone(trial_id=trial_id, epochs_trained=worker.epochs.get(trial_id, 0),
                                           error=f"worker process died with exit code {code}{hint}", lost=True))
         return lost

@@ -65,6 +65,12 @@ def bytes_per_trial(model, batch_size: int) -> int:
     return 4 * (5 * parameters + 3 * batch_size * activations)
 
 
+def jobs_in_flight(fuse: int | str) -> int:
+    """How many jobs an executor (or a local worker) holds at once for `training.fuse`: the
+    group size, or `AUTO_CEILING` for `auto`, whose groups are sized later."""
+    return AUTO_CEILING if fuse == "auto" else max(1, int(fuse))
+
+
 def memory_cap(per_trial: int, free_bytes: int | None) -> int:
     """How many trials fit in `MEMORY_SHARE` of the free memory (`AUTO_CEILING` when unknown)."""
     if free_bytes is None:

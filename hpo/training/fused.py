@@ -175,16 +175,13 @@ class FusedProgram:
                 x = self._dense(x, stacked) if kind == "Dense" else self._conv(x, layer, stacked)
                 shared = False
                 x = layer.activation(x)
-            elif kind in _NORMALISATION:
-                if shared:
+            elif kind in _NORMALISATION or kind == "TunableDropout":
+                if shared:                     # per-trial state from here on: a copy of the input each
                     x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
                     shared = False
-                x = self._normalise(x, kind, layer, stacked, training)
-            elif kind == "TunableDropout":
-                if shared:
-                    x = ops.broadcast_to(x[None], (self.k, *ops.shape(x)))
-                    shared = False
-                if training:
+                if kind in _NORMALISATION:
+                    x = self._normalise(x, kind, layer, stacked, training)
+                elif training:
                     # Each trial's own generator and rate: the masks its unfused layer would draw.
                     x = inverted_dropout(x, ops.stack([g.next() for g in stacked["generators"]]), stacked["rate"])
         return x

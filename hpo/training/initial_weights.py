@@ -76,12 +76,6 @@ def stateless_build(builder: Callable, params: Mapping[str, Any], input_shape: t
         global_state.set_global_attribute(key, before)
 
 
-def initial_values(builder: Callable, params: Mapping[str, Any], input_shape: tuple, num_classes: int) -> list | None:
-    """`stateless_build`'s values alone (`model.variables` order)."""
-    build = stateless_build(builder, params, input_shape, num_classes)
-    return None if build is None else build.values
-
-
 def same_values(model_variables: Sequence, values: Sequence | None) -> bool:
     """Whether `values` are exactly a real build's variable values."""
     from keras import ops
@@ -202,8 +196,8 @@ def learn_recipe(first: StatelessBuild, second: StatelessBuild, tunable: Sequenc
         replayed = recipe._values(second.params, second.draws)
     except Exception:   # noqa: BLE001 - an initializer that will not take a new seed: no recipe
         return None
-    exact = all(np.array_equal(_numpy(a), _numpy(b)) and _numpy(a).dtype == _numpy(b).dtype
-                for a, b in zip(replayed, second.values))
+    pairs = [(_numpy(a), _numpy(b)) for a, b in zip(replayed, second.values)]
+    exact = all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in pairs)
     return recipe if exact else None
 
 
