@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.mf_problems import MAX_BUDGET, PROBLEMS, Problem  # noqa: E402
 from hpo.search import ASHA, BOHB, Hyperband, RandomSearch, rung_budgets  # noqa: E402
-from hpo.space import SearchSpace  # noqa: E402
 
 ETA, MIN_BUDGET = 3, 1.0
 RUNGS = rung_budgets(MIN_BUDGET, MAX_BUDGET, ETA)

@@ -1,6 +1,5 @@
 """`hpo.optimize`: any Python objective, the same study machinery as the CLI."""
 
-import math
 import subprocess
 import sys
 import threading

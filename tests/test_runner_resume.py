@@ -7,7 +7,6 @@ from hpo.executors.function import FunctionExecutor
 from hpo.resume import ReplayMismatch, prepare_study, replay
 from hpo.runner import Runner, SearchAborted
 from hpo.search import make_searcher
-from hpo.study import Study
 from hpo.trial import TrialState
 from tests.searcher_harness import SPACE, objective
 

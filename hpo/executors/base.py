@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpo.training.task import EpochReport, TrainTask
+from hpo.training.task import EpochReport
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from hpo.models.layers import inverted_dropout
+from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -255,7 +256,8 @@ class FusedProgram:
                 per_trial = tf.reduce_mean(self._loss(yb, logits), axis=1)     # [K]
                 loss = tf.reduce_sum(per_trial)
             grads = tape.gradient(loss, self.weights)
-            self.optimizer.apply(grads, self.weights)
+            with tf.name_scope(UPDATE_SCOPE):
+                self.optimizer.apply(grads, self.weights)
             total_loss += per_trial
             correct += tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), yb), tf.int64),
                                      axis=1)

@@ -58,7 +58,7 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
     replays = [r is not t and r.checkpoint_in == t.checkpoint_out for r, t in zip(resumed, tasks)]
     tasks = resumed
     try:
-        prepared = _prepare(trainer, tasks)
+        prepared = prepare_group(trainer, tasks)
     except FusedGroupFailed:
         raise
     except Exception as exc:   # noqa: BLE001 - anything odd: fall back to unfused
@@ -149,7 +149,9 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], params
         list(pool.map(write, range(len(tasks))))
 
 
-def _prepare(trainer, tasks: Sequence[TrainTask]):
+def prepare_group(trainer, tasks: Sequence[TrainTask]):
+    """The group's fused program (cached per architecture, K, device and mode) with every task's
+    fresh or checkpointed state loaded -> (program, resolved params, scratch model and optimizer)."""
     import tensorflow as tf
 
     keys = {group_key(trainer, t) for t in tasks}
@@ -236,7 +238,7 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
         if k not in per_trial:
             # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
             stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
-            program, _, _ = _prepare(trainer, stand_ins)
+            program, _, _ = prepare_group(trainer, stand_ins)
             timed(program.train_steps, k)
     return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
 

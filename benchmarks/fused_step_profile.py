@@ -1,0 +1,151 @@
+"""Where a training step's time goes: the unfused step against the K-trial fused step.
+
+    python benchmarks/fused_step_profile.py                 # MLP 2 x 128, K = 8, XLA
+    python benchmarks/fused_step_profile.py --units 32 --k 16
+
+`benchmarks/fused.py` measures the speedup; this says where it comes from and where it
+stops. Both steps are the ones a search runs (the same trainer, program and batches as
+`fused.py`). Each is timed (wall clock per trial-step, median of 15 calls of 32 steps), then
+traced with TensorFlow's profiler: every compiled operation (an XLA thunk) is timed and
+sorted into a role by its HLO name and the TensorFlow op it came from:
+
+- matmuls, forward / backward (`gradient_tape/...`)
+- the optimizer update (ops under the `update` name scope both steps use)
+- copies XLA inserts
+- everything else: activations, dropout masks, the loss, the batch gather
+
+Thunk times are per trial-step and can overlap (XLA runs independent thunks on both cores),
+so a column need not sum to the wall time. Only XLA steps have thunks to profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import benchmarks.fused as fused_bench  # noqa: E402
+from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
+from hpo.config import DataConfig, TrainingConfig  # noqa: E402
+from hpo.data import load_dataset  # noqa: E402
+from hpo.models import get_builder  # noqa: E402
+from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
+from hpo.training.fused_trainer import prepare_group  # noqa: E402
+from hpo.training.trainer import Trainer, epoch_batches  # noqa: E402
+
+STEPS_PER_CALL = 32
+ROLES = ("matmul, forward", "matmul, backward", "optimizer update", "copies", "other")
+_MATMUL_OPS = re.compile(r"MatMul|Einsum|Conv2D|conv")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = \S+ ([\w\-]+)\(")
+_OP_NAME = re.compile(r'op_name="([^"]+)"')
+
+
+def roles_by_instruction(hlo_text: str) -> dict[str, str]:
+    """HLO instruction name -> role, from the optimized module's text."""
+    roles = {}
+    for line in hlo_text.splitlines():
+        match = _INSTRUCTION.match(line)
+        if not match:
+            continue
+        name, opcode = match.groups()
+        op_name = (_OP_NAME.search(line) or [None, ""])[1]
+        if f"/{UPDATE_SCOPE}/" in f"/{op_name}":
+            role = "optimizer update"
+        elif opcode in ("dot", "convolution") or _MATMUL_OPS.search(op_name.rsplit("/", 1)[-1]):
+            role = "matmul, backward" if op_name.startswith("gradient_tape") else "matmul, forward"
+        elif opcode == "copy":
+            role = "copies"
+        else:
+            role = "other"
+        roles[name] = role
+    return roles
+
+
+def thunk_seconds(call, calls: int) -> dict[str, float]:
+    """Seconds per HLO instruction over `calls` calls, from a profiler trace."""
+    import tensorflow as tf
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    except ImportError as exc:
+        raise SystemExit(f"this TensorFlow does not ship the profiler's XPlane proto ({exc})") from None
+    with tempfile.TemporaryDirectory() as logdir:
+        tf.profiler.experimental.start(logdir)
+        for _ in range(calls):
+            call()
+        tf.profiler.experimental.stop()
+        [path] = glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(Path(path).read_bytes())
+    seconds: dict[str, float] = collections.Counter()
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                seconds[plane.event_metadata[event.metadata_id].name] += event.duration_ps / 1e12
+    return seconds
+
+
+def profile(label: str, train_steps, batch, trials: int) -> dict[str, float]:
+    """Wall and per-role microseconds per trial-step for one compiled step."""
+    def call():
+        train_steps(batch)[0].numpy()
+
+    for _ in range(3):
+        call()
+    times = []
+    for _ in range(15):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    per_trial_step = 1e6 / (trials * STEPS_PER_CALL)
+    roles = roles_by_instruction(train_steps.experimental_get_compiler_ir(batch)(stage="optimized_hlo"))
+    calls = 5
+    by_role = dict.fromkeys(ROLES, 0.0)
+    for name, seconds in thunk_seconds(call, calls).items():
+        if name in roles:
+            by_role[roles[name]] += seconds / calls * per_trial_step
+    by_role["wall"] = statistics.median(times) * per_trial_step
+    print(f"{label}: {by_role['wall']:.0f} us per trial-step", flush=True)
+    return by_role
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--units", type=int, default=128, help="hidden units per layer (2 layers)")
+    parser.add_argument("--k", type=int, default=8, help="trials in the fused group")
+    args = parser.parse_args()
+    fused_bench.UNITS = args.units
+    data = load_dataset(DataConfig(dataset="benchmarks.kt_comparison:bench_mnist",
+                                   validation_split=N_VAL / (N_TRAIN + N_VAL), test_split=0.0), seed=0)
+    trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile="xla"), {}, "/device:CPU:0")
+    import tensorflow as tf
+    with tempfile.TemporaryDirectory() as folder:
+        tasks = fused_bench.tasks(args.k, 0, folder)
+        batch = tf.constant(epoch_batches(tasks[0].data_seed, 1, len(data.x_train), 64)[:STEPS_PER_CALL])
+        params = trainer.resolve(tasks[0].config)
+        with tf.device(trainer.device):
+            unfused = trainer.program_for(params, tasks[0].seed, steps=10 * STEPS_PER_CALL)
+            fused, _, _ = prepare_group(trainer, tasks)
+            rows = {"unfused": profile("unfused", unfused.train_steps, batch, 1),
+                    f"fused K={args.k}": profile(f"fused K={args.k}", fused.train_steps, batch, args.k)}
+    (a, one), (b, many) = rows.items()
+    print(f"\nMLP 2x{args.units}, batch 64, XLA on {os.cpu_count()} CPU cores; "
+          f"microseconds per trial-step (compiled-op time; overlapping ops can exceed the wall)\n")
+    print(f"| role | {a} | {b} | ratio |")
+    print("| --- | --- | --- | --- |")
+    for role in (*ROLES, "wall"):
+        ratio = one[role] / many[role] if many[role] else float("nan")
+        print(f"| {role} | {one[role]:.1f} | {many[role]:.1f} | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
