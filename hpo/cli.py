@@ -107,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
     from hpo.console import console, log_to_file, search_progress, stdout
+    from hpo.native_logs import import_tensorflow
     from hpo.resume import prepare_study
     from hpo.runner import SearchAborted, build_runner
 
@@ -117,6 +118,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     study.acquire_driver_lock()
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
+        import_tensorflow()
         runner = build_runner(experiment, study)
         total = experiment.search.max_trials
         with search_progress() as bar:

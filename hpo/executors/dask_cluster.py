@@ -188,7 +188,8 @@ def _trainer(experiment, worker_name, threads: int):
     key = f"{experiment.name}:{experiment.seed}:{hash(repr(experiment.to_dict()))}"
     if key not in _TRAINERS:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow as tf
+        from hpo.native_logs import import_tensorflow
+        tf = import_tensorflow()
         if threads and not tf.config.list_physical_devices("GPU"):
             try:
                 tf.config.threading.set_intra_op_parallelism_threads(threads)

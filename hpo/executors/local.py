@@ -266,7 +266,8 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
-        import tensorflow as tf
+        from hpo.native_logs import import_tensorflow
+        tf = import_tensorflow()
         if not tf.config.list_physical_devices("GPU"):
             tf.config.threading.set_intra_op_parallelism_threads(threads)
             tf.config.threading.set_inter_op_parallelism_threads(threads)
