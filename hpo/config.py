@@ -266,9 +266,12 @@ class _Section:
         return value
 
 
+# Kinds that take 'auto' or a whole number from 1 up to a bound (None: no bound).
+_AUTO_OR_COUNT = {"workers": None, "fuse": 64}
 _KIND_TEXT = {"str": "a string", "int": "a whole number", "number": "a number",
-              "bool": "true or false", "mapping": "a mapping", "workers": "a whole number or 'auto'",
-              "fuse": "a whole number from 1 to 64, or 'auto'"}
+              "bool": "true or false", "mapping": "a mapping",
+              **{kind: "a whole number or 'auto'" if most is None else f"a whole number from 1 to {most}, or 'auto'"
+                 for kind, most in _AUTO_OR_COUNT.items()}}
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -282,10 +285,9 @@ def _is_kind(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "mapping":
         return isinstance(value, Mapping)
-    if kind == "workers":
-        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
-    if kind == "fuse":
-        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64)
+    if kind in _AUTO_OR_COUNT:
+        most = _AUTO_OR_COUNT[kind]
+        return value == "auto" or (_is_kind(value, "int") and value >= 1 and (most is None or value <= most))
     raise ValueError(kind)
 
 

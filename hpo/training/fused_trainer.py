@@ -207,7 +207,7 @@ def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
     cap = caps[key]
     if cap == 1:
         return 1
-    if choice is None and steps_per_job(trainer, tasks[0], batch_size) * len(tasks) < MIN_STEPS_TO_PROBE:
+    if choice is None and trainer.job_steps(tasks[0], batch_size) * len(tasks) < MIN_STEPS_TO_PROBE:
         return min(cap, PROVISIONAL_K)      # too little work to repay a probe; a longer group measures
     choice = _probe(trainer, tasks, params, cap, choice)
     decisions.choices[key] = choice
@@ -222,9 +222,8 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
 
     first = tasks[0]
     batch_size = int(params["batch_size"])
-    n_train = len(trainer.dataset.x_train)
-    steps = max(1, min(trainer.training.steps_per_call, n_train // batch_size))
-    batch = tf.constant(epoch_batches(first.data_seed, first.start_epoch + 1, n_train, batch_size)[:steps])
+    batch = trainer.timing_batch(batch_size, first.seed)
+    steps = int(batch.shape[0])
     per_trial = dict(earlier.per_trial_ms) if earlier else {}
 
     def timed(call, k: int) -> None:
@@ -232,7 +231,7 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
             per_trial[k] = 1000 * time_step(lambda: call(batch)[0].numpy())[1] / (k * steps)
 
     if 1 not in per_trial:
-        timed(trainer.program_for(params, first.seed, steps=steps_per_job(trainer, first, batch_size)).train_steps, 1)
+        timed(trainer.program_for(params, first.seed, steps=trainer.job_steps(first, batch_size)).train_steps, 1)
     sizes = probe_sizes(cap, len(tasks))
     for k in sizes:
         if k not in per_trial:
@@ -241,10 +240,6 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
             program, _, _ = prepare_group(trainer, stand_ins)
             timed(program.train_steps, k)
     return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
-
-
-def steps_per_job(trainer, task: TrainTask, batch_size: int) -> int:
-    return len(trainer.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
 
 
 def _fuse_decisions(trainer) -> FuseDecisions:

@@ -197,15 +197,12 @@ class Trainer:
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
         import tensorflow as tf
 
-        batch_size = int(params["batch_size"])
-        steps = max(1, min(self.training.steps_per_call, len(self.dataset.x_train) // batch_size))
-        indices = np.random.default_rng(seed).integers(0, len(self.dataset.x_train), (steps, batch_size))
+        batch = self.timing_batch(int(params["batch_size"]), seed)
         timings, programs, failures = {}, {}, {}
         for mode in MODES:
             try:
                 program = self._compile(signature, self.build_model(params, seed), params, mode)
                 with tf.device(self.device):
-                    batch = tf.constant(indices.astype("int32"))
                     timings[mode] = time_step(lambda: float(program.train_steps(batch)[0]), repeats=2)
                 programs[mode] = program
             except TrialFailed:
@@ -220,6 +217,21 @@ class Trainer:
         # The winner's program is cached; its weights are reset before the trial trains.
         self.programs.put((signature, self.device, mode), programs[mode])
         return mode
+
+    def timing_batch(self, batch_size: int, seed: int):
+        """One compiled call's worth of batch indices [steps, batch_size] on this trainer's
+        device, for timing a training step (which examples does not matter)."""
+        import tensorflow as tf
+
+        n_train = len(self.dataset.x_train)
+        steps = max(1, min(self.training.steps_per_call, n_train // batch_size))
+        indices = np.random.default_rng(seed).integers(0, n_train, (steps, batch_size)).astype("int32")
+        with tf.device(self.device):
+            return tf.constant(indices)
+
+    def job_steps(self, task: TrainTask, batch_size: int) -> int:
+        """The training steps `task` runs at `batch_size`."""
+        return len(self.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
 
     def run(self, task: TrainTask) -> Iterator[EpochReport]:
         """Train the task's epochs, one report per epoch. Out of memory fails the trial with
@@ -255,7 +267,7 @@ class Trainer:
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
         task = resumed
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
-                                   steps=steps_per_epoch * (task.end_epoch - task.start_epoch))
+                                   steps=self.job_steps(task, batch_size))
         model, optimizer = program.model, program.optimizer.optimizer
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, model, optimizer)
