@@ -73,7 +73,7 @@ class TrainingConfig:
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
-    fuse: int | str = 1               # inline / local: trials of one architecture trained as one program, or 'auto'
+    fuse: int | str = 1               # trials of one architecture trained as one program (per worker), or 'auto'
 
 
 @dataclass(frozen=True)
@@ -372,10 +372,6 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         checkpoint_seconds=t.get("checkpoint_seconds", "number", 10.0, minimum=0),
         fuse=t.get("fuse", "fuse", 1),
     )
-    if training.fuse != 1 and execution.backend == "dask":
-        raise ConfigError(f"fused trials run on the 'inline' and 'local' backends; the dask backend trains one "
-                          f"trial per task, so set training.fuse to 1 there (got {training.fuse!r})",
-                          key="training.fuse")
     _check_space_values(space)
 
     o = _Section(raw.get("output"), "output", ["dir"])

@@ -14,3 +14,47 @@ def test_smoke_experiment_on_a_local_dask_cluster(tmp_path):
         assert len(epochs) == t.epochs_trained
         assert (study_dir / "checkpoints" / f"trial_{t.trial_id:04d}.npz").exists()
     assert len(list((study_dir / "tensorboard").glob("trial_*"))) >= 4
+
+
+def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):
+    """One Dask task trains three trials fused; cancelling one mid-way stops only that one.
+    The other two pick up from their progress checkpoints as a group of two, so no epoch of
+    theirs is trained twice, and nothing more comes back for the cancelled trial."""
+    from hpo.config import load_experiment
+    from hpo.executors.base import EpochDone, TrialDone
+    from hpo.executors.dask_cluster import DaskExecutor
+    from hpo.training.task import TrainTask
+
+    experiment = load_experiment(SMOKE, ["model.params={layers: 1, units: 16}", "training.fuse=4",
+                                         "training.compile=graph", "training.checkpoint_seconds=0",
+                                         "execution.backend=dask"])
+    executor = DaskExecutor(experiment, tmp_path, workers=1)
+    try:
+        assert executor.free_slots() == 4
+        for i in range(3):
+            executor.submit(TrainTask(trial_id=i, config={"learning_rate": 0.01 * (i + 1), "dropout": 0.1},
+                                      start_epoch=0, end_epoch=40, seed=i,
+                                      checkpoint_out=str(tmp_path / f"trial_{i}.npz")))
+        assert sorted(executor.running()) == [0, 1, 2] and executor.free_slots() == 1
+        reports: dict[int, list] = {0: [], 1: [], 2: []}
+        ends: dict[int, TrialDone] = {}
+        while executor.running():
+            event = executor.next_event()
+            if isinstance(event, EpochDone):
+                reports[event.report.trial_id].append(event.report)
+                if event.report.trial_id == 1 and event.report.epoch == 2:
+                    executor.cancel(1)
+                    assert sorted(executor.running()) == [0, 2]
+            else:
+                ends[event.trial_id] = event
+    finally:
+        executor.close()
+    assert sorted(ends) == [0, 2] and all(e.error is None for e in ends.values()), ends
+    assert [r.epoch for r in reports[1]] == [1, 2]
+    for trial_id in (0, 2):
+        seen = [(r.epoch, r.replayed) for r in reports[trial_id]]
+        trained = [r for r in reports[trial_id] if not r.replayed]
+        assert sorted({r.epoch for r in reports[trial_id]}) == list(range(1, 41)), seen
+        assert len({r.epoch for r in trained}) == len(trained) and trained[-1].epoch == 40, seen
+        assert any(replayed for _, replayed in seen), seen      # the restart replayed its checkpoint
+        assert trained[0].metrics["fused_trials"] == 3 and trained[-1].metrics["fused_trials"] == 2

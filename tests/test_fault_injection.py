@@ -168,13 +168,14 @@ def test_disk_full_while_checkpointing_fails_that_trial_and_keeps_the_study(tmp_
     assert status.returncode == 0 and "No space left" in status.stdout
 
 
-def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_group(tmp_path):
-    """A local worker fusing 4 trials dies: all 4 come back lost and run again from the group's
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_group(tmp_path, backend):
+    """A worker fusing 4 trials dies: all 4 come back lost and run again from the group's
     progress checkpoints, and each epoch of each trial is recorded once."""
     study_dir = tmp_path / "study"
     progress_at_kill = kill_a_worker_mid_trial(study_dir, 1, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, "
                                                "log: true}}", "--set", "model.params={layers: 1, units: 16}",
-                            "--set", "execution.backend=local", "--set", "execution.workers=1",
+                            "--set", f"execution.backend={backend}", "--set", "execution.workers=1",
                             "--set", "training.fuse=4", "--set", "execution.max_retries=1")
     trials = all_complete_with_every_epoch_once(study_dir)
     assert [t.attempts for t in trials] == [2, 2, 2, 2]

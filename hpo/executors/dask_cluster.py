@@ -1,10 +1,19 @@
 """Trials on a Dask cluster: a LocalCluster on this machine, or a running scheduler.
 
-Each trial is one Dask task (`pure=False`: the same config twice is two trainings). The task
-streams its per-epoch reports through a `distributed.Queue`, so the driver records epochs
-and makes rung decisions as they happen, and it checks a `distributed.Event` between
-epochs so the driver can stop it. A worker process keeps one Trainer per experiment, so its
-compiled programs and on-device data serve every trial it runs.
+Trials go out as shares: one Dask task (`pure=False`: the same config twice is two
+trainings) trains a list of trials through its own `InlineExecutor`, which with
+`training.fuse` > 1 (or `auto`) trains those sharing an architecture, batch size and epoch
+range as one fused program. With `fuse: 1` a share is one trial. The task streams its
+per-epoch reports and trial ends through a `distributed.Queue`, so the driver records epochs
+and makes rung decisions as they happen, and between epochs it reads the run's cancelled
+trials from a `distributed.Variable`, so the driver can stop any of them. A worker process
+keeps one Trainer per experiment, so its compiled programs and on-device data serve every
+trial it runs.
+
+Shares are cut like the `local` backend's: trials submitted while a worker is idle leave at
+once, split evenly over the idle workers; the rest wait until no event is waiting (a fused
+group's ends arrive together, so the trials refilling its slots leave as one share and can
+fuse again). Shares beyond the worker count queue on the scheduler.
 
 The driver stays the only writer of the study database; workers write checkpoints and
 TensorBoard runs into the study folder, which must be shared storage on a cluster. Compile
@@ -13,7 +22,7 @@ should not be written over a network filesystem.
 
 Worker deaths: on the LocalCluster we start, the scheduler gives up on a task at the first
 lost worker (`allowed-failures: 0`), so the runner sees the loss, counts the attempt and
-retries from the trial's progress checkpoint. A remote scheduler keeps its own policy: it
+retries from the trial's progress checkpoint; every trial of a lost share comes back lost. A remote scheduler keeps its own policy: it
 reruns lost tasks itself (they also resume from the progress checkpoint) and the runner
 only hears of it when the scheduler gives up.
 """
@@ -21,25 +30,36 @@ only hears of it when the scheduler gives up.
 from __future__ import annotations
 
 import collections
+import time
 import logging
 import os
 import threading
 import traceback
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpo.executors.base import EpochDone, Event, TrialDone
+from hpo.training.fuse_size import jobs_in_flight
 from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.executors")
 
 POLL_SECONDS = 0.5
+CANCEL_CHECK_SECONDS = 0.25     # a worker reads the cancelled trials at most this often
+
+
+@dataclass
+class _Share:
+    """One Dask task training a list of trials."""
+    future: object
+    trial_ids: set[int] = field(default_factory=set)     # those whose end has not come back yet
 
 
 class DaskExecutor:
     def __init__(self, experiment, study_dir: str | Path, workers: int | None, scheduler: str | None = None):
         import dask
-        from distributed import Client, LocalCluster, Queue
+        from distributed import Client, LocalCluster, Queue, Variable
 
         self.experiment = experiment
         self.study_dir = str(study_dir)
@@ -65,62 +85,74 @@ class DaskExecutor:
         info = self.client.scheduler_info()["workers"]
         self._gpu_resources = any("GPU" in w.get("resources", {}) for w in info.values())
         self.slots = workers or max(1, sum(w.get("nthreads", 1) for w in info.values()))
+        self.capacity = jobs_in_flight(experiment.training.fuse)     # trials per worker
         self._threads = max(1, (os.cpu_count() or 1) // self.slots) if self._cluster is not None else 0
         self._run = uuid.uuid4().hex[:8]
         self._events = Queue(f"hpo-{self._run}-events", client=self.client)
-        self._futures: dict[int, object] = {}
+        self._cancel_list = Variable(f"hpo-{self._run}-cancelled", client=self.client)
+        self._cancel_list.set([])
+        self._unsent: list[TrainTask] = []
+        self._shares: dict[str, _Share] = {}
+        self._share_of: dict[int, str] = {}        # trial id -> the key of the share training it
+        self._epochs: dict[int, int] = {}          # trial id -> epochs trained (for a lost share)
         self._cancelled: set[int] = set()
         self._buffer: collections.deque[Event] = collections.deque()
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
-        return max(0, self.slots - len(self._futures))
+        return max(0, self.slots * self.capacity - len(self._unsent) - len(self._share_of))
 
     def running(self) -> list[int]:
-        return [trial_id for trial_id in self._futures if trial_id not in self._cancelled]
+        return [t.trial_id for t in self._unsent] + \
+            [trial_id for trial_id in self._share_of if trial_id not in self._cancelled]
 
     def submit(self, task: TrainTask) -> None:
-        resources = {"GPU": 1} if self._gpu_resources else None
-        self._futures[task.trial_id] = self.client.submit(
-            train_on_worker, self.experiment, task, self._events.name, self._cancel_name(task.trial_id),
-            self._threads, pure=False, resources=resources,
-            key=f"hpo-{self._run}-trial-{task.trial_id}-{uuid.uuid4().hex[:6]}")
+        if self.free_slots() < 1:
+            raise RuntimeError("no free slot on the Dask cluster")
+        self._unsent.append(task)
 
     def next_event(self) -> Event:
         while True:
             while self._buffer:
-                event = self._buffer.popleft()
-                trial_id = event.report.trial_id if isinstance(event, EpochDone) else event.trial_id
-                if isinstance(event, TrialDone):
-                    self._futures.pop(trial_id, None)
-                if trial_id not in self._cancelled:
+                event = self._on_event(self._buffer.popleft())
+                if event is not None:
                     return event
-                if isinstance(event, TrialDone):
-                    self._cancelled.discard(trial_id)
-            # A task's last message is its TrialDone, so the queue alone normally carries the
-            # whole trial; a future that ends without one lost its worker (or was cancelled).
-            self._take_queued(batch=False)
+            # Idle workers get their trials at once; busy ones only when no event is waiting.
+            self._send_unsent(idle_only=True)
+            self._take_queued(wait=False)
             if self._buffer:
                 continue
-            ended = [trial_id for trial_id, future in self._futures.items() if future.done()]
+            self._send_unsent()
+            # A share's last messages are its trials' ends, so the queue alone normally carries
+            # them; a future that ends with trials unreported lost its worker (or was cancelled).
+            self._take_queued(wait=True)
+            if self._buffer:
+                continue
+            ended = [key for key, share in self._shares.items() if share.future.done()]
             if ended:
-                self._take_queued(batch=True)      # anything it sent before it ended comes first
+                self._take_queued(wait=False)      # anything it sent before it ended comes first
                 reported = {e.trial_id for e in self._buffer if isinstance(e, TrialDone)}
-                for trial_id in ended:
-                    if trial_id not in reported:
-                        self._buffer.append(self._outcome(trial_id, self._futures[trial_id]))
+                for key in ended:
+                    self._buffer.extend(self._outcome(trial_id, self._shares[key].future)
+                                        for trial_id in sorted(self._shares[key].trial_ids - reported))
 
     def cancel(self, trial_id: int) -> None:
-        from distributed import Event as DaskEvent
-        future = self._futures.get(trial_id)
-        if future is None:
+        unsent = [t for t in self._unsent if t.trial_id == trial_id]
+        if unsent:                                   # never left the driver
+            self._unsent.remove(unsent[0])
+            return
+        key = self._share_of.get(trial_id)
+        if key is None:
             return
         self._cancelled.add(trial_id)
-        DaskEvent(self._cancel_name(trial_id), client=self.client).set()
-        future.cancel()
+        self._cancel_list.set(sorted(self._cancelled))
+        share = self._shares[key]
+        if share.trial_ids <= self._cancelled:       # nothing left in it worth finishing
+            share.future.cancel()
 
     def close(self) -> None:
-        for trial_id in list(self._futures):
+        self._unsent.clear()
+        for trial_id in list(self._share_of):
             self.cancel(trial_id)
         try:
             self.client.close()
@@ -129,27 +161,69 @@ class DaskExecutor:
                 self._cluster.close()
 
     # --- helpers ------------------------------------------------------------------------
-    def _cancel_name(self, trial_id: int) -> str:
-        return f"hpo-{self._run}-cancel-{trial_id}"
+    def _send_unsent(self, idle_only: bool = False) -> None:
+        """The submitted trials as shares: split evenly over the idle workers, or one share
+        queued behind the busy ones when none is idle."""
+        idle = self.slots - len(self._shares)
+        if not self._unsent or (idle_only and idle < 1):
+            return
+        count = max(1, min(idle, len(self._unsent)))
+        tasks, self._unsent = self._unsent, []
+        for part in range(count):
+            self._submit_share(tasks[part * len(tasks) // count:(part + 1) * len(tasks) // count])
 
-    def _take_queued(self, batch: bool) -> None:
+    def _submit_share(self, tasks: list[TrainTask]) -> None:
+        ids = "-".join(str(t.trial_id) for t in tasks[:4]) + ("-etc" if len(tasks) > 4 else "")
+        key = f"hpo-{self._run}-trials-{ids}-{uuid.uuid4().hex[:6]}"
+        resources = {"GPU": 1} if self._gpu_resources else None
+        future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
+                                    self._cancel_list.name, self._threads, pure=False, resources=resources, key=key)
+        self._shares[key] = _Share(future, {t.trial_id for t in tasks})
+        for task in tasks:
+            self._share_of[task.trial_id], self._epochs[task.trial_id] = key, 0
+
+    def _on_event(self, event: Event) -> Event | None:
+        """Book one event from a worker -> the event to hand on (None: nothing for the runner)."""
+        if isinstance(event, EpochDone):
+            trial_id = event.report.trial_id
+            if trial_id not in self._share_of or trial_id in self._cancelled:
+                return None
+            self._epochs[trial_id] += not event.report.replayed
+            return event
+        key = self._share_of.pop(event.trial_id, None)
+        self._epochs.pop(event.trial_id, None)
+        if key is None:            # a duplicate end (its share ended lost after all)
+            return None
+        share = self._shares[key]
+        share.trial_ids.discard(event.trial_id)
+        if not share.trial_ids:
+            del self._shares[key]
+        if event.trial_id in self._cancelled:
+            self._cancelled.discard(event.trial_id)
+            return None
+        return event
+
+    def _take_queued(self, wait: bool) -> None:
         try:
-            items = self._events.get(batch=True) if batch else [self._events.get(timeout=POLL_SECONDS)]
+            items = [self._events.get(timeout=POLL_SECONDS)] if wait else self._events.get(batch=True)
         except TimeoutError:
             return
         self._buffer.extend(EpochDone(item) if isinstance(item, EpochReport) else item for item in items)
 
     def _outcome(self, trial_id: int, future) -> TrialDone:
         from distributed import KilledWorker
+        trained = self._epochs.get(trial_id, 0)
         if trial_id in self._cancelled:
-            return TrialDone(trial_id=trial_id, epochs_trained=0, error="cancelled")
+            return TrialDone(trial_id=trial_id, epochs_trained=trained, error="cancelled")
         try:
-            return future.result()
+            ends = {done.trial_id: done for done in future.result()}
+            return ends.get(trial_id) or TrialDone(trial_id=trial_id, epochs_trained=trained, lost=True,
+                                                   error="its Dask task ended without reporting it")
         except KilledWorker as exc:
-            return TrialDone(trial_id=trial_id, epochs_trained=0, lost=True,
+            return TrialDone(trial_id=trial_id, epochs_trained=trained, lost=True,
                              error=f"the Dask worker running it died ({exc})")
         except Exception as exc:   # noqa: BLE001 - lost connection, unpicklable result: the trial's failure
-            return TrialDone(trial_id=trial_id, epochs_trained=0, lost=True,
+            return TrialDone(trial_id=trial_id, epochs_trained=trained, lost=True,
                              error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
 
 
@@ -159,29 +233,46 @@ _TRAINERS: dict[str, object] = {}
 _TRAINER_LOCK = threading.Lock()
 
 
-def train_on_worker(experiment, task: TrainTask, queue_name: str, cancel_name: str, threads: int) -> TrialDone:
-    """One trial on this worker: epochs stream to the driver's queue as they finish."""
-    from distributed import Event as DaskEvent
-    from distributed import Queue, get_worker
+def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, cancel_name: str,
+                          threads: int) -> list[TrialDone]:
+    """A share of trials on this worker, fused where they can be; epochs and ends stream to
+    the driver's queue as they happen."""
+    from distributed import Queue, Variable, get_worker
 
-    events, cancel = Queue(queue_name), DaskEvent(cancel_name)
-    trained, error, trace = 0, None, None
-    with _TRAINER_LOCK:     # a worker started with several threads still trains one trial at a time
+    from hpo.executors.inline import InlineExecutor
+
+    events, cancelled = Queue(queue_name), Variable(cancel_name)
+    ends: list[TrialDone] = []
+
+    def send(event: Event) -> None:
+        if isinstance(event, TrialDone):
+            ends.append(event)
+        events.put(event.report if isinstance(event, EpochDone) else event)
+
+    with _TRAINER_LOCK:     # a worker started with several threads still trains one share at a time
         try:
             trainer = _trainer(experiment, get_worker().name, threads)
-            epochs = trainer.run(task)
-            for report in epochs:
-                events.put(report)
-                trained += not report.replayed
-                if cancel.is_set():
-                    epochs.close()
-                    error = "cancelled"
+        except Exception as exc:   # this worker cannot train: every trial of the share fails with why
+            for task in tasks:
+                send(TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",
+                               traceback=traceback.format_exc()))
+            return ends
+        executor = InlineExecutor(lambda: trainer, fuse=experiment.training.fuse)
+        for task in tasks:
+            executor.submit(task)
+        checked = time.monotonic()
+        while executor.running():
+            # Between epochs (a fused group's reports come out together, so once per epoch).
+            if time.monotonic() - checked >= CANCEL_CHECK_SECONDS:
+                checked = time.monotonic()
+                for trial_id in set(cancelled.get()) & set(executor.running()):
+                    executor.cancel(trial_id)
+                    send(TrialDone(trial_id=trial_id, epochs_trained=0, error="cancelled"))
+                if not executor.running():
                     break
-        except Exception as exc:   # a failed trial is data for the study, not a crash
-            error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
-    done = TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=error, traceback=trace)
-    events.put(done)
-    return done
+            send(executor.next_event())
+        executor.close()
+    return ends
 
 
 def _trainer(experiment, worker_name, threads: int):
