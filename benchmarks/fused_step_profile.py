@@ -2,6 +2,7 @@
 
     python benchmarks/fused_step_profile.py                 # MLP 2 x 128, K = 8, XLA
     python benchmarks/fused_step_profile.py --units 32 --k 16
+    python benchmarks/fused_step_profile.py --threads 1     # as a one-core `local` / `dask` worker
 
 `benchmarks/fused.py` measures the speedup; this says where it comes from and where it
 stops. Both steps are the ones a search runs (the same trainer and programs as `fused.py`).
@@ -117,10 +118,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--units", type=int, default=128, help="hidden units per layer (2 layers)")
     parser.add_argument("--k", type=int, default=8, help="trials in the fused group")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="TensorFlow's intra- and inter-op threads, as a worker sets them (0: TF's default)")
     args = parser.parse_args()
+    import tensorflow as tf
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     fused_bench.UNITS = args.units
     trainer = fused_bench.mlp_trainer(fused_bench.bench_data(), "xla")
-    import tensorflow as tf
     with tempfile.TemporaryDirectory() as folder:
         tasks = fused_bench.tasks(args.k, 0, folder)
         params = trainer.resolve(tasks[0].config)
@@ -131,7 +137,8 @@ def main() -> None:
             rows = {"unfused": profile("unfused", unfused.train_steps, batch, 1),
                     f"fused K={args.k}": profile(f"fused K={args.k}", fused.train_steps, batch, args.k)}
     (a, one), (b, many) = rows.items()
-    print(f"\nMLP 2x{args.units}, batch 64, XLA on {os.cpu_count()} CPU cores; "
+    cores = f"{args.threads} thread(s)" if args.threads else f"{os.cpu_count()} CPU cores"
+    print(f"\nMLP 2x{args.units}, batch 64, XLA on {cores}; "
           f"microseconds per trial-step (compiled-op time; overlapping ops can exceed the wall)\n")
     print(f"| role | {a} | {b} | ratio |")
     print("| --- | --- | --- | --- |")

@@ -38,23 +38,26 @@ from hpo.runner import run_experiment  # noqa: E402
 EPOCHS = 3
 
 
-def experiment(workers: int, trials: int, backend: str, study_dir: str):
+def experiment(workers: int, trials: int, backend: str, study_dir: str, fuse: int | str = 1,
+               model_params: dict | None = None, space: dict | None = None):
+    """The benchmark's seeded random search; `fused_search.py` fixes the architecture
+    (`model_params`, a space without it) and sets `fuse`."""
     return experiment_from_dict({
         "name": f"parallel-{workers}", "seed": 0,
         "data": {"dataset": "benchmarks.kt_comparison:bench_mnist", "validation_split": N_VAL / (N_TRAIN + N_VAL),
                  "test_split": 0.0},
-        "model": {"builder": "mlp"}, "space": SPACE,
+        "model": {"builder": "mlp", "params": model_params or {}}, "space": space or SPACE,
         "search": {"algorithm": "random", "objective": "val_accuracy", "min_budget": EPOCHS,
                    "max_budget": EPOCHS, "max_trials": trials},
-        "training": {"batch_size": 64, "optimizer": "adam"},
+        "training": {"batch_size": 64, "optimizer": "adam", "fuse": fuse},
         "execution": {"backend": backend, "workers": workers},
         "output": {"dir": study_dir}})
 
 
-def one_run(workers: int, trials: int, backend: str) -> dict[str, float]:
+def one_run(workers: int, trials: int, backend: str, **settings) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        summary, study = run_experiment(experiment(workers, trials, backend, tmp + "/study"))
+        summary, study = run_experiment(experiment(workers, trials, backend, tmp + "/study", **settings))
         wall = time.perf_counter() - started
         rows = study.trials()
         study.close()

@@ -49,6 +49,22 @@ POLL_SECONDS = 0.5
 CANCEL_CHECK_SECONDS = 0.25     # a worker reads the cancelled trials at most this often
 
 
+class _QueueTimeoutFilter(logging.Filter):
+    """Drops the in-process scheduler's traceback for a `Queue.get` that timed out.
+
+    The driver waits for events with a timed get so that it can notice a worker that died
+    without a word; an empty wait is routine, yet the scheduler logs each one as an ERROR
+    with a traceback (dask/distributed#2855). A timed-out get consumes nothing, so only the
+    log line goes. A remote scheduler logs in its own process, beyond our reach."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        timed_out = record.exc_info is not None and isinstance(record.exc_info[1], TimeoutError)
+        return not (timed_out and record.getMessage().startswith("Exception while handling op queue_get"))
+
+
+_QUEUE_TIMEOUT_FILTER = _QueueTimeoutFilter()
+
+
 @dataclass
 class _Share:
     """One Dask task training a list of trials."""
@@ -64,6 +80,7 @@ class DaskExecutor:
         self.experiment = experiment
         self.study_dir = str(study_dir)
         self._cluster = None
+        logging.getLogger("distributed.core").addFilter(_QUEUE_TIMEOUT_FILTER)     # idempotent
         if scheduler:
             self.client = Client(scheduler, timeout="30s")
             log.info("joined the Dask scheduler at %s", scheduler)
@@ -159,6 +176,7 @@ class DaskExecutor:
         finally:
             if self._cluster is not None:
                 self._cluster.close()
+            logging.getLogger("distributed.core").removeFilter(_QUEUE_TIMEOUT_FILTER)
 
     # --- helpers ------------------------------------------------------------------------
     def _send_unsent(self, idle_only: bool = False) -> None:
