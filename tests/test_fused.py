@@ -197,7 +197,7 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
     for backend in ("local", "dask"):
         assert [t.config for t in runs[backend].trials()] == [t.config for t in unfused]
         for a, b in zip(unfused, runs[backend].trials()):
-            assert b.value == pytest.approx(a.value, abs=1e-6)
+            assert b.value == pytest.approx(a.value, abs=1e-6), (backend, a.trial_id)
         assert [m.get("fused_trials") for _, _, m in runs[backend].epochs()] == [4] * 8 * 3, backend
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from hpo.executors.base import EpochDone, Event, TrialDone
 from hpo.training.fuse_size import jobs_in_flight
+from hpo.training.seeding import use_thread_private_python_random
 from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.executors")
@@ -268,6 +269,9 @@ def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, c
         events.put(event.report if isinstance(event, EpochDone) else event)
 
     with _TRAINER_LOCK:     # a worker started with several threads still trains one share at a time
+        # The worker's event loop draws from Python's `random` while we train; a trial's
+        # initial weights come from its seed only if this thread's draws are its own.
+        use_thread_private_python_random()
         try:
             trainer = _trainer(experiment, get_worker().name, threads)
         except Exception as exc:   # this worker cannot train: every trial of the share fails with why
