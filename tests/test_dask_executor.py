@@ -1,6 +1,7 @@
 """The dask backend on a LocalCluster of two worker processes, loopback only."""
 
 from faults import SMOKE, assert_parallel_smoke_run, hpo, query
+from hpo.study import Study
 
 
 def test_smoke_experiment_on_a_local_dask_cluster(tmp_path):
@@ -60,3 +61,31 @@ def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):
         assert len({r.epoch for r in trained}) == len(trained) and trained[-1].epoch == 40, seen
         assert any(replayed for _, replayed in seen), seen      # the restart replayed its checkpoint
         assert trained[0].metrics["fused_trials"] == 3 and trained[-1].metrics["fused_trials"] == 2
+
+
+def test_a_time_limit_stops_fused_shares_and_a_rerun_resumes_them(tmp_path):
+    """The time limit interrupts a fused share mid-training on dask; the driver stops its
+    workers and exits, and a rerun resumes the trials from their progress checkpoints, every
+    epoch recorded once."""
+    study_dir = tmp_path / "study"
+    long_fused = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
+                  "--set", "model.params={layers: 1, units: 16}", "--set", "search.algorithm=random",
+                  "--set", "search.min_budget=100", "--set", "search.max_budget=100", "--set", "search.max_trials=4",
+                  "--set", "training.batch_size=8", "--set", "training.checkpoint_seconds=0",
+                  "--set", "training.fuse=4", "--set", "execution.backend=dask", "--set", "execution.workers=1"]
+    first = hpo("search", SMOKE, "--study-dir", str(study_dir), *long_fused, "--set", "search.time_limit=8")
+    assert first.returncode == 0, first.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert [t.state.value for t in trials] == ["interrupted"] * 4, [(t.trial_id, t.state) for t in trials]
+    trained_before = {t: n for t, n in query(study_dir, "SELECT trial_id, MAX(epoch) FROM epochs GROUP BY trial_id")}
+    assert trained_before and max(trained_before.values()) < 100
+
+    again = hpo("search", SMOKE, "--study-dir", str(study_dir), *long_fused, "--set", "search.time_limit=null")
+    assert again.returncode == 0, again.stderr[-3000:]
+    trials = Study.open(study_dir).trials()
+    assert all(t.state.value == "complete" for t in trials), [(t.trial_id, t.state, t.error) for t in trials]
+    for t in trials:
+        epochs = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
+                                          (t.trial_id,))]
+        assert epochs == list(range(1, 101)), (t.trial_id, epochs)
+        assert t.epochs_trained <= 100 - trained_before.get(t.trial_id, 0) + 1, (t.trial_id, t.epochs_trained)

@@ -135,10 +135,12 @@ def test_a_fused_group_stopped_mid_way_resumes_from_its_progress_checkpoints(dig
     before = [next(cut), next(cut)]
     cut.close()                                                   # the worker dies after epoch 2
     resumed = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4)))
-    # Epoch 2's reports are sent again (the driver may have missed them), then 3 and 4 train.
-    assert [[(r.epoch, r.replayed) for r in reports] for reports in resumed] == \
-        [[(2, True)] * 3, [(3, False)] * 3, [(4, False)] * 3]
-    assert [r.metrics for r in resumed[0]] == [r.metrics for r in before[1]]
+    # Every trial's epochs 1 and 2 are sent again (the driver may have missed any of them),
+    # then 3 and 4 train.
+    assert [[(r.trial_id, r.epoch, r.replayed) for r in reports] for reports in resumed] == \
+        [[(i, epoch, True) for i in range(3) for epoch in (1, 2)], [(i, 3, False) for i in range(3)],
+         [(i, 4, False) for i in range(3)]]
+    assert [r.metrics for r in resumed[0]] == [before[epoch][i].metrics for i in range(3) for epoch in (0, 1)]
     assert_same(whole[2:], resumed[1:], tmp_path, "whole", "cut", 3)
 
 

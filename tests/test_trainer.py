@@ -65,10 +65,11 @@ def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
     _, iterations = checkpoint(tmp_path / "rerun.npz")
     assert iterations == 2 * (len(digits.x_train) // CONFIG["batch_size"])
     rest = list(make_trainer(digits, checkpoint_seconds=0).run(task(tmp_path, 0, 5, "rerun")))  # a fresh process
-    # The checkpointed epoch's report is sent again (the killed attempt's may never have
-    # arrived), marked as replayed; training continues with epoch 3.
-    assert rest[0].replayed and rest[0].epoch == 2 and dict(rest[0].metrics) == dict(first_two[1].metrics)
-    assert [r.epoch for r in first_two + rest[1:]] == [1, 2, 3, 4, 5] and not any(r.replayed for r in rest[1:])
+    # Every checkpointed epoch's report is sent again (the driver may have missed any of them),
+    # marked as replayed; training continues with epoch 3.
+    assert [r.epoch for r in rest[:2]] == [1, 2] and all(r.replayed for r in rest[:2])
+    assert [dict(r.metrics) for r in rest[:2]] == [dict(r.metrics) for r in first_two]
+    assert [r.epoch for r in first_two + rest[2:]] == [1, 2, 3, 4, 5] and not any(r.replayed for r in rest[2:])
     assert rest[-1].metrics["loss"] == pytest.approx(straight[-1].metrics["loss"], rel=1e-3)
     for a, b in zip(checkpoint(tmp_path / "rerun.npz")[0], checkpoint(tmp_path / "straight.npz")[0]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
@@ -125,3 +126,18 @@ def test_tensorboard_curves_and_objective_are_written(digits, tmp_path):
     tags = events.Tags()["tensors"]
     assert {"val_accuracy", "loss", "hpo/objective"} <= set(tags)
     assert [e.step for e in events.Tensors("val_accuracy")] == [1, 2]
+
+
+def test_a_progress_checkpoint_keeps_every_report_and_an_older_one_its_last(tmp_path):
+    import json
+
+    from hpo.training.checkpoint import save_arrays, stored_reports
+
+    reports = [(1, {"loss": 0.9}), (2, {"loss": 0.5})]
+    save_arrays(tmp_path / "new.npz", [np.zeros(2)], [np.zeros(1)], 2, durable=False, reports=reports)
+    assert stored_reports(tmp_path / "new.npz") == reports
+    # Written before every epoch was kept: its last epoch's metrics alone.
+    meta = json.dumps({"epoch": 2, "n_weights": 1, "n_optimizer": 0, "metrics": {"loss": 0.5}}).encode()
+    np.savez(tmp_path / "old.npz", w0=np.zeros(2), meta=np.frombuffer(meta, dtype=np.uint8))
+    assert stored_reports(tmp_path / "old.npz") == [(2, {"loss": 0.5})]
+    assert stored_reports(tmp_path / "missing.npz") == []

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -20,20 +21,21 @@ from hpo.errors import TrialFailed
 
 
 def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: bool = True,
-                    metrics: dict | None = None) -> None:
+                    reports: Sequence[tuple[int, Mapping]] = ()) -> None:
     """`durable`: fsync before the rename (the final checkpoint that promotions read).
-    `metrics`: the epoch's report, kept so a resumed attempt can send it again (the report
-    of a killed attempt may never have reached the driver)."""
+    `reports`: (epoch, metrics) of every epoch this trial has trained so far, kept so that a
+    resumed attempt can send them again: the driver may not have read all of them, since
+    a killed or interrupted driver drops what it had not yet taken from its workers."""
     from keras import ops
 
     # model.variables includes the random seed generators' states, so dropout masks continue
     # exactly where they stopped too.
     save_arrays(path, [ops.convert_to_numpy(v) for v in model.variables],
-                [ops.convert_to_numpy(v) for v in optimizer.variables], epoch, durable, metrics)
+                [ops.convert_to_numpy(v) for v in optimizer.variables], epoch, durable, reports)
 
 
 def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: int, durable: bool = True,
-                metrics: dict | None = None) -> None:
+                reports: Sequence[tuple[int, Mapping]] = ()) -> None:
     """A checkpoint from values already on the host (`model.variables`, `optimizer.variables`
     order): fused trials write theirs without a round trip through a Keras model."""
     path = Path(path)
@@ -42,7 +44,8 @@ def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: 
     arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(optimizer_values)})
     arrays["meta"] = np.frombuffer(json.dumps({"epoch": epoch, "n_weights": len(weights),
                                                "n_optimizer": len(optimizer_values),
-                                               "metrics": metrics or {}}).encode(), dtype=np.uint8)
+                                               "reports": [[e, dict(m)] for e, m in reports]}).encode(),
+                                   dtype=np.uint8)
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as handle:
@@ -54,6 +57,15 @@ def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: 
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
+
+
+def stored_reports(path: str | Path) -> list[tuple[int, dict]]:
+    """The (epoch, metrics) a progress checkpoint kept, oldest first; [] when it kept none.
+    A checkpoint written before every epoch was kept holds only its last one, as `metrics`."""
+    meta = checkpoint_meta(path) or {}
+    if "reports" in meta:
+        return [(int(epoch), dict(metrics)) for epoch, metrics in meta["reports"]]
+    return [(int(meta["epoch"]), dict(meta["metrics"]))] if meta.get("metrics") else []
 
 
 def progress_due(every: int, min_gap: float, epoch: int, end_epoch: int, last_saved: float) -> bool:
@@ -71,7 +83,7 @@ def checkpoint_epoch(path: str | Path) -> int | None:
 
 
 def checkpoint_meta(path: str | Path) -> dict | None:
-    """The checkpoint's epoch, sizes and (progress checkpoints) that epoch's metrics."""
+    """The checkpoint's epoch, sizes and (progress checkpoints) the trial's reports so far."""
     try:
         with np.load(path) as data:
             return json.loads(bytes(data["meta"]).decode())

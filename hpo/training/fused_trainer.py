@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import checkpoint_meta, load_checkpoint, progress_due, save_arrays
+from hpo.training.checkpoint import load_checkpoint, progress_due, save_arrays, stored_reports
 from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
 from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions,
@@ -75,12 +75,12 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
             if writer is not None:
                 write_trial_hparams(writer, str(task.hparams.get("trial_id", task.trial_id)), task.hparams)
         metrics: list[dict[str, float]] = []
-        stored = [(checkpoint_meta(t.checkpoint_in) or {}).get("metrics") if replay else None
-                  for t, replay in zip(tasks, replays)]
-        if all(stored):
-            # The killed attempt's last reports may not have reached the driver: send them again.
-            yield [EpochReport(trial_id=t.trial_id, epoch=start, metrics=m, replayed=True)
-                   for t, m in zip(tasks, stored)]
+        # The stopped attempt's reports may not all have reached the driver: send them again.
+        reports = [stored_reports(t.checkpoint_in) if replay else [] for t, replay in zip(tasks, replays)]
+        replayed = [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=stored, replayed=True)
+                    for t, trial_reports in zip(tasks, reports) for epoch, stored in trial_reports]
+        if replayed:
+            yield replayed
         every, min_gap = trainer.training.checkpoint_every, trainer.training.checkpoint_seconds
         last_saved = time.monotonic()
         for epoch in range(start + 1, end + 1):
@@ -106,9 +106,11 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
             for i, writer in enumerate(writers):
                 if writer is not None:
                     write_scalars(writer, epoch, metrics[i])
+            for trial_reports, trial_metrics in zip(reports, metrics):
+                trial_reports.append((epoch, trial_metrics))
             # Progress checkpoints on the unfused trainer's schedule, so a killed group resumes.
             if progress_due(every, min_gap, epoch, end, last_saved):
-                _save_all(program, scratch, tasks, params, epoch, durable=False, metrics=metrics)
+                _save_all(program, scratch, tasks, params, epoch, durable=False, reports=reports)
                 last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
         _save_all(program, scratch, tasks, params, end)
@@ -128,7 +130,7 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
 
 
 def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], params: Sequence[dict], epoch: int,
-              durable: bool = True, metrics: Sequence[dict] | None = None) -> None:
+              durable: bool = True, reports: Sequence[list] | None = None) -> None:
     """Every trial's checkpoint, in the unfused layout, from one host copy of the state."""
     model, optimizer = scratch
     trial_arrays = program.checkpoint_arrays(model, optimizer.optimizer)
@@ -138,7 +140,7 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], params
         contents.append(trial_arrays(i))
 
     def write(i: int) -> None:
-        save_arrays(tasks[i].checkpoint_out, *contents[i], epoch, durable, metrics[i] if metrics else None)
+        save_arrays(tasks[i].checkpoint_out, *contents[i], epoch, durable, reports[i] if reports else ())
 
     # Writes and fsyncs release the GIL: 8 checkpoints of a 2x128 MLP took 23-26 ms on 4
     # threads against 31-34 ms one after another (fsync is ~1.6 ms of each 4.8 ms write);

@@ -19,8 +19,8 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
-from hpo.training.checkpoint import (checkpoint_epoch, checkpoint_meta, load_checkpoint, progress_due,
-                                     save_checkpoint)
+from hpo.training.checkpoint import (checkpoint_epoch, load_checkpoint, progress_due,
+                                     save_checkpoint, stored_reports)
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
@@ -284,11 +284,10 @@ class Trainer:
             if writer is not None:
                 write_trial_hparams(writer, _run_label(task), task.hparams)
             metrics: dict[str, float] = {}
-            if replay:
-                # The killed attempt's last report may not have reached the driver: send it again.
-                stored = (checkpoint_meta(task.checkpoint_in) or {}).get("metrics") or {}
-                if stored:
-                    yield EpochReport(trial_id=task.trial_id, epoch=task.start_epoch, metrics=stored, replayed=True)
+            # The stopped attempt's reports may not all have reached the driver: send them again.
+            reports = stored_reports(task.checkpoint_in) if replay else []
+            for epoch, stored in reports:
+                yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=stored, replayed=True)
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
                 started = time.perf_counter()
                 batches = epoch_batches(task.data_seed, epoch, n_train, batch_size)
@@ -313,8 +312,9 @@ class Trainer:
                     metrics["startup_seconds"] = startup
                 if writer is not None:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
+                reports.append((epoch, metrics))
                 if progress_due(every, min_gap, epoch, task.end_epoch, last_saved):
-                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, metrics=metrics)
+                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, reports=reports)
                     last_saved = time.monotonic()
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
             save_checkpoint(task.checkpoint_out, model, optimizer, task.end_epoch)
