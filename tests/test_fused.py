@@ -60,10 +60,13 @@ def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer):
     assert len({round(r.metrics["loss"], 6) for r in fused[-1]}) == 3
 
 
-def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path):
-    configs = [{"conv_layers": 1, "filters": 8, "kernel_size": 3, "dense_units": 32, "batch_size": 32,
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, mode):
+    """Two convolutions: the first is one wide convolution over the shared input; the second
+    one grouped convolution in graph mode and K separate ones under XLA."""
+    configs = [{"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 32, "batch_size": 32,
                 "learning_rate": lr, "dropout": d} for lr, d in ((3e-3, 0.0), (1e-3, 0.25))]
-    trainer = make_trainer(digits, "cnn")
+    trainer = make_trainer(digits, "cnn", compile=mode)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
     fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
     assert_same(unfused, fused, tmp_path, "one", "fused", 2)

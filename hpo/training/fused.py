@@ -89,6 +89,10 @@ class FusedProgram:
         import tensorflow as tf
 
         self.k = len(values)
+        # Later convolutions: one grouped convolution (K groups) runs 1.9x faster than K
+        # convolutions on this CPU in graph mode (oneDNN), but XLA's CPU backward pass for a
+        # grouped convolution took 1.07 s against 31 ms for the K separate ones.
+        self._grouped_conv = mode != "xla"
         self.optimizer_kind = optimizer_name(params[0])
         if any(optimizer_name(p) != self.optimizer_kind for p in params):
             raise ValueError("fused trials must share the optimizer kind")
@@ -239,6 +243,13 @@ class FusedProgram:
         if stacked["shared_input"]:           # one convolution with K x filters output channels
             h, w, channels, _, filters = kernel.shape
             y = tf.nn.conv2d(x, ops.reshape(kernel, (h, w, channels, self.k * filters)), **conv)
+            x = ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
+        elif self._grouped_conv:             # [K, batch, h, w, c] -> [batch, h, w, K*c]: group k sees trial k
+            batch, height, width, channels = (ops.shape(x)[i] for i in range(1, 5))
+            h, w, _, filters = kernel.shape[1:]
+            grouped = ops.reshape(ops.transpose(x, (1, 2, 3, 0, 4)), (batch, height, width, self.k * channels))
+            y = tf.nn.conv2d(grouped, ops.reshape(ops.transpose(kernel, (1, 2, 3, 0, 4)),
+                                                  (h, w, channels, self.k * filters)), **conv)
             x = ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
         else:
             x = ops.stack([tf.nn.conv2d(x[k], kernel[k], **conv) for k in range(self.k)])
