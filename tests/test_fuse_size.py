@@ -6,8 +6,8 @@ import pytest
 from hpo.config import TrainingConfig
 from hpo.models import get_builder
 from hpo.training import fuse_size
-from hpo.training.fuse_size import (AUTO_CEILING, PROVISIONAL_K, bytes_per_trial, memory_cap, probe_sizes,
-                                    smallest_near_best)
+from hpo.training.fuse_size import (AUTO_CEILING, CPU_PROVISIONAL_MAX_MACS, PROVISIONAL_K, bytes_per_trial,
+                                    macs_per_example, memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.task import TrainTask
 
 
@@ -42,6 +42,27 @@ def test_a_trials_bytes_count_parameters_and_activations():
     parameters = 10 * 20 + 20 + 20 * 3 + 3
     activations = 10 + 20 + 3           # per example: the input layer's, then each Dense's output
     assert bytes_per_trial(model, batch_size=16) == 4 * (5 * parameters + 3 * 16 * activations)
+
+
+def test_multiply_adds_count_dense_kernels_and_each_output_position_of_a_convolution():
+    inputs = keras.Input((8, 8, 1))
+    conv = keras.layers.Conv2D(4, 3, padding="same")(inputs)               # 8 x 8 positions x (3 x 3 x 1 x 4)
+    pooled = keras.layers.Flatten()(keras.layers.MaxPooling2D()(conv))     # 4 x 4 x 4 = 64 features
+    model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(32)(pooled)))
+    assert macs_per_example(model) == 8 * 8 * 3 * 3 * 1 * 4 + 64 * 32 + 32 * 10
+
+
+def dense_model(units):
+    inputs = keras.Input((784,))
+    return keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(units)(inputs)))
+
+
+def test_unmeasured_groups_of_compute_bound_models_do_not_fuse_on_a_cpu():
+    small, big = dense_model(128), dense_model(1024)
+    assert macs_per_example(small) < CPU_PROVISIONAL_MAX_MACS < macs_per_example(big)
+    assert provisional_k(small, "/device:CPU:0") == PROVISIONAL_K
+    assert provisional_k(big, "/device:CPU:0") == 1
+    assert provisional_k(big, "/job:localhost/replica:0/task:0/device:GPU:1") == PROVISIONAL_K   # a GPU fills up
 
 
 MLP = {"layers": 2, "units": 32, "batch_size": 64, "dropout": 0.1}
@@ -86,3 +107,14 @@ def test_auto_respects_the_memory_cap_and_skips_the_probe_for_short_work(digits,
 
 def test_free_memory_is_known_on_the_cpu():
     assert fuse_size.free_memory("/device:CPU:0") > 0
+
+
+def test_short_work_on_a_compute_bound_model_trains_unfused_on_a_cpu(digits, tmp_path):
+    from hpo.training.fused_trainer import _fuse_decisions, group_size
+
+    trainer = make_trainer(digits)
+    wide = [TrainTask(trial_id=i, config={**MLP, "units": 1024, "learning_rate": 1e-3}, start_epoch=0, end_epoch=1,
+                      seed=i, checkpoint_out=str(tmp_path / f"w{i}.npz"), objective="val_accuracy") for i in range(4)]
+    assert group_size(trainer, wide) == 1
+    assert not _fuse_decisions(trainer).choices
+    assert group_size(trainer, tasks(tmp_path, 4, epochs=1)) == PROVISIONAL_K     # the narrow MLP still fuses

@@ -13,7 +13,11 @@ two optimizer slots, plus its activations.
 
 Probing costs one compile per K tried, a few seconds in all (the fused programs are kept,
 so the chosen one is not compiled again), so groups with too little work to repay it take
-`PROVISIONAL_K` unmeasured.
+`PROVISIONAL_K` unmeasured, except on a CPU for models with over `CPU_PROVISIONAL_MAX_MACS`
+multiply-adds per example: there a step is compute-bound and fusing shares little. Per-trial
+step time, unfused over fused K=8, on this 2-core CPU (`benchmarks/fused_step_profile.py`,
+XLA): MLP 2 x 128 (118K MACs per example) 1.45-1.6, 2 x 256 (268K) 1.30, 2 x 512 (668K) 0.90;
+the MNIST CNN (1.1M, graph mode) 0.83.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ AUTO_CEILING = 32           # the most trials `fuse: auto` takes in flight and f
 MEMORY_SHARE = 0.25         # of the device's free memory, for one fused group
 NEAR_BEST = 1.10            # a smaller K within 10% of the best per-trial time is preferred
 PROVISIONAL_K = 8           # unmeasured: where the 2 x 128 MLP's curve flattened on a 2-core CPU
+CPU_PROVISIONAL_MAX_MACS = 400_000   # bigger models on a CPU do not fuse unmeasured (see above)
 MIN_STEPS_TO_PROBE = 10_000  # the group's total training steps that repay a probe's compiles
 
 
@@ -49,6 +54,7 @@ class FuseDecisions:
     """A trainer's decisions, by (architecture signature, batch size, device)."""
     choices: dict[tuple, FuseChoice] = field(default_factory=dict)
     memory_caps: dict[tuple, int] = field(default_factory=dict)
+    provisional: dict[tuple, int] = field(default_factory=dict)     # `provisional_k` per key
 
 
 def bytes_per_trial(model, batch_size: int) -> int:
@@ -63,6 +69,31 @@ def bytes_per_trial(model, batch_size: int) -> int:
         if shape is not None:
             activations += math.prod(d for d in shape[1:] if d is not None)
     return 4 * (5 * parameters + 3 * batch_size * activations)
+
+
+def macs_per_example(model) -> int:
+    """Multiply-adds of one example's forward pass through the Dense and Conv2D layers."""
+    total = 0
+    for layer in model.layers:
+        kernel = getattr(layer, "kernel", None)
+        if kernel is None:
+            continue
+        kind = type(layer).__name__
+        if kind == "Dense":
+            total += math.prod(kernel.shape)
+        elif kind == "Conv2D":
+            height, width = layer.output.shape[1:3]
+            total += height * width * math.prod(kernel.shape)
+    return int(total)
+
+
+def provisional_k(model, device: str) -> int:
+    """The group size to use unmeasured (a group too small to repay a probe)."""
+    from hpo.training.devices import device_type
+
+    if device_type(device) == "CPU" and macs_per_example(model) > CPU_PROVISIONAL_MAX_MACS:
+        return 1
+    return PROVISIONAL_K
 
 
 def jobs_in_flight(fuse: int | str) -> int:

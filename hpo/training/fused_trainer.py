@@ -23,8 +23,8 @@ from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write
 from hpo.training.checkpoint import load_checkpoint, progress_due, save_arrays, stored_reports
 from hpo.training.compile_mode import choice_key, time_step
 from hpo.training.devices import device_type
-from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, PROVISIONAL_K, FuseChoice, FuseDecisions,
-                                    bytes_per_trial, free_memory, memory_cap, probe_sizes, smallest_near_best)
+from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
+                                    memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
@@ -207,11 +207,12 @@ def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
         template = trainer.build_model(params, tasks[0].seed)
         fits = fusable(template, params) is None
         caps[key] = memory_cap(bytes_per_trial(template, batch_size), free_memory(trainer.device)) if fits else 1
+        decisions.provisional[key] = provisional_k(template, trainer.device)
     cap = caps[key]
     if cap == 1:
         return 1
     if choice is None and trainer.job_steps(tasks[0], batch_size) * len(tasks) < MIN_STEPS_TO_PROBE:
-        return min(cap, PROVISIONAL_K)      # too little work to repay a probe; a longer group measures
+        return min(cap, decisions.provisional[key])   # too little work to repay a probe; a longer group measures
     choice = _probe(trainer, tasks, params, cap, choice)
     decisions.choices[key] = choice
     log.info("fused trials, %s", choice.describe())
