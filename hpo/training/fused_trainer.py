@@ -110,10 +110,10 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
                 trial_reports.append((epoch, trial_metrics))
             # Progress checkpoints on the unfused trainer's schedule, so a killed group resumes.
             if progress_due(every, min_gap, epoch, end, last_saved):
-                _save_all(program, scratch, tasks, params, epoch, durable=False, reports=reports)
+                _save_all(program, scratch, tasks, epoch, durable=False, reports=reports)
                 last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
-        _save_all(program, scratch, tasks, params, end)
+        _save_all(program, scratch, tasks, end)
         for i, task in enumerate(tasks):
             if writers[i] is not None and metrics:
                 write_scalars(writers[i], end, {OBJECTIVE_TAG: metrics[i][task.objective], BUDGET_TAG: float(end)})
@@ -129,15 +129,11 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
                 writer.close()
 
 
-def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], params: Sequence[dict], epoch: int,
+def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch: int,
               durable: bool = True, reports: Sequence[list] | None = None) -> None:
     """Every trial's checkpoint, in the unfused layout, from one host copy of the state."""
-    model, optimizer = scratch
-    trial_arrays = program.checkpoint_arrays(model, optimizer.optimizer)
-    contents = []
-    for i in range(len(tasks)):
-        optimizer.assign(params[i])           # checkpoint_arrays reads the hyperparameters from it
-        contents.append(trial_arrays(i))
+    trial_arrays = program.checkpoint_arrays(*scratch)
+    contents = [trial_arrays(i) for i in range(len(tasks))]
 
     def write(i: int) -> None:
         save_arrays(tasks[i].checkpoint_out, *contents[i], epoch, durable, reports[i] if reports else ())
