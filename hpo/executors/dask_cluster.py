@@ -22,18 +22,18 @@ should not be written over a network filesystem.
 
 Worker deaths: on the LocalCluster we start, the scheduler gives up on a task at the first
 lost worker (`allowed-failures: 0`), so the runner sees the loss, counts the attempt and
-retries from the trial's progress checkpoint; every trial of a lost share comes back lost. A remote scheduler keeps its own policy: it
-reruns lost tasks itself (they also resume from the progress checkpoint) and the runner
-only hears of it when the scheduler gives up.
+retries from the trial's progress checkpoint; every trial of a lost share comes back lost.
+A remote scheduler keeps its own policy: it reruns lost tasks itself (they also resume from
+the progress checkpoint) and the runner only hears of it when the scheduler gives up.
 """
 
 from __future__ import annotations
 
 import collections
-import time
 import logging
 import os
 import threading
+import time
 import traceback
 import uuid
 from dataclasses import dataclass, field

@@ -26,6 +26,8 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from hpo.training.devices import device_type
+
 log = logging.getLogger("hpo.train")
 
 AUTO_CEILING = 32           # the most trials `fuse: auto` takes in flight and fuses
@@ -89,8 +91,6 @@ def macs_per_example(model) -> int:
 
 def provisional_k(model, device: str) -> int:
     """The group size to use unmeasured (a group too small to repay a probe)."""
-    from hpo.training.devices import device_type
-
     if device_type(device) == "CPU" and macs_per_example(model) > CPU_PROVISIONAL_MAX_MACS:
         return 1
     return PROVISIONAL_K
@@ -111,8 +111,6 @@ def memory_cap(per_trial: int, free_bytes: int | None) -> int:
 
 def free_memory(device: str) -> int | None:
     """Free bytes on `device`: host RAM for a CPU, the GPU's limit minus what TensorFlow holds."""
-    from hpo.training.devices import device_type
-
     if device_type(device) == "CPU":
         import psutil
         return int(psutil.virtual_memory().available)
