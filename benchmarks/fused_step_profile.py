@@ -18,6 +18,12 @@ TensorFlow op it came from:
 
 Thunk times are per trial-step and can overlap (XLA runs independent thunks on both cores),
 so a column need not sum to the wall time. Only XLA steps have thunks to profile.
+
+Then how far fusing could go here: a floor for the fused step, its matmuls at the CPU's
+large-matmul rate (`benchmarks/matmul_rates.py`'s 2048 x 2048 case) plus its optimizer
+update timed alone (stand-in gradients, the program's own variables and update code), and
+the speedups a step at that floor would give, for the step and for whole K-trial jobs
+(`benchmarks/fused.py`'s, timed here in XLA with the fused step's time swapped for the floor).
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 import benchmarks.fused as fused_bench  # noqa: E402
+from benchmarks.matmul_rates import big, rate  # noqa: E402
 from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
 from hpo.training.fused_trainer import prepare_group  # noqa: E402
 
@@ -114,6 +123,70 @@ def profile(label: str, train_steps, batch, trials: int) -> dict[str, float]:
     return by_role
 
 
+def training_flops(model, batch: int) -> float:
+    """One trial's matmul FLOPs per training step: every Dense layer's forward product and
+    kernel gradient, and the input gradient of each but the first (its input is data)."""
+    kernels = [layer.kernel.shape for layer in model.layers if type(layer).__name__ == "Dense"]
+    return sum(2 * batch * fan_in * fan_out * (2 if i == 0 else 3) for i, (fan_in, fan_out) in enumerate(kernels))
+
+
+def update_seconds(program, repeats: int = 16) -> float:
+    """Seconds of one fused optimizer update alone: the program's update code on its own
+    variables, with stand-in gradients held in memory as real ones are."""
+    import tensorflow as tf
+
+    def updates(grads):
+        for _ in range(repeats):
+            program.optimizer.apply(grads, program.weights)
+        return program.weights[0][(0,) * len(program.weights[0].shape)]
+
+    compiled = tf.function(updates, jit_compile=True, autograph=False)
+    grads = [tf.fill(w.shape, 1e-4) for w in program.weights]
+    compiled(grads).numpy()
+    times = []
+    for _ in range(9):
+        started = time.perf_counter()
+        compiled(grads).numpy()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) / repeats
+
+
+def median_job_seconds(job, trainer, k: int, folder: str, repeats: int = 3) -> float:
+    job(trainer, k, 999, folder)                       # warm-up
+    return statistics.median(job(trainer, k, repeat, folder) for repeat in range(repeats))
+
+
+def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us: float, k: int,
+                  folder: str) -> None:
+    """The fused step's floor on this CPU and the speedups it would give."""
+    import tensorflow as tf
+
+    square = tf.random.uniform((2048, 2048))
+    _, matmul_gflops = rate(big, (square, square), 2 * 2048 ** 3, True)
+    matmul_us = training_flops(model, batch) / (matmul_gflops * 1e3)
+    update_us = update_seconds(fused) * 1e6 / k
+    params = sum(int(np.prod(w.shape)) for w in fused.weights) / k
+    update_bytes = params * 4 * (5 if fused.optimizer.kind == "sgd" else 7)   # slots, weight, gradient
+    floor_us = matmul_us + update_us
+    sequential_s = median_job_seconds(fused_bench.sequential, trainer, k, folder)
+    fused_s = median_job_seconds(fused_bench.fused, trainer, k, folder)
+    trial_steps = k * fused_bench.EPOCHS * (len(trainer.dataset.x_train) // batch)
+    at_floor_s = fused_s - (fused_us - floor_us) * 1e-6 * trial_steps
+    print("\nHow far fusing could go (per trial-step, microseconds; XLA):\n")
+    print("| quantity | value |")
+    print("| --- | --- |")
+    print(f"| matmuls at the CPU's large-matmul rate ({matmul_gflops:.0f} GFLOP/s) | {matmul_us:.1f} |")
+    print(f"| optimizer update alone ({update_bytes * 1e-6 / (update_us * 1e-6) / 1e3:.0f} GB/s "
+          f"at {update_bytes / params:.0f} bytes per parameter) | {update_us:.1f} |")
+    print(f"| floor: the two together | {floor_us:.1f} |")
+    print(f"| measured fused step | {fused_us:.1f} |")
+    print(f"| measured unfused step | {unfused_us:.1f} |")
+    print(f"| step speedup, measured / at the floor | {unfused_us / fused_us:.2f} / {unfused_us / floor_us:.2f} |")
+    print(f"| K={k} job ({fused_bench.EPOCHS} epochs), sequential / fused / fused at the floor, s | "
+          f"{sequential_s:.3f} / {fused_s:.3f} / {at_floor_s:.3f} |")
+    print(f"| job speedup, measured / at the floor | {sequential_s / fused_s:.2f} / {sequential_s / at_floor_s:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--units", type=int, default=128, help="hidden units per layer (2 layers)")
@@ -136,6 +209,13 @@ def main() -> None:
             fused, _, _ = prepare_group(trainer, tasks)
             rows = {"unfused": profile("unfused", unfused.train_steps, batch, 1),
                     f"fused K={args.k}": profile(f"fused K={args.k}", fused.train_steps, batch, args.k)}
+            print_table(rows, args)
+            one, many = rows.values()
+            print_ceiling(trainer, fused, unfused.model, int(params["batch_size"]), one["wall"], many["wall"],
+                          args.k, folder)
+
+
+def print_table(rows: dict, args) -> None:
     (a, one), (b, many) = rows.items()
     cores = f"{args.threads} thread(s)" if args.threads else f"{os.cpu_count()} CPU cores"
     print(f"\nMLP 2x{args.units}, batch 64, XLA on {cores}; "
