@@ -36,7 +36,6 @@ import numpy as np
 from hpo.models.layers import inverted_dropout
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
-from hpo.training.variable_writer import VariableWriter
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
@@ -152,7 +151,6 @@ class FusedProgram:
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train
-        self._writer: VariableWriter | None = None
         self.reset(values, params)
         signature = [tf.TensorSpec([None, None], tf.int32)]
         steps = self._train_steps
@@ -300,12 +298,11 @@ class FusedProgram:
 
         if len(values) != self.k:
             raise ValueError(f"{len(values)} trials for a program of {self.k}")
-        if self._writer is None:
-            self._writer = VariableWriter([variable for variable, _, _ in self._sources] +
-                                          [g.state for generators, _ in self._generators for g in generators])
-        self._writer.assign([np.stack([ops.convert_to_numpy(v[index]) for v in values], axis=axis)
-                             for _, axis, index in self._sources] +
-                            [trial_values[index] for _, index in self._generators for trial_values in values])
+        for variable, axis, index in self._sources:
+            variable.assign(np.stack([ops.convert_to_numpy(v[index]) for v in values], axis=axis))
+        for generators, index in self._generators:
+            for generator, trial_values in zip(generators, values):
+                generator.state.assign(trial_values[index])
         self.optimizer.reset(params)
 
     # --- back to ordinary, unfused trials --------------------------------------------------------
@@ -394,16 +391,14 @@ class FusedOptimizer:
             self.slots = {"momentum": zeros,
                           "velocity": [keras.Variable(np.zeros(v.shape, "float32"), trainable=False)
                                        for v in variables]}
-        self._hyper_writer: VariableWriter | None = None
-        self._state_writer: VariableWriter | None = None
 
     def reset(self, params: Sequence[Mapping[str, Any]]) -> None:
-        if self._hyper_writer is None:
-            self._hyper_writer = VariableWriter(list(self.hyper.values()))
-            self._state_writer = VariableWriter([self.iterations] + [s for slots in self.slots.values() for s in slots])
-        self._hyper_writer.assign([np.array([float(p.get(key, default)) for p in params], "float32")
-                                   for key, default in HYPERPARAMETERS[self.kind].items()])
-        self._state_writer.zero()
+        for key, default in HYPERPARAMETERS[self.kind].items():
+            self.hyper[key].assign(np.array([float(p.get(key, default)) for p in params], "float32"))
+        self.iterations.assign(np.zeros(self.k, "int64"))
+        for slots in self.slots.values():
+            for slot in slots:
+                slot.assign(np.zeros(slot.shape, "float32"))
 
     def _per_trial(self, values, i: int):
         """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""

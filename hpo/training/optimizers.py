@@ -15,7 +15,6 @@ import keras
 from keras import ops
 
 from hpo.errors import TrialFailed
-from hpo.training.variable_writer import VariableWriter
 
 # Every numeric hyperparameter per optimizer, with its default.
 HYPERPARAMETERS: dict[str, dict[str, float]] = {
@@ -63,8 +62,7 @@ class TunableOptimizer:
                        for key, default in HYPERPARAMETERS[self.name].items() if key != "learning_rate"}
         self.optimizer = _make(self.name, params, self.values)
         self.optimizer.build(variables)
-        self._state = VariableWriter([v for v in self.optimizer.variables
-                                      if not any(v is h for h in self.values.values())])
+        self._state = [v for v in self.optimizer.variables if not any(v is h for h in self.values.values())]
 
     def assign(self, params: Mapping[str, Any]) -> None:
         for key, default in HYPERPARAMETERS[self.name].items():
@@ -76,7 +74,8 @@ class TunableOptimizer:
 
     def reset(self, params: Mapping[str, Any]) -> None:
         """A fresh start for a new trial: step count and slots to zero, new hyperparameters."""
-        self._state.zero()
+        for variable in self._state:
+            variable.assign(ops.zeros(variable.shape, variable.dtype))
         self.assign(params)
 
     @property

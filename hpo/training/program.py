@@ -20,7 +20,6 @@ from typing import Any, Callable, Mapping
 from hpo.errors import TrialFailed
 from hpo.training.compiled_step import make_evaluate, make_train_steps
 from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
-from hpo.training.variable_writer import VariableWriter
 
 # The trainer's own parameters: the step takes a shape-polymorphic batch, so none shape the graph.
 _TRAINER_PARAMS = frozenset({"batch_size"})
@@ -48,15 +47,13 @@ class TrainingProgram:
     train_steps: Callable
     evaluate: Callable
     traces: list = field(default_factory=lambda: [0])   # bumped inside the step's Python body
-    _writer: VariableWriter | None = field(default=None, repr=False)
 
     def load_weights(self, values) -> None:
         """Assign a fresh build's variable values (`model.variables` order)."""
-        if self._writer is None:
-            # .variables, not .weights: it includes the dropout layers' seed-generator states.
-            self._writer = VariableWriter(self.model.variables)
         try:
-            self._writer.assign(values)
+            # .variables, not .weights: it includes the dropout layers' seed-generator states.
+            for target, value in zip(self.model.variables, values, strict=True):
+                target.assign(value)
         except (ValueError, TypeError) as exc:
             raise TrialFailed(f"the builder returned a model whose weights differ from the cached one for the "
                               f"same parameters ({exc}); is it deterministic in its parameters?") from None
