@@ -243,19 +243,25 @@ class FusedProgram:
         if stacked["shared_input"]:           # one convolution with K x filters output channels
             h, w, channels, _, filters = kernel.shape
             y = tf.nn.conv2d(x, ops.reshape(kernel, (h, w, channels, self.k * filters)), **conv)
-            x = ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
+            x = self._trials_first(y, filters)
         elif self._grouped_conv:             # [K, batch, h, w, c] -> [batch, h, w, K*c]: group k sees trial k
             batch, height, width, channels = (ops.shape(x)[i] for i in range(1, 5))
             h, w, _, filters = kernel.shape[1:]
             grouped = ops.reshape(ops.transpose(x, (1, 2, 3, 0, 4)), (batch, height, width, self.k * channels))
             y = tf.nn.conv2d(grouped, ops.reshape(ops.transpose(kernel, (1, 2, 3, 0, 4)),
                                                   (h, w, channels, self.k * filters)), **conv)
-            x = ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
+            x = self._trials_first(y, filters)
         else:
             x = ops.stack([tf.nn.conv2d(x[k], kernel[k], **conv) for k in range(self.k)])
         if "bias" in stacked:
             x = x + ops.reshape(stacked["bias"], (self.k, 1, 1, 1, -1))
         return x
+
+    def _trials_first(self, y, filters: int):
+        """A convolution's [batch, h, w, K*filters] output, trial k in channel block k ->
+        [K, batch, h, w, filters]."""
+        from keras import ops
+        return ops.transpose(ops.reshape(y, (*ops.shape(y)[:3], self.k, filters)), (3, 0, 1, 2, 4))
 
     def _train_steps(self, batch_indices):
         """batch_indices [steps, batch], shared by the K trials -> (loss sums [K], correct [K])."""
