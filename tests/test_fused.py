@@ -47,13 +47,17 @@ def run_unfused(trainer, tasks):
     return [list(epoch) for epoch in zip(*per_trial)]
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "adamw", "sgd"])
-def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer):
+@pytest.mark.parametrize("optimizer, mode", [("adam", "graph"), ("adamw", "graph"), ("sgd", "graph"),
+                                             ("adam", "xla"), ("adamw", "xla")])
+def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mode):
+    """Under XLA both sides update Adam(W) in one pass (`single_pass_adam`)."""
     configs = [{**c, "optimizer": optimizer, "momentum": 0.5 + 0.2 * i, "weight_decay": 0.01 * i}
                for i, c in enumerate(CONFIGS)]
-    trainer = make_trainer(digits)
+    trainer = make_trainer(digits, compile=mode)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
     fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
+    [program] = trainer._fused_programs.values()
+    assert program.optimizer.single_pass == (mode == "xla")
     assert [len(epoch) for epoch in fused] == [3, 3]
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
     # Different hyperparameters really did train differently.

@@ -35,7 +35,7 @@ import numpy as np
 
 from hpo.models.layers import inverted_dropout
 from hpo.training.compiled_step import UPDATE_SCOPE
-from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name
+from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name, single_pass_adam
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
@@ -84,7 +84,7 @@ class FusedProgram:
     """
 
     def __init__(self, template, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]],
-                 x_train, y_train, mode: str):
+                 x_train, y_train, mode: str, single_pass: bool = False):
         import keras
         import tensorflow as tf
 
@@ -141,7 +141,7 @@ class FusedProgram:
         # The unfused model's trainable order: checkpoints map optimizer slots by it.
         self.weights = [trainable[id(v)][0] for v in template.trainable_variables]
         self.trial_axes = [trainable[id(v)][1] for v in template.trainable_variables]
-        self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes)
+        self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes, single_pass)
         # The forward pass and the update are plain Python over fixed lists of layers and
         # variables: nothing for AutoGraph to rewrite, yet it would transpile every method
         # they call, ~1 s of AST work on a process's first fused trace (0.25 s unfused).
@@ -380,10 +380,12 @@ class FusedOptimizer:
     """Adam, AdamW or SGD with momentum over stacked variables, hyperparameters as [K] vectors,
     computed as Keras's own optimizers compute them."""
 
-    def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int]):
+    def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
+                 single_pass: bool = False):
         import keras
 
         self.kind = kind
+        self.single_pass = single_pass          # Adam(W) through `single_pass_adam` (see xla_fusion)
         self.k = len(params)
         self.trial_axes = list(trial_axes)
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
@@ -424,7 +426,7 @@ class FusedOptimizer:
                 m.assign(m * self._per_trial(self.hyper["momentum"], i) - g * lr)
                 var.assign_add(m)
                 continue
-            if self.kind == "adamw":
+            if self.kind == "adamw" and not self.single_pass:
                 var.assign(var - var * self._per_trial(self.hyper["weight_decay"], i) * lr)
             beta_1, beta_2 = self._per_trial(self.hyper["beta_1"], i), self._per_trial(self.hyper["beta_2"], i)
             epsilon = self._per_trial(self.hyper["epsilon"], i)
@@ -432,6 +434,12 @@ class FusedOptimizer:
             power_2 = self._per_trial(ops.power(self.hyper["beta_2"], step), i)
             alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
             m, v = self.slots["momentum"][i], self.slots["velocity"][i]
+            if self.single_pass:
+                decay = self._per_trial(self.hyper["weight_decay"], i) if self.kind == "adamw" else None
+                updated = single_pass_adam(var.value, m.value, v.value, g, alpha, beta_1, beta_2, epsilon, decay, lr)
+                for target, value in zip((var, m, v), updated):
+                    target.assign(value)
+                continue
             m.assign_add((g - m) * (1 - beta_1))
             v.assign_add((ops.square(g) - v) * (1 - beta_2))
             var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))

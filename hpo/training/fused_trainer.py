@@ -27,6 +27,7 @@ from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecision
                                     memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
+from hpo.training.xla_fusion import single_pass_update
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
 from hpo.training.trainer import epoch_batches, resume_point
@@ -171,7 +172,8 @@ def prepare_group(trainer, tasks: Sequence[TrainTask]):
             reason = fusable(template, params[0])
             if reason is not None:
                 raise FusedGroupFailed(reason)
-            program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode)
+            program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode,
+                                   single_pass_update(mode, trainer.device))
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             cache[key] = program
             while len(cache) > CACHE_CAPACITY:

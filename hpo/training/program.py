@@ -59,9 +59,11 @@ class TrainingProgram:
                               f"same parameters ({exc}); is it deterministic in its parameters?") from None
 
 
-def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str) -> TrainingProgram:
-    """Compile the step functions for a model (called under the target device scope)."""
-    optimizer = TunableOptimizer(params, model.trainable_variables)
+def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,
+                  single_pass: bool = False) -> TrainingProgram:
+    """Compile the step functions for a model (called under the target device scope);
+    `single_pass`: Adam(W) updates in one pass (`hpo.training.xla_fusion`)."""
+    optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
     traces = [0]
     train_steps = make_train_steps(model, optimizer.optimizer, x_train, y_train, mode, on_trace=traces)
     evaluate = make_evaluate(model, mode)

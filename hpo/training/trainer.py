@@ -30,6 +30,7 @@ from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
 from hpo.training.task import EpochReport, TrainTask
+from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")
 
@@ -177,7 +178,8 @@ class Trainer:
     def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
         import tensorflow as tf
         with tf.device(self.device):
-            return build_program(signature, model, params, self._x_train, self._y_train, mode)
+            return build_program(signature, model, params, self._x_train, self._y_train, mode,
+                                 single_pass_update(mode, self.device))
 
     def _mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         if self.mode != "auto":
