@@ -21,7 +21,8 @@ so a column need not sum to the wall time. Only XLA steps have thunks to profile
 
 Then how far fusing could go here: a floor for the fused step, its matmuls at the CPU's
 large-matmul rate (`benchmarks/matmul_rates.py`'s 2048 x 2048 case) plus its optimizer
-update timed alone (stand-in gradients, the program's own variables and update code), and
+update's own op time in the profiled step (it streams memory and gains nothing from a
+bigger matmul; timed alone, with stand-in gradients, XLA fused it differently), and
 the speedups a step at that floor would give, for the step and for whole K-trial jobs
 (`benchmarks/fused.py`'s, timed here in XLA with the fused step's time swapped for the floor).
 """
@@ -51,7 +52,8 @@ from hpo.training.fused_trainer import prepare_group  # noqa: E402
 
 ROLES = ("matmul, forward", "matmul, backward", "optimizer update", "copies", "other")
 _MATMUL_OPS = re.compile(r"MatMul|Einsum|Conv2D|conv")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = \S+ ([\w\-]+)\(")
+# name = shape opcode(...): a multi-output fusion's shape is a tuple, "(f32[...]{...}, ...)".
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (?:\([^)]*\)|\S+) ([\w\-]+)\(")
 _OP_NAME = re.compile(r'op_name="([^"]+)"')
 
 
@@ -130,41 +132,19 @@ def training_flops(model, batch: int) -> float:
     return sum(2 * batch * fan_in * fan_out * (2 if i == 0 else 3) for i, (fan_in, fan_out) in enumerate(kernels))
 
 
-def update_seconds(program, repeats: int = 16) -> float:
-    """Seconds of one fused optimizer update alone: the program's update code on its own
-    variables, with stand-in gradients held in memory as real ones are."""
-    import tensorflow as tf
-
-    def updates(grads):
-        for _ in range(repeats):
-            program.optimizer.apply(grads, program.weights)
-        return program.weights[0][(0,) * len(program.weights[0].shape)]
-
-    compiled = tf.function(updates, jit_compile=True, autograph=False)
-    grads = [tf.fill(w.shape, 1e-4) for w in program.weights]
-    compiled(grads).numpy()
-    times = []
-    for _ in range(9):
-        started = time.perf_counter()
-        compiled(grads).numpy()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) / repeats
-
-
 def median_job_seconds(job, trainer, k: int, folder: str, repeats: int = 3) -> float:
     job(trainer, k, 999, folder)                       # warm-up
     return statistics.median(job(trainer, k, repeat, folder) for repeat in range(repeats))
 
 
-def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us: float, k: int,
-                  folder: str) -> None:
+def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us: float, update_us: float,
+                  k: int, folder: str) -> None:
     """The fused step's floor on this CPU and the speedups it would give."""
     import tensorflow as tf
 
     square = tf.random.uniform((2048, 2048))
     _, matmul_gflops = rate(big, (square, square), 2 * 2048 ** 3, True)
     matmul_us = training_flops(model, batch) / (matmul_gflops * 1e3)
-    update_us = update_seconds(fused) * 1e6 / k
     params = sum(int(np.prod(w.shape)) for w in fused.weights) / k
     update_bytes = params * 4 * (5 if fused.optimizer.kind == "sgd" else 7)   # slots, weight, gradient
     floor_us = matmul_us + update_us
@@ -176,7 +156,7 @@ def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us
     print("| quantity | value |")
     print("| --- | --- |")
     print(f"| matmuls at the CPU's large-matmul rate ({matmul_gflops:.0f} GFLOP/s) | {matmul_us:.1f} |")
-    print(f"| optimizer update alone ({update_bytes * 1e-6 / (update_us * 1e-6) / 1e3:.0f} GB/s "
+    print(f"| optimizer update, in the step ({update_bytes * 1e-6 / (update_us * 1e-6) / 1e3:.0f} GB/s "
           f"at {update_bytes / params:.0f} bytes per parameter) | {update_us:.1f} |")
     print(f"| floor: the two together | {floor_us:.1f} |")
     print(f"| measured fused step | {fused_us:.1f} |")
@@ -212,7 +192,7 @@ def main() -> None:
             print_table(rows, args)
             one, many = rows.values()
             print_ceiling(trainer, fused, unfused.model, int(params["batch_size"]), one["wall"], many["wall"],
-                          args.k, folder)
+                          many["optimizer update"], args.k, folder)
 
 
 def print_table(rows: dict, args) -> None:
