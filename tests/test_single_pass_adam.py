@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpo.training.xla_fusion import OPTION, request_multi_output_fusion
+from hpo.training.xla_fusion import OPT_OUT, OPTION, request_multi_output_fusion
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +24,12 @@ def test_the_option_joins_the_users_xla_flags(flags, expected):
     environ = {"XLA_FLAGS": flags} if flags else {}
     request_multi_output_fusion(environ)
     assert environ["XLA_FLAGS"] == expected
+
+
+def test_the_option_can_be_declined():
+    environ = {OPT_OUT: "0", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    request_multi_output_fusion(environ)
+    assert environ["XLA_FLAGS"] == "--xla_dump_to=/tmp/x"
 
 
 @pytest.mark.parametrize("kind", ["adam", "adamw"])

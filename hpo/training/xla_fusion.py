@@ -19,13 +19,15 @@ import re
 from typing import MutableMapping
 
 OPTION = "xla_cpu_use_multi_output_fusion"
+OPT_OUT = "HPO_XLA_MULTI_OUTPUT_FUSION"
 _EXTRA_OPTIONS = re.compile(r"--xla_backend_extra_options=(\S*)")
 
 
 def request_multi_output_fusion(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Add the option to XLA_FLAGS, keeping whatever the user set there."""
+    """Add the option to XLA_FLAGS, keeping whatever the user set there; `OPT_OUT=0` leaves
+    them alone (XLA takes the option's presence as on, whatever value it is given)."""
     flags = environ.get("XLA_FLAGS", "")
-    if OPTION in flags:
+    if OPTION in flags or environ.get(OPT_OUT) == "0":
         return
     extra = _EXTRA_OPTIONS.search(flags)
     if extra is None:
