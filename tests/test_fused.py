@@ -48,9 +48,9 @@ def run_unfused(trainer, tasks):
 
 
 @pytest.mark.parametrize("optimizer, mode", [("adam", "graph"), ("adamw", "graph"), ("sgd", "graph"),
-                                             ("adam", "xla"), ("adamw", "xla")])
+                                             ("adam", "xla"), ("adamw", "xla"), ("sgd", "xla")])
 def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mode):
-    """Under XLA both sides update Adam(W) in one pass (`single_pass_adam`)."""
+    """Under XLA both sides update in one pass (`single_pass_adam`, `single_pass_momentum`)."""
     configs = [{**c, "optimizer": optimizer, "momentum": 0.5 + 0.2 * i, "weight_decay": 0.01 * i}
                for i, c in enumerate(CONFIGS)]
     trainer = make_trainer(digits, compile=mode)

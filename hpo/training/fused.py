@@ -35,7 +35,7 @@ import numpy as np
 
 from hpo.models.layers import inverted_dropout
 from hpo.training.compiled_step import UPDATE_SCOPE
-from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name, single_pass_adam
+from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name, single_pass_adam, single_pass_momentum
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
@@ -386,7 +386,7 @@ class FusedOptimizer:
         import keras
 
         self.kind = kind
-        self.single_pass = single_pass          # Adam(W) through `single_pass_adam` (see xla_fusion)
+        self.single_pass = single_pass          # `single_pass_adam` / `_momentum` (see xla_fusion)
         self.k = len(params)
         self.trial_axes = list(trial_axes)
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
@@ -427,6 +427,11 @@ class FusedOptimizer:
             lr = self._per_trial(self.hyper["learning_rate"], i)
             if self.kind == "sgd":
                 m = self.slots["momentum"][i]
+                if self.single_pass:
+                    updated = single_pass_momentum(var.value, m.value, g, lr, self._per_trial(self.hyper["momentum"], i))
+                    for target, value in zip((var, m), updated):
+                        target.assign(value)
+                    continue
                 m.assign(m * self._per_trial(self.hyper["momentum"], i) - g * lr)
                 var.assign_add(m)
                 continue
