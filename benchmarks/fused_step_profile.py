@@ -52,6 +52,8 @@ from hpo.training.fused_trainer import prepare_group  # noqa: E402
 
 ROLES = ("matmul, forward", "matmul, backward", "optimizer update", "copies", "other")
 _MATMUL_OPS = re.compile(r"MatMul|Einsum|Conv2D|conv")
+# Thunks that only run others (a loop's time is its body's): counting them would count twice.
+_CONTAINERS = ("while", "conditional", "call")
 # name = shape opcode(...): a multi-output fusion's shape is a tuple, "(f32[...]{...}, ...)".
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (?:\([^)]*\)|\S+) ([\w\-]+)\(")
 _OP_NAME = re.compile(r'op_name="([^"]+)"')
@@ -65,6 +67,8 @@ def roles_by_instruction(hlo_text: str) -> dict[str, str]:
         if not match:
             continue
         name, opcode = match.groups()
+        if opcode in _CONTAINERS:
+            continue
         op_name = (_OP_NAME.search(line) or [None, ""])[1]
         if f"/{UPDATE_SCOPE}/" in f"/{op_name}":
             role = "optimizer update"
