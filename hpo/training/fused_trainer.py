@@ -27,10 +27,10 @@ from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecision
                                     memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
-from hpo.training.xla_fusion import single_pass_update
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
 from hpo.training.trainer import epoch_batches, resume_point
+from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")
 
