@@ -184,7 +184,6 @@ def prepare_group(trainer, tasks: Sequence[TrainTask]):
         scratch_model, scratch_optimizer = program.scratch
         for i, task in enumerate(tasks):
             if task.checkpoint_in:
-                scratch_optimizer.assign(params[i])
                 load_checkpoint(task.checkpoint_in, scratch_model, scratch_optimizer.optimizer)
                 program.import_trial(i, scratch_model, scratch_optimizer.optimizer)
     return program, params, (scratch_model, scratch_optimizer)
