@@ -229,8 +229,13 @@ class Runner:
     def _interrupt_running(self, reason: str) -> None:
         for trial_id in self.executor.running():
             self.executor.cancel(trial_id)
-            self.study.mark_interrupted(trial_id, reason)
-            log.warning("trial %d interrupted: %s; it will rerun on resume", trial_id, reason)
+        # The study, not the executor, says which trials are running: a signal can land after
+        # mark_running and before the executor holds the task (an inline executor's first
+        # submit builds its trainer), and those must not stay 'running' either.
+        for trial in self.study.trials():
+            if trial.state == TrialState.RUNNING:
+                self.study.mark_interrupted(trial.trial_id, reason)
+                log.warning("trial %d interrupted: %s; it will rerun on resume", trial.trial_id, reason)
 
     def _report_progress(self, started: float) -> None:
         best = self.study.best(self.experiment.search.direction)

@@ -112,3 +112,27 @@ def test_time_limit_interrupts_and_resume_finishes(tmp_path, monkeypatch):
     summary, study = run(experiment(tmp_path, "asha", time_limit=35), slow)
     assert summary.stopped_because == "time_limit"
     assert 3 <= len([t for t in study.trials() if t.state == TrialState.COMPLETE]) <= 5
+
+
+def test_an_interrupt_before_the_executor_takes_a_trial_still_marks_it_interrupted(tmp_path):
+    """Ctrl-C or SIGTERM can land after the study marks a trial running and before the
+    executor holds it (an inline executor's first submit builds its trainer): that trial is
+    interrupted like the others, not left 'running'."""
+    class InterruptedOnThirdSubmit(FunctionExecutor):
+        submitted = 0
+
+        def submit(self, task):
+            self.submitted += 1
+            if self.submitted == 3:
+                raise KeyboardInterrupt
+            super().submit(task)
+
+    exp = experiment(tmp_path, "random")
+    study = prepare_study(exp, exp.study_dir)
+    searcher = make_searcher("random", exp.space, seed=exp.seed, direction="minimize", min_budget=1,
+                             max_budget=9, eta=3)
+    summary = Runner(exp, study, searcher, InterruptedOnThirdSubmit(objective, "objective")).run()
+    assert summary.stopped_because == "interrupted"
+    states = [t.state for t in study.trials()]
+    assert TrialState.RUNNING not in states
+    assert TrialState.INTERRUPTED in states
