@@ -426,13 +426,12 @@ class FusedOptimizer:
         for i, (g, var) in enumerate(zip(grads, variables)):
             lr = self._per_trial(self.hyper["learning_rate"], i)
             if self.kind == "sgd":
-                m = self.slots["momentum"][i]
+                m, momentum = self.slots["momentum"][i], self._per_trial(self.hyper["momentum"], i)
                 if self.single_pass:
-                    updated = single_pass_momentum(var.value, m.value, g, lr, self._per_trial(self.hyper["momentum"], i))
-                    for target, value in zip((var, m), updated):
+                    for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
                         target.assign(value)
                     continue
-                m.assign(m * self._per_trial(self.hyper["momentum"], i) - g * lr)
+                m.assign(m * momentum - g * lr)
                 var.assign_add(m)
                 continue
             if self.kind == "adamw" and not self.single_pass:

@@ -176,8 +176,8 @@ class _SinglePassAdamMixin:
         decay = None
         if self.weight_decay is not None and self._use_weight_decay(variable):
             decay = ops.cast(self.weight_decay, dtype)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
         # Read now, before any assignment: the step is computed from the old values.
         old = [ops.convert_to_tensor(x) for x in (variable, m, v)]
         new_variable, new_m, new_v = single_pass_adam(*old, ops.cast(gradient, dtype),
