@@ -16,10 +16,8 @@ each trial's statistics over that trial's own batch and keeps its own moving ave
 LayerNormalization is per sample anyway; both keep a per-trial scale and offset.
 
 The loss is the *sum* of the per-trial mean losses, so each trial's slice of every gradient
-is exactly its stand-alone gradient; the optimizer update is written out per element
-(Adam, AdamW, SGD with momentum as Keras computes them) with [K]-shaped hyperparameters.
-Scaling each trial's loss instead would not do: Adam's step does not depend on the
-gradient's scale.
+is exactly its stand-alone gradient; `fused_optimizer.FusedOptimizer` then updates every
+trial with its own [K]-shaped hyperparameters.
 
 Initialisation is exact by construction: each trial's initial values are what the builder
 gives under the trial's seed (`Trainer.fresh_weights`), so fan-in is the unfused layer's.
@@ -35,7 +33,8 @@ import numpy as np
 
 from hpo.models.layers import inverted_dropout
 from hpo.training.compiled_step import UPDATE_SCOPE
-from hpo.training.optimizers import HYPERPARAMETERS, optimizer_name, single_pass_adam, single_pass_momentum
+from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
+from hpo.training.optimizers import optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
@@ -330,7 +329,7 @@ class FusedProgram:
         hyper_keys[id(keras_optimizer.learning_rate)] = "learning_rate"
         n_weights = len(model.variables)
         unfused = model.trainable_variables
-        keras_slots = self.optimizer._keras_slots(keras_optimizer)
+        keras_slots = self.optimizer.keras_slots(keras_optimizer)
         # Where each optimizer variable comes from: the step count, a slot, or a hyperparameter.
         layout = []
         for variable in keras_optimizer.variables:
@@ -371,114 +370,13 @@ class FusedProgram:
         restored into them), for a fused continuation."""
         sources = model.variables
         for variable, axis, index in self._sources:
-            _assign_slice(variable, axis, k, sources[index].value)
+            assign_trial_slice(variable, axis, k, sources[index].value)
         for generators, index in self._generators:
             generators[k].state.assign(sources[index].value)
         self.optimizer.import_state(k, self.weights, model.trainable_variables, keras_optimizer)
-
-
-class FusedOptimizer:
-    """Adam, AdamW or SGD with momentum over stacked variables, hyperparameters as [K] vectors,
-    computed as Keras's own optimizers compute them."""
-
-    def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
-                 single_pass: bool = False):
-        import keras
-
-        self.kind = kind
-        self.single_pass = single_pass          # `single_pass_adam` / `_momentum` (see xla_fusion)
-        self.k = len(params)
-        self.trial_axes = list(trial_axes)
-        self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
-                                          trainable=False, name=f"fused_{key}")
-                      for key, default in HYPERPARAMETERS[kind].items()}
-        self.iterations = keras.Variable(np.zeros(self.k, "int64"), trainable=False, name="fused_iterations")
-        zeros = [keras.Variable(np.zeros(v.shape, "float32"), trainable=False) for v in variables]
-        if kind == "sgd":
-            self.slots = {"momentum": zeros}
-        else:
-            self.slots = {"momentum": zeros,
-                          "velocity": [keras.Variable(np.zeros(v.shape, "float32"), trainable=False)
-                                       for v in variables]}
-
-    def reset(self, params: Sequence[Mapping[str, Any]]) -> None:
-        from keras import ops
-
-        for key, default in HYPERPARAMETERS[self.kind].items():
-            self.hyper[key].assign(np.array([float(p.get(key, default)) for p in params], "float32"))
-        self.iterations.assign(np.zeros(self.k, "int64"))
-        # Zeros made on the device: 1.4 against 2.7 ms from NumPy for a 2x128 MLP's slots at K=8.
-        for slots in self.slots.values():
-            for slot in slots:
-                slot.assign(ops.zeros(slot.shape, "float32"))
-
-    def _per_trial(self, values, i: int):
-        """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""
-        from keras import ops
-        shape = [1] * len(self.slots["momentum"][i].shape)
-        shape[self.trial_axes[i]] = self.k
-        return ops.reshape(values, shape)
-
-    def apply(self, grads, variables) -> None:
-        from keras import ops
-
-        step = ops.cast(self.iterations + 1, "float32")                 # [K]
-        for i, (g, var) in enumerate(zip(grads, variables)):
-            lr = self._per_trial(self.hyper["learning_rate"], i)
-            if self.kind == "sgd":
-                m, momentum = self.slots["momentum"][i], self._per_trial(self.hyper["momentum"], i)
-                if self.single_pass:
-                    for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
-                        target.assign(value)
-                    continue
-                m.assign(m * momentum - g * lr)
-                var.assign_add(m)
-                continue
-            if self.kind == "adamw" and not self.single_pass:
-                var.assign(var - var * self._per_trial(self.hyper["weight_decay"], i) * lr)
-            beta_1, beta_2 = self._per_trial(self.hyper["beta_1"], i), self._per_trial(self.hyper["beta_2"], i)
-            epsilon = self._per_trial(self.hyper["epsilon"], i)
-            power_1 = self._per_trial(ops.power(self.hyper["beta_1"], step), i)
-            power_2 = self._per_trial(ops.power(self.hyper["beta_2"], step), i)
-            alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
-            m, v = self.slots["momentum"][i], self.slots["velocity"][i]
-            if self.single_pass:
-                decay = self._per_trial(self.hyper["weight_decay"], i) if self.kind == "adamw" else None
-                updated = single_pass_adam(var.value, m.value, v.value, g, alpha, beta_1, beta_2, epsilon, decay, lr)
-                for target, value in zip((var, m, v), updated):
-                    target.assign(value)
-                continue
-            m.assign_add((g - m) * (1 - beta_1))
-            v.assign_add((ops.square(g) - v) * (1 - beta_2))
-            var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
-        self.iterations.assign_add(ops.ones_like(self.iterations))
-
-    def host_slots(self) -> dict:
-        """The step counts and slots as NumPy arrays, copied from the device once."""
-        from keras import ops
-        out = {name: [ops.convert_to_numpy(v.value) for v in stacked] for name, stacked in self.slots.items()}
-        out["iterations"] = ops.convert_to_numpy(self.iterations.value)
-        return out
-
-    def _keras_slots(self, keras_optimizer) -> dict[str, list]:
-        if self.kind == "sgd":
-            return {"momentum": keras_optimizer.momentums}
-        return {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
-
-    def import_state(self, k: int, variables, unfused_variables, keras_optimizer) -> None:
-        _assign_slice(self.iterations, 0, k, keras_optimizer.iterations.value)
-        slots = self._keras_slots(keras_optimizer)
-        for name, stacked in self.slots.items():
-            for fused, axis, unfused in zip(stacked, self.trial_axes, unfused_variables):
-                _assign_slice(fused, axis, k, slots[name][keras_optimizer._get_variable_index(unfused)].value)
 
 
 def _with_axis(shape, axis: int, k: int) -> tuple:
     """An unfused variable's shape with the trial axis inserted at `axis`."""
     shape = tuple(shape)
     return shape[:axis] + (k,) + shape[axis:]
-
-
-def _assign_slice(variable, axis: int, k: int, value) -> None:
-    """Trial k's slice of a stacked variable = value (the TensorFlow variable takes slice assignment)."""
-    variable.value[(slice(None),) * axis + (k,)].assign(value)
