@@ -373,7 +373,7 @@ class FusedProgram:
             assign_trial_slice(variable, axis, k, sources[index].value)
         for generators, index in self._generators:
             generators[k].state.assign(sources[index].value)
-        self.optimizer.import_state(k, self.weights, model.trainable_variables, keras_optimizer)
+        self.optimizer.import_state(k, model.trainable_variables, keras_optimizer)
 
 
 def _with_axis(shape, axis: int, k: int) -> tuple:

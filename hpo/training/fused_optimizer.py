@@ -105,7 +105,9 @@ class FusedOptimizer:
             return {"momentum": keras_optimizer.momentums}
         return {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
 
-    def import_state(self, k: int, variables, unfused_variables, keras_optimizer) -> None:
+    def import_state(self, k: int, unfused_variables, keras_optimizer) -> None:
+        """Trial k's step count and slots from an unfused Keras optimizer over `unfused_variables`
+        (the model's trainable variables, in the order of this optimizer's slots)."""
         assign_trial_slice(self.iterations, 0, k, keras_optimizer.iterations.value)
         slots = self.keras_slots(keras_optimizer)
         for name, stacked in self.slots.items():
