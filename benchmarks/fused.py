@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
+from benchmarks.machine import cpu_description  # noqa: E402
 from hpo.config import DataConfig, TrainingConfig  # noqa: E402
 from hpo.data import load_dataset  # noqa: E402
 from hpo.models import get_builder  # noqa: E402
@@ -95,7 +96,7 @@ def main() -> None:
     data = bench_data()
     trainers = {mode: mlp_trainer(data, mode) for mode in ("graph", "xla")}
     print(f"{data.describe()}; MLP 2x{UNITS}, batch 64, {EPOCHS} epochs per trial; {repeats} repeats; "
-          f"{os.cpu_count()} CPU cores", flush=True)
+          f"{cpu_description()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for k in ks:

@@ -31,6 +31,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.machine import cpu_description  # noqa: E402
 from benchmarks.parallel import EPOCHS, one_run  # noqa: E402
 
 ARCHITECTURE = {"layers": 2, "units": 128}
@@ -48,7 +49,7 @@ def main() -> None:
     trials = args.trials
     backends = [b for b in args.backends.split(",") if b]
     print(f"MLP {ARCHITECTURE['layers']} x {ARCHITECTURE['units']}, {trials} trials of {EPOCHS} epochs per run, "
-          f"{args.rounds} rounds, {os.cpu_count()} CPU cores", flush=True)
+          f"{args.rounds} rounds, {cpu_description()}", flush=True)
     results: dict[tuple[str, int | str], list[dict[str, float]]] = {}
     for round_ in range(args.rounds):
         for backend in backends:

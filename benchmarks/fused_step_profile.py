@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import benchmarks.fused as fused_bench  # noqa: E402
+from benchmarks.machine import cpu_description  # noqa: E402
 from benchmarks.matmul_rates import big, rate  # noqa: E402
 from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
 from hpo.training.fused_trainer import prepare_group  # noqa: E402
@@ -201,7 +202,7 @@ def main() -> None:
 
 def print_table(rows: dict, args) -> None:
     (a, one), (b, many) = rows.items()
-    cores = f"{args.threads} thread(s)" if args.threads else f"{os.cpu_count()} CPU cores"
+    cores = f"{args.threads} thread(s)" if args.threads else cpu_description()
     print(f"\nMLP 2x{args.units}, batch 64, XLA on {cores}; "
           f"microseconds per trial-step (compiled-op time; overlapping ops can exceed the wall)\n")
     print(f"| role | {a} | {b} | ratio |")

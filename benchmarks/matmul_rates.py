@@ -15,11 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tensorflow as tf  # noqa: E402
+
+from benchmarks.machine import cpu_description  # noqa: E402
 
 STEPS, BATCH, INPUTS = 32, 64, 784
 
@@ -82,7 +87,7 @@ def main() -> None:
          (u((k, BATCH, units)), u((k, units, units)), u((k, BATCH, units))), 6 * BATCH * units * units * k, k),
         ("2048 x 2048 matmul (the CPU's rate)", big, (u((2048, 2048)), u((2048, 2048))), 2 * 2048 ** 3, 1),
     ]
-    print(f"MLP 2x{units}, batch {BATCH}; {STEPS} steps per call, medians of 15 calls; {os.cpu_count()} CPU cores")
+    print(f"MLP 2x{units}, batch {BATCH}; {STEPS} steps per call, medians of 15 calls; {cpu_description()}")
     print("| matmuls | mode | ms per step | ms per trial-step | GFLOP/s |")
     print("| --- | --- | --- | --- | --- |")
     for name, function, tensors, flops, trials in cases:

@@ -32,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.kt_comparison import N_TRAIN, N_VAL, SPACE  # noqa: E402
+from benchmarks.machine import cpu_description  # noqa: E402
 from hpo.config import experiment_from_dict  # noqa: E402
 from hpo.runner import run_experiment  # noqa: E402
 
@@ -78,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     trials = 24 if args.quick else 48
     print(f"backend {args.backend}, {trials} trials of {EPOCHS} epochs per run, {args.rounds} rounds, "
-          f"{os.cpu_count()} CPU cores", flush=True)
+          f"{cpu_description()}", flush=True)
     results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
     for round_ in range(args.rounds):
         for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
