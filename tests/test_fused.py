@@ -64,10 +64,16 @@ def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mo
     assert len({round(r.metrics["loss"], 6) for r in fused[-1]}) == 3
 
 
-@pytest.mark.parametrize("mode", ["graph", "xla"])
-def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, mode):
+@pytest.mark.parametrize("mode, grouped_gradients", [("graph", None), ("graph", False), ("xla", None)])
+def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, monkeypatch, mode, grouped_gradients):
     """Two convolutions: the first is one wide convolution over the shared input; the second
-    one grouped convolution in graph mode and K separate ones under XLA."""
+    one grouped convolution in graph mode where the CPU can train it (oneDNN), else K
+    separate ones, as always under XLA. `False` makes the CPU say it cannot, so a machine with
+    oneDNN tests the other path too (one without it, such as an AVX2 AMD EPYC, takes it anyway:
+    there a grouped convolution's gradient fails)."""
+    from hpo.training import grouped_conv
+    if grouped_gradients is not None:
+        monkeypatch.setattr(grouped_conv, "_ANSWERS", {"CPU": grouped_gradients})
     configs = [{"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 32, "batch_size": 32,
                 "learning_rate": lr, "dropout": d} for lr, d in ((3e-3, 0.0), (1e-3, 0.25))]
     trainer = make_trainer(digits, "cnn", compile=mode)
@@ -76,14 +82,32 @@ def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, mode):
     assert_same(unfused, fused, tmp_path, "one", "fused", 2)
 
 
+def test_the_grouped_convolution_question_is_asked_once_per_device_type(monkeypatch):
+    """Logical CPUs share their kernels, so the answer for CPU:0 serves CPU:1; the real probe
+    answers with a bool on this machine, whichever it is."""
+    from hpo.training import grouped_conv
+    monkeypatch.setattr(grouped_conv, "_ANSWERS", {})
+    asked = []
+    real_probe = grouped_conv._probe
+    monkeypatch.setattr(grouped_conv, "_probe", lambda device: asked.append(device) or real_probe(device))
+    answers = {grouped_conv.trains_grouped_convolutions(d) for d in ("/device:CPU:0", "/device:CPU:1", "cpu:0")}
+    assert asked == ["/device:CPU:0"] and len(answers) == 1 and answers <= {True, False}
+
+
 def build_normalised_mlp(config, input_shape, num_classes):
     """BatchNormalization after the first layer (per-trial batch statistics and moving
-    averages), LayerNormalization after the second (per-sample, a per-trial scale)."""
+    averages), LayerNormalization after the second (per-sample, a per-trial scale).
+
+    The first layer has no bias, as is usual before BatchNormalization: for a unit active on
+    every row of a batch, its bias gradient is zero but for rounding, and Adam divides that
+    noise by its own size into full-sized steps. With a bias, fused and unfused (whose sums
+    round differently) once ended 7e-5 apart on one such unit, on a CPU without oneDNN; without
+    it, every weight agrees to 1e-6."""
     import keras
 
     from hpo.models.layers import TunableDropout
     inputs = keras.Input(input_shape)
-    x = keras.layers.Dense(32, activation="relu")(keras.layers.Flatten()(inputs))
+    x = keras.layers.Dense(32, activation="relu", use_bias=False)(keras.layers.Flatten()(inputs))
     x = TunableDropout(float(config.get("dropout", 0.0)))(keras.layers.BatchNormalization(momentum=0.9)(x))
     x = keras.layers.LayerNormalization()(keras.layers.Dense(16, activation="relu")(x))
     return keras.Model(inputs, keras.layers.Dense(num_classes)(x))

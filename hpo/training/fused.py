@@ -8,8 +8,9 @@ a Conv2D one convolution with K*filters output channels. On this CPU that wide m
 at about twice the FLOP rate of K narrow ones in one graph (a lone trial's own matmul is
 nearly as fast: benchmarks/matmul_rates.py; fusion's gain there is mostly in the
 elementwise work, Adam and the loss, done once for K trials). Later Dense layers are one
-einsum over [K, batch, in] x [K, in, out]; later convolutions run per trial inside the
-same graph; pooling folds K into the batch. Each trial keeps its own dropout rate and
+einsum over [K, batch, in] x [K, in, out]; later convolutions are one grouped
+convolution in graph mode where the device can train it (grouped_conv.py), else run per
+trial inside the same graph; pooling folds K into the batch. Each trial keeps its own dropout rate and
 random stream (its TunableDropout seed generator and `inverted_dropout`, the same draws as
 unfused) and its own optimizer hyperparameters as [K] vectors. BatchNormalization takes
 each trial's statistics over that trial's own batch and keeps its own moving averages;
@@ -34,6 +35,7 @@ import numpy as np
 from hpo.models.layers import inverted_dropout
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
+from hpo.training.grouped_conv import trains_grouped_convolutions
 from hpo.training.optimizers import optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -83,15 +85,16 @@ class FusedProgram:
     """
 
     def __init__(self, template, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]],
-                 x_train, y_train, mode: str, single_pass: bool = False):
+                 x_train, y_train, mode: str, single_pass: bool = False, device: str = "/device:CPU:0"):
         import keras
         import tensorflow as tf
 
         self.k = len(values)
         # Later convolutions: one grouped convolution (K groups) runs 1.9x faster than K
-        # convolutions on this CPU in graph mode (oneDNN), but XLA's CPU backward pass for a
-        # grouped convolution took 1.07 s against 31 ms for the K separate ones.
-        self._grouped_conv = mode != "xla"
+        # convolutions on an AVX-512 CPU in graph mode (oneDNN), but XLA's CPU backward pass
+        # for a grouped convolution took 1.07 s against 31 ms for the K separate ones, and
+        # without oneDNN graph mode has no CPU gradient for it at all (grouped_conv.py).
+        self._grouped_conv = mode != "xla" and trains_grouped_convolutions(device)
         self.optimizer_kind = optimizer_name(params[0])
         if any(optimizer_name(p) != self.optimizer_kind for p in params):
             raise ValueError("fused trials must share the optimizer kind")

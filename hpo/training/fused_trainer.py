@@ -173,7 +173,7 @@ def prepare_group(trainer, tasks: Sequence[TrainTask]):
             if reason is not None:
                 raise FusedGroupFailed(reason)
             program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode,
-                                   single_pass_update(mode, trainer.device))
+                                   single_pass_update(mode, trainer.device), trainer.device)
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             cache[key] = program
             while len(cache) > CACHE_CAPACITY:
