@@ -10,9 +10,9 @@ nearly as fast: benchmarks/matmul_rates.py; fusion's gain there is mostly in the
 elementwise work, Adam and the loss, done once for K trials). Later Dense layers are one
 einsum over [K, batch, in] x [K, in, out]; later convolutions are one grouped
 convolution in graph mode where the device can train it (grouped_conv.py), else run per
-trial inside the same graph; pooling folds K into the batch. Each trial keeps its own dropout rate and
-random stream (its TunableDropout seed generator and `inverted_dropout`, the same draws as
-unfused) and its own optimizer hyperparameters as [K] vectors. BatchNormalization takes
+trial inside the same graph; pooling folds K into the batch. Each trial keeps its own
+dropout rate and random stream (its TunableDropout seed generator and `inverted_dropout`,
+the same draws as unfused) and its own optimizer hyperparameters as [K] vectors. BatchNormalization takes
 each trial's statistics over that trial's own batch and keeps its own moving averages;
 LayerNormalization is per sample anyway; both keep a per-trial scale and offset.
 
