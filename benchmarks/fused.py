@@ -2,6 +2,7 @@
 
     python benchmarks/fused.py            # K = 1, 4, 8, 16; 3 repeats each (~4 min)
     python benchmarks/fused.py --quick    # K = 1, 4, 8; 2 repeats
+    python benchmarks/fused.py --optimizer rmsprop|sgd|adamw   # another fused update (Adam by default)
 
 K MLP trials of one architecture (2 x 128 units, batch 64, offline MNIST 4,000 / 1,000,
 2 epochs each) with different learning rates and dropout rates, all on the study's one
@@ -43,13 +44,18 @@ EPOCHS = 2
 
 
 UNITS = 128
+OPTIMIZER = "adam"
 
 
 def configs(k: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
-    return [{"layers": 2, "units": UNITS, "batch_size": 64, "optimizer": "adam",
-             "learning_rate": float(10 ** rng.uniform(-4, -2)), "dropout": float(rng.uniform(0, 0.5))}
-            for _ in range(k)]
+    out = [{"layers": 2, "units": UNITS, "batch_size": 64, "optimizer": OPTIMIZER,
+            "learning_rate": float(10 ** rng.uniform(-4, -2)), "dropout": float(rng.uniform(0, 0.5))}
+           for _ in range(k)]
+    if OPTIMIZER == "sgd":
+        for config in out:
+            config["momentum"] = float(rng.uniform(0, 0.95))
+    return out
 
 
 def tasks(k: int, seed: int, folder: str) -> list[TrainTask]:
@@ -85,17 +91,18 @@ def fused(trainer: Trainer, k: int, seed: int, folder: str) -> float:
 
 
 def main() -> None:
-    global UNITS
+    global UNITS, OPTIMIZER
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--units", type=int, default=128, help="hidden units per layer (2 layers)")
+    parser.add_argument("--optimizer", default="adam", choices=("adam", "adamw", "sgd", "rmsprop"))
     args = parser.parse_args()
-    UNITS = args.units
+    UNITS, OPTIMIZER = args.units, args.optimizer
     ks = (1, 4, 8) if args.quick else (1, 4, 8, 16)
     repeats = 2 if args.quick else 3
     data = bench_data()
     trainers = {mode: mlp_trainer(data, mode) for mode in ("graph", "xla")}
-    print(f"{data.describe()}; MLP 2x{UNITS}, batch 64, {EPOCHS} epochs per trial; {repeats} repeats; "
+    print(f"{data.describe()}; MLP 2x{UNITS}, {OPTIMIZER}, batch 64, {EPOCHS} epochs per trial; {repeats} repeats; "
           f"{cpu_description()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as folder:

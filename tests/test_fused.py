@@ -53,6 +53,28 @@ def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mo
     """Under XLA both sides update in one pass (`single_pass_adam`, `single_pass_momentum`)."""
     configs = [{**c, "optimizer": optimizer, "momentum": 0.5 + 0.2 * i, "weight_decay": 0.01 * i}
                for i, c in enumerate(CONFIGS)]
+    check_fused_mlp(digits, tmp_path, configs, mode)
+
+
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+@pytest.mark.parametrize("optimizer", [{"optimizer": "rmsprop"}, {"optimizer": "rmsprop", "momentum": 0.6},
+                                       {"optimizer": "sgd", "nesterov": True}])
+def test_fused_rmsprop_and_nesterov_match_trials_run_one_by_one(digits, tmp_path, optimizer, mode):
+    """What Keras branches on in Python (RMSprop's momentum, SGD's nesterov) is one value for the
+    whole group; rho, epsilon and SGD's momentum are per trial."""
+    per_trial = [{"rho": 0.9, "epsilon": 1e-7}, {"rho": 0.8, "epsilon": 1e-5}, {"rho": 0.95, "epsilon": 1e-6}]
+    configs = [{**c, **v, **optimizer} for c, v in zip(CONFIGS, per_trial)]
+    if optimizer["optimizer"] == "sgd":
+        configs = [{**c, "learning_rate": 10 * c["learning_rate"], "momentum": m}
+                   for c, m in zip(configs, (0.5, 0.9, 0.0))]
+    program = check_fused_mlp(digits, tmp_path, configs, mode)
+    expected_slots = {"rmsprop": {"velocity"} | ({"momentum"} if "momentum" in optimizer else set()),
+                      "sgd": {"momentum"}}[optimizer["optimizer"]]
+    assert set(program.optimizer.slots) == expected_slots
+
+
+def check_fused_mlp(digits, tmp_path, configs, mode):
+    """Train `configs` one by one and fused; both must agree, trial by trial."""
     trainer = make_trainer(digits, compile=mode)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
     fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
@@ -62,6 +84,7 @@ def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mo
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
     # Different hyperparameters really did train differently.
     assert len({round(r.metrics["loss"], 6) for r in fused[-1]}) == 3
+    return program
 
 
 @pytest.mark.parametrize("mode, grouped_gradients", [("graph", None), ("graph", False), ("xla", None)])
@@ -150,12 +173,15 @@ def test_fused_normalisation_keeps_per_trial_statistics_and_matches_one_by_one(d
     assert_same(unfused, fused, tmp_path, "more_one", "more_fused", 2)
 
 
-def test_a_fused_continuation_matches_an_unfused_one(digits, tmp_path):
+@pytest.mark.parametrize("optimizer", [{}, {"optimizer": "rmsprop", "momentum": 0.6}])
+def test_a_fused_continuation_matches_an_unfused_one(digits, tmp_path, optimizer):
+    """Checkpoints carry every slot both ways: fused out, unfused in, fused in again."""
+    configs = [{**c, **optimizer} for c in CONFIGS]
     trainer = make_trainer(digits)
-    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "first", 0, 2)))
+    list(train_fused(trainer, tasks_for(tmp_path, configs, "first", 0, 2)))
     parents = [str(tmp_path / f"first_{i}.npz") for i in range(3)]
-    unfused = run_unfused(trainer, tasks_for(tmp_path, CONFIGS, "one", 2, 3, parents))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "fused", 2, 3, parents)))
+    unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one", 2, 3, parents))
+    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused", 2, 3, parents)))
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
 
 

@@ -38,7 +38,7 @@ from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
 from hpo.training.grouped_conv import trains_grouped_convolutions
 from hpo.training.optimizers import optimizer_name
 
-FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd")
+FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
 # Normalisation layers and their variables, in the order Keras creates them.
 _NORMALISATION = {"BatchNormalization": ("gamma", "beta", "moving_mean", "moving_variance"),
@@ -49,8 +49,6 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     """None when `model` can be fused, else why not."""
     if optimizer_name(params) not in FUSABLE_OPTIMIZERS:
         return f"optimizer {optimizer_name(params)!r} has no fused update (only {', '.join(FUSABLE_OPTIMIZERS)})"
-    if params.get("nesterov"):
-        return "nesterov momentum has no fused update"
     previous = None
     for layer in model.layers:
         kind = type(layer).__name__

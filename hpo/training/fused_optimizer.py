@@ -1,4 +1,5 @@
-"""The fused optimizer step: Adam, AdamW or SGD with momentum over K trials' stacked variables.
+"""The fused optimizer step: Adam, AdamW, SGD with momentum (Nesterov's too) or RMSprop over K
+trials' stacked variables.
 
 Each trial's hyperparameters are one entry of a [K] vector, broadcast along each variable's
 trial axis, so one compiled update serves K configurations. The update is written out per
@@ -13,12 +14,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.training.optimizers import HYPERPARAMETERS, single_pass_adam, single_pass_momentum
+from hpo.training.optimizers import HYPERPARAMETERS, single_pass_adam, single_pass_momentum, structural_signature
 
 
 class FusedOptimizer:
-    """Adam, AdamW or SGD with momentum over stacked variables, hyperparameters as [K] vectors,
-    computed as Keras's own optimizers compute them."""
+    """Adam, AdamW, SGD with momentum or RMSprop over stacked variables, hyperparameters as [K]
+    vectors, computed as Keras's own optimizers compute them. What Keras branches on in Python
+    (SGD's `nesterov`, RMSprop's `momentum`) is in the architecture signature, so a group
+    shares it and it stays a Python constant here too."""
 
     def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
                  single_pass: bool = False):
@@ -28,17 +31,20 @@ class FusedOptimizer:
         self.single_pass = single_pass          # `single_pass_adam` / `_momentum` (see xla_fusion)
         self.k = len(params)
         self.trial_axes = list(trial_axes)
+        self.shapes = [tuple(v.shape) for v in variables]
+        structural = structural_signature(params[0])
+        if any(structural_signature(p) != structural for p in params):
+            raise ValueError(f"fused trials must share the optimizer's structure ({structural})")
+        self.nesterov = bool(structural.get("nesterov", False))
+        self.rmsprop_momentum = float(structural.get("momentum", 0.0)) if kind == "rmsprop" else 0.0
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
                                           trainable=False, name=f"fused_{key}")
                       for key, default in HYPERPARAMETERS[kind].items()}
         self.iterations = keras.Variable(np.zeros(self.k, "int64"), trainable=False, name="fused_iterations")
-        zeros = [keras.Variable(np.zeros(v.shape, "float32"), trainable=False) for v in variables]
-        if kind == "sgd":
-            self.slots = {"momentum": zeros}
-        else:
-            self.slots = {"momentum": zeros,
-                          "velocity": [keras.Variable(np.zeros(v.shape, "float32"), trainable=False)
-                                       for v in variables]}
+        # Keras's slots for the kind (RMSprop keeps momentum only when it is above 0).
+        names = {"sgd": ["momentum"], "rmsprop": ["velocity"] + ["momentum"] * (self.rmsprop_momentum > 0)}
+        self.slots = {name: [keras.Variable(np.zeros(v.shape, "float32"), trainable=False) for v in variables]
+                      for name in names.get(kind, ["momentum", "velocity"])}
 
     def reset(self, params: Sequence[Mapping[str, Any]]) -> None:
         from keras import ops
@@ -54,7 +60,7 @@ class FusedOptimizer:
     def _per_trial(self, values, i: int):
         """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""
         from keras import ops
-        shape = [1] * len(self.slots["momentum"][i].shape)
+        shape = [1] * len(self.shapes[i])
         shape[self.trial_axes[i]] = self.k
         return ops.reshape(values, shape)
 
@@ -64,8 +70,15 @@ class FusedOptimizer:
         step = ops.cast(self.iterations + 1, "float32")                 # [K]
         for i, (g, var) in enumerate(zip(grads, variables)):
             lr = self._per_trial(self.hyper["learning_rate"], i)
+            if self.kind == "rmsprop":
+                self._rmsprop(g, var, i, lr)
+                continue
             if self.kind == "sgd":
                 m, momentum = self.slots["momentum"][i], self._per_trial(self.hyper["momentum"], i)
+                if self.nesterov:               # Keras's form: no single-pass variant was timed
+                    m.assign(m * momentum - g * lr)
+                    var.assign_add(m * momentum - g * lr)
+                    continue
                 if self.single_pass:
                     for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
                         target.assign(value)
@@ -92,6 +105,21 @@ class FusedOptimizer:
             var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
         self.iterations.assign_add(ops.ones_like(self.iterations))
 
+    def _rmsprop(self, g, var, i: int, lr) -> None:
+        """Keras's RMSprop (uncentred), step by step; its momentum is one constant for the group."""
+        from keras import ops
+
+        rho, epsilon = self._per_trial(self.hyper["rho"], i), self._per_trial(self.hyper["epsilon"], i)
+        velocity = self.slots["velocity"][i]
+        velocity.assign(rho * velocity + (1 - rho) * ops.square(g))
+        increment = (lr * g) / ops.sqrt(velocity + epsilon)
+        if self.rmsprop_momentum > 0:
+            m = self.slots["momentum"][i]
+            m.assign(self.rmsprop_momentum * m + increment)
+            var.assign_sub(m)
+        else:
+            var.assign_sub(increment)
+
     def host_slots(self) -> dict:
         """The step counts and slots as NumPy arrays, copied from the device once."""
         from keras import ops
@@ -102,8 +130,10 @@ class FusedOptimizer:
     def keras_slots(self, keras_optimizer) -> dict[str, list]:
         """The unfused Keras optimizer's slot lists that match `self.slots`, by name."""
         if self.kind == "sgd":
-            return {"momentum": keras_optimizer.momentums}
-        return {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
+            lists = {"momentum": keras_optimizer.momentums}
+        else:
+            lists = {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
+        return {name: lists[name] for name in self.slots}
 
     def import_state(self, k: int, unfused_variables, keras_optimizer) -> None:
         """Trial k's step count and slots from an unfused Keras optimizer over `unfused_variables`
