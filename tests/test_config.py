@@ -1,4 +1,5 @@
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -46,7 +47,9 @@ def test_direction_follows_a_loss_objective():
 
 
 def test_repository_experiments_are_valid():
-    for name in ("experiments/mnist.yaml", "experiments/smoke.yaml"):
+    names = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "experiments").glob("*.yaml"))
+    assert {Path(n).name for n in names} >= {"mnist.yaml", "mnist_fused.yaml", "smoke.yaml"}
+    for name in names:
         assert load_experiment(name).name
 
 

@@ -87,6 +87,25 @@ def check_fused_mlp(digits, tmp_path, configs, mode):
     return program
 
 
+def test_under_auto_compile_a_fused_group_measures_the_modes_on_its_work_together(digits, tmp_path, monkeypatch):
+    """`compile: auto` measures graph mode against XLA only for work that repays it. A fused
+    group counts all its trials' steps, as one job counts its own: here one trial is too
+    little work and runs in the provisional mode unmeasured, while the group of three
+    measures, records the choice and trains in the mode it chose."""
+    import hpo.training.trainer as trainer_module
+
+    trainer = make_trainer(digits, compile="auto")
+    one_job = trainer.job_steps(tasks_for(tmp_path, CONFIGS, "steps")[0], MLP["batch_size"])
+    monkeypatch.setattr(trainer_module, "MIN_STEPS_TO_MEASURE", 2 * one_job)
+    list(trainer.run(tasks_for(tmp_path, CONFIGS[:1], "alone")[0]))
+    assert trainer.compile_choices.compile_choices() == {}
+    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "group")))
+    [(mode, detail)] = trainer.compile_choices.compile_choices().values()
+    assert detail["measured"] and set(detail["step_call_ms"]) == {"graph", "xla"}
+    [key] = trainer._fused_programs
+    assert key[-1] == mode
+
+
 @pytest.mark.parametrize("mode, grouped_gradients", [("graph", None), ("graph", False), ("xla", None)])
 def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, monkeypatch, mode, grouped_gradients):
     """Two convolutions: the first is one wide convolution over the shared input; the second
@@ -199,6 +218,25 @@ def test_a_fused_group_stopped_mid_way_resumes_from_its_progress_checkpoints(dig
          [(i, 4, False) for i in range(3)]]
     assert [r.metrics for r in resumed[0]] == [before[epoch][i].metrics for i in range(3) for epoch in (0, 1)]
     assert_same(whole[2:], resumed[1:], tmp_path, "whole", "cut", 3)
+
+
+@pytest.mark.parametrize("compile_seconds, programs", [(1e6, [3]), (0.0, [2, 3])])
+def test_a_small_group_runs_in_a_bigger_program_when_that_is_cheaper(digits, tmp_path, compile_seconds, programs):
+    """After a group of three, two trials of the architecture either take the cached 3-slot
+    program, one slot spare (a compile would cost more), or get a program of their own; the
+    two train as they would one by one either way."""
+    from hpo.training.spare_slots import CallTimes
+
+    trainer = make_trainer(digits)
+    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "three")))
+    [three] = trainer._fused_programs.values()
+    assert three.call_times.step > 0 and three.call_times.compile_seconds >= 0
+    three.call_times = CallTimes(first_call=compile_seconds, first_steps=0, step_seconds=[1e-6])
+    pair = CONFIGS[1:]
+    fused = list(train_fused(trainer, tasks_for(tmp_path, pair, "pair")))
+    assert sorted(key[1] for key in trainer._fused_programs) == programs
+    assert [[r.trial_id for r in epoch] for epoch in fused] == [[0, 1], [0, 1]]
+    assert_same(run_unfused(trainer, tasks_for(tmp_path, pair, "one")), fused, tmp_path, "one", "pair", 2)
 
 
 def test_groups_need_one_architecture_batch_and_epoch_range(digits, tmp_path):

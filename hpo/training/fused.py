@@ -92,7 +92,9 @@ class FusedProgram:
         # convolutions on an AVX-512 CPU in graph mode (oneDNN), but XLA's CPU backward pass
         # for a grouped convolution took 1.07 s against 31 ms for the K separate ones, and
         # without oneDNN graph mode has no CPU gradient for it at all (grouped_conv.py).
-        self._grouped_conv = mode != "xla" and trains_grouped_convolutions(device)
+        # (Only asked where there is a later convolution: the probe compiles a graph.)
+        later_convs = sum(type(layer).__name__ == "Conv2D" for layer in template.layers) > 1
+        self._grouped_conv = mode != "xla" and later_convs and trains_grouped_convolutions(device)
         self.optimizer_kind = optimizer_name(params[0])
         if any(optimizer_name(p) != self.optimizer_kind for p in params):
             raise ValueError("fused trials must share the optimizer kind")

@@ -21,12 +21,12 @@ import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import load_checkpoint, progress_due, save_arrays, stored_reports
-from hpo.training.compile_mode import choice_key, time_step
-from hpo.training.devices import device_type
+from hpo.training.compile_mode import time_step
 from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
                                     memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
 from hpo.training.optimizers import TunableOptimizer
+from hpo.training.spare_slots import CallTimes, best_spare_program
 from hpo.training.program import architecture_signature
 from hpo.training.task import EpochReport, TrainTask
 from hpo.training.trainer import epoch_batches, resume_point
@@ -90,15 +90,18 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
             losses, correct = np.zeros(k), np.zeros(k, dtype=np.int64)
             with tf.device(trainer.device):
                 for first in range(0, steps_per_epoch, trainer.training.steps_per_call):
-                    chunk_loss, chunk_correct = program.train_steps(
-                        tf.constant(batches[first:first + trainer.training.steps_per_call]))
-                    losses += chunk_loss.numpy()
-                    correct += chunk_correct.numpy()
+                    chunk = batches[first:first + trainer.training.steps_per_call]
+                    call_started = time.perf_counter()
+                    chunk_loss, chunk_correct = program.train_steps(tf.constant(chunk))
+                    # Slots past k are spare (spare_slots.py): their results are not trials'.
+                    losses += chunk_loss.numpy()[:k]
+                    correct += chunk_correct.numpy()[:k]
+                    program.call_times.record(len(chunk), time.perf_counter() - call_started)
             losses /= steps_per_epoch
             if not np.all(np.isfinite(losses)):
                 bad = [t.trial_id for t, loss in zip(tasks, losses) if not math.isfinite(loss)]
                 raise FusedGroupFailed(f"training loss became non-finite for trial(s) {bad} in epoch {epoch}")
-            val_losses, val_correct = _evaluate(trainer, program)
+            val_losses, val_correct = (values[:k] for values in _evaluate(trainer, program))
             seconds = time.perf_counter() - started
             metrics = [{"loss": float(losses[i]), "accuracy": float(correct[i]) / (steps_per_epoch * batch_size),
                         "val_loss": float(val_losses[i]), "val_accuracy": float(val_correct[i]),
@@ -149,9 +152,11 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch:
         list(pool.map(write, range(len(tasks))))
 
 
-def prepare_group(trainer, tasks: Sequence[TrainTask]):
+def prepare_group(trainer, tasks: Sequence[TrainTask], spare_slots: bool = True):
     """The group's fused program (cached per architecture, K, device and mode) with every task's
-    fresh or checkpointed state loaded -> (program, resolved params, scratch model and optimizer)."""
+    fresh or checkpointed state loaded -> (program, resolved params, scratch model and optimizer).
+    With `spare_slots`, a bigger cached program may take the group, its first len(tasks) slots
+    the tasks', when its measurements say that is cheaper than compiling one (spare_slots.py)."""
     import tensorflow as tf
 
     keys = {group_key(trainer, t) for t in tasks}
@@ -159,11 +164,25 @@ def prepare_group(trainer, tasks: Sequence[TrainTask]):
         raise FusedGroupFailed("the tasks do not share an architecture, batch size, epochs and data seed")
     params = [trainer.resolve(t.config) for t in tasks]
     signature = architecture_signature(params[0], trainer.builder)
-    mode = trainer.mode if trainer.mode != "auto" else _known_mode(trainer, signature)
+    # The group's work together decides whether measuring the modes pays, as one job's does.
+    batch_size = int(params[0]["batch_size"])
+    mode = trainer.mode_for(signature, params[0], tasks[0].seed,
+                            steps=sum(trainer.job_steps(t, batch_size) for t in tasks))
     cache = _cache(trainer)
     key = (signature, len(tasks), trainer.device, mode)
     program = cache.get(key)
     values = [trainer.fresh_weights(p, t.seed) for p, t in zip(params, tasks)]
+    if program is None and spare_slots:
+        candidates = [(slots, cached.call_times, cached) for (sig, slots, device, cached_mode), cached in cache.items()
+                      if (sig, device, cached_mode) == (signature, trainer.device, mode)]
+        program = best_spare_program(len(tasks), trainer.job_steps(tasks[0], batch_size), candidates)
+        if program is not None:
+            # The spare slots train a copy of the first task, whose results are dropped.
+            spare = program.k - len(tasks)
+            log.debug("trials %s train in a %d-trial fused program, %d slots spare", [t.trial_id for t in tasks],
+                      program.k, spare)
+            key = (signature, program.k, trainer.device, mode)
+            tasks, params, values = (list(x) + [x[0]] * spare for x in (tasks, params, values))
     with tf.device(trainer.device):
         if program is None:
             # One live model of the architecture: the structure to fuse, and the scratch model
@@ -175,6 +194,7 @@ def prepare_group(trainer, tasks: Sequence[TrainTask]):
             program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode,
                                    single_pass_update(mode, trainer.device), trainer.device)
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
+            program.call_times = CallTimes()
             cache[key] = program
             while len(cache) > CACHE_CAPACITY:
                 cache.popitem(last=False)
@@ -223,6 +243,10 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
 
     first = tasks[0]
     batch_size = int(params["batch_size"])
+    # The compile mode first, on the candidates' work together, so that K=1 and the fused sizes
+    # are timed in the one mode the groups will run in.
+    trainer.mode_for(architecture_signature(params, trainer.builder), params, first.seed,
+                     steps=trainer.job_steps(first, batch_size) * len(tasks))
     batch = trainer.timing_batch(batch_size, first.seed)
     steps = int(batch.shape[0])
     per_trial = dict(earlier.per_trial_ms) if earlier else {}
@@ -238,7 +262,7 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
         if k not in per_trial:
             # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
             stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
-            program, _, _ = prepare_group(trainer, stand_ins)
+            program, _, _ = prepare_group(trainer, stand_ins, spare_slots=False)
             timed(program.train_steps, k)
     return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
 
@@ -247,11 +271,6 @@ def _fuse_decisions(trainer) -> FuseDecisions:
     if not hasattr(trainer, "_fuse_decisions"):
         trainer._fuse_decisions = FuseDecisions()
     return trainer._fuse_decisions
-
-
-def _known_mode(trainer, signature: str) -> str:
-    known = trainer.compile_choices.compile_choice(choice_key(signature, device_type(trainer.device)))
-    return known[0] if known else "graph"
 
 
 def _cache(trainer) -> "OrderedDict[tuple, FusedProgram]":

@@ -156,7 +156,7 @@ class Trainer:
         hyperparameters. `steps`: how many training steps the job will run (None: long
         enough to measure compile modes)."""
         signature = architecture_signature(params, self.builder)
-        mode = self._mode_for(signature, params, seed, steps)
+        mode = self.mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
         program = self.programs.get(key)
         if program is None:
@@ -181,7 +181,10 @@ class Trainer:
             return build_program(signature, model, params, self._x_train, self._y_train, mode,
                                  single_pass_update(mode, self.device))
 
-    def _mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
+    def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
+        """The compile mode for `steps` training steps of this architecture (one job, or a fused
+        group's jobs together): the configured one, or under `compile: auto` the recorded or
+        inferred one, measured here once there is enough work to repay it, else provisional."""
         if self.mode != "auto":
             return self.mode
         key = choice_key(signature, device_type(self.device))
