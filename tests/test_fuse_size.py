@@ -6,8 +6,9 @@ import pytest
 from hpo.config import TrainingConfig
 from hpo.models import get_builder
 from hpo.training import fuse_size
-from hpo.training.fuse_size import (AUTO_CEILING, CPU_PROVISIONAL_MAX_MACS, PROVISIONAL_K, bytes_per_trial,
-                                    macs_per_example, memory_cap, probe_sizes, provisional_k, smallest_near_best)
+from hpo.training.fuse_size import (AUTO_CEILING, CPU_ONE_THREAD_PROVISIONAL_MAX_MACS, CPU_PROVISIONAL_MAX_MACS,
+                                    PROVISIONAL_K, bytes_per_trial, macs_per_example, memory_cap, probe_sizes,
+                                    provisional_k, smallest_near_best)
 from hpo.training.task import TrainTask
 
 
@@ -60,9 +61,22 @@ def dense_model(units):
 def test_unmeasured_groups_of_compute_bound_models_do_not_fuse_on_a_cpu():
     small, big = dense_model(128), dense_model(1024)
     assert macs_per_example(small) < CPU_PROVISIONAL_MAX_MACS < macs_per_example(big)
-    assert provisional_k(small, "/device:CPU:0") == PROVISIONAL_K
-    assert provisional_k(big, "/device:CPU:0") == 1
+    assert provisional_k(small, "/device:CPU:0", cpu_threads=2) == PROVISIONAL_K
+    assert provisional_k(big, "/device:CPU:0", cpu_threads=2) == 1
     assert provisional_k(big, "/job:localhost/replica:0/task:0/device:GPU:1") == PROVISIONAL_K   # a GPU fills up
+
+
+def test_a_one_thread_cpu_worker_fuses_unmeasured_only_small_models():
+    """A `local` or `dask` worker on a 2-core machine runs its kernels on one thread: no idle
+    core for a fused step to fill, so only models whose steps are mostly fixed work fuse
+    before a probe has measured them."""
+    tiny, mlp_2x128 = dense_model(32), dense_model(128)
+    assert macs_per_example(tiny) < CPU_ONE_THREAD_PROVISIONAL_MAX_MACS < macs_per_example(mlp_2x128)
+    assert provisional_k(tiny, "/device:CPU:0", cpu_threads=1) == PROVISIONAL_K
+    assert provisional_k(mlp_2x128, "/device:CPU:0", cpu_threads=1) == 1
+    assert provisional_k(mlp_2x128, "/device:CPU:0", cpu_threads=2) == PROVISIONAL_K
+    assert provisional_k(mlp_2x128, "/device:GPU:0", cpu_threads=1) == PROVISIONAL_K
+    assert fuse_size.kernel_threads() >= 1
 
 
 MLP = {"layers": 2, "units": 32, "batch_size": 64, "dropout": 0.1}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass, field
 
 from hpo.training.devices import device_type
@@ -35,6 +36,14 @@ MEMORY_SHARE = 0.25         # of the device's free memory, for one fused group
 NEAR_BEST = 1.10            # a smaller K within 10% of the best per-trial time is preferred
 PROVISIONAL_K = 8           # unmeasured: where the 2 x 128 MLP's curve flattened on a 2-core CPU
 CPU_PROVISIONAL_MAX_MACS = 400_000   # bigger models on a CPU do not fuse unmeasured (see above)
+# On a one-thread CPU worker (`local` / `dask` on a 2-core machine) a fused step has no idle
+# core to fill, and gains only the fixed per-step work it shares: per-trial step, unfused
+# over fused K=8, one thread (`fused_step_profile.py --threads 1` / `taskset -c 0`, XLA):
+# 2 x 32 (26K MACs) 1.42, 2 x 64 (55K) 1.20, 2 x 128 (118K) 1.09 on the Intel CPU and 0.88
+# on the AMD EPYC. Each group size is a compile of its own besides, and in the 69-job search
+# of experiments/mnist_fused.yaml (2 x 128) two local workers took 41.8-52.2 s with
+# `fuse: auto` against 30.4-35.6 s with `fuse: 1`.
+CPU_ONE_THREAD_PROVISIONAL_MAX_MACS = 60_000
 MIN_STEPS_TO_PROBE = 10_000  # the group's total training steps that repay a probe's compiles
 
 
@@ -89,11 +98,28 @@ def macs_per_example(model) -> int:
     return int(total)
 
 
-def provisional_k(model, device: str) -> int:
-    """The group size to use unmeasured (a group too small to repay a probe)."""
-    if device_type(device) == "CPU" and macs_per_example(model) > CPU_PROVISIONAL_MAX_MACS:
-        return 1
-    return PROVISIONAL_K
+def provisional_k(model, device: str, cpu_threads: int | None = None) -> int:
+    """The group size to use unmeasured (a group too small to repay a probe). `cpu_threads`:
+    the threads this process's CPU kernels use (None: ask TensorFlow)."""
+    if device_type(device) != "CPU":
+        return PROVISIONAL_K
+    threads = cpu_threads if cpu_threads is not None else kernel_threads()
+    limit = CPU_ONE_THREAD_PROVISIONAL_MAX_MACS if threads == 1 else CPU_PROVISIONAL_MAX_MACS
+    return 1 if macs_per_example(model) > limit else PROVISIONAL_K
+
+
+def kernel_threads() -> int:
+    """The threads TensorFlow's CPU kernels run on here: what a `local` or `dask` worker set,
+    else every core this process may use."""
+    import tensorflow as tf
+
+    configured = tf.config.threading.get_intra_op_parallelism_threads()
+    if configured:
+        return configured
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
 
 
 def jobs_in_flight(fuse: int | str) -> int:
