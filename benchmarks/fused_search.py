@@ -14,10 +14,10 @@ architecture (the MLP 2 x 128 that `fused.py` measures), offline MNIST 4,000 / 1
 Random search asks the same configs whatever the setting, so both do identical work. The
 settings alternate round by round (fuse 1 first, then auto first) so drift in the machine
 hits both alike. The rate is end to end: trials / wall time of the whole `run_experiment`,
-start-up and compiles included. (`parallel.py`'s steady rate, from the first finish to the
-last, would flatter fusion: a fused group's trials finish together, so the span from the
-first finish leaves the first group's training out.) The last lines are
-`fused_search_speedup_<backend>=`, medians over rounds.
+start-up and compiles included, after one untimed warm-up search. (`parallel.py`'s steady
+rate, from the first finish to the last, would flatter fusion: a fused group's trials finish
+together, so the span from the first finish leaves the first group's training out.) The last
+lines are `fused_search_speedup_<backend>=`, medians over rounds.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ def main() -> None:
     print(f"MLP {ARCHITECTURE['layers']} x {ARCHITECTURE['units']}, {trials} trials of {EPOCHS} epochs per run, "
           f"{args.rounds} rounds, {cpu_description()}", flush=True)
     results: dict[tuple[str, int | str], list[dict[str, float]]] = {}
+    # Untimed: the process's first search pays one-off costs (its first XLA compile, the
+    # optimizer probe), which fell on round 0's first setting: 43.0 s against 33.6 s for the
+    # same inline `fuse: 1` search run twice in one process.
+    one_run(1, 8, "inline", fuse=1, model_params=ARCHITECTURE, space=SPACE)
     for round_ in range(args.rounds):
         for backend in backends:
             for fuse in (1, "auto") if round_ % 2 == 0 else ("auto", 1):

@@ -136,6 +136,25 @@ def test_a_job_too_short_to_pay_for_measuring_does_not_measure(digits, tmp_path)
     assert [key[2] for key in trainer.programs._programs] == ["graph"]
 
 
+def test_short_jobs_of_one_architecture_measure_once_their_steps_add_up(digits, tmp_path, monkeypatch):
+    """A search of one architecture in short jobs (random search, Hyperband's first rung) would
+    otherwise never measure, and run every job in the provisional mode."""
+    import hpo.training.trainer as trainer_module
+
+    choices = InMemoryCompileChoices()
+    trainer = make_trainer(digits, compile="auto", compile_choices=choices)
+    steps = len(digits.x_train) // BASE["batch_size"]
+    monkeypatch.setattr(trainer_module, "MIN_STEPS_TO_MEASURE", int(2.5 * steps))
+    for job in ("first", "second"):
+        train(trainer, tmp_path, BASE, job, epochs=1)
+        assert choices.compile_choices() == {}
+    train(trainer, tmp_path, BASE, "third", epochs=1)          # 3 jobs' steps: enough to measure
+    [(mode, detail)] = choices.compile_choices().values()
+    assert detail["measured"] and set(detail["step_call_ms"]) == {"graph", "xla"}
+    train(trainer, tmp_path, {**BASE, "units": BASE["units"] + 1}, "other", epochs=1)
+    assert len(choices.compile_choices()) == 1                # another architecture counts its own steps
+
+
 def test_decisions_live_in_the_study(tmp_path):
     from hpo.study import Study
     study = Study.create(tmp_path / "s", {"name": "x"})

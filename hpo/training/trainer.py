@@ -7,6 +7,7 @@ by closing the generator.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import math
@@ -60,6 +61,8 @@ class Trainer:
         # signature -> the replay recipe, the first stateless build to learn it from, or False
         self._init_recipes: dict[str, InitRecipe | StatelessBuild | bool] = {}
         self._janitor = KernelCacheJanitor()
+        # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
+        self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
             self._x_train = tf.constant(dataset.x_train)
@@ -184,7 +187,9 @@ class Trainer:
     def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         """The compile mode for `steps` training steps of this architecture (one job, or a fused
         group's jobs together): the configured one, or under `compile: auto` the recorded or
-        inferred one, measured here once there is enough work to repay it, else provisional."""
+        inferred one, else measured here once the architecture's work so far, these steps
+        included, repays a measurement (many short jobs of one architecture do too), else
+        provisional."""
         if self.mode != "auto":
             return self.mode
         key = choice_key(signature, device_type(self.device))
@@ -195,8 +200,10 @@ class Trainer:
         if inferred is not None:
             self.compile_choices.record_compile_choice(key, *inferred)
             return inferred[0]
-        if steps is not None and steps < MIN_STEPS_TO_MEASURE:
-            return provisional_mode(key, self.compile_choices)
+        if steps is not None:
+            self._unmeasured_steps[key] += steps
+            if self._unmeasured_steps[key] < MIN_STEPS_TO_MEASURE:
+                return provisional_mode(key, self.compile_choices)
         return self._measure_modes(key, signature, params, seed)
 
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
