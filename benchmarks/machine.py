@@ -8,20 +8,13 @@ does it see `taskset`).
 
 from __future__ import annotations
 
-import os
 import platform
 from pathlib import Path
 
+from hpo.training.devices import usable_cores
+
 # The vector extensions that decide XLA:CPU's matmul speed, widest first.
 _VECTOR_FLAGS = (("amx_bf16", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
-
-
-def usable_cores() -> int:
-    """The cores this process may run on: under `taskset -c 0` that is 1, where
-    `os.cpu_count()` still says how many the machine has."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def l2_size(cache_folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> str | None:

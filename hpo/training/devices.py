@@ -6,6 +6,7 @@ lists a test constructs, as well as against TensorFlow's logical devices.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Sequence
 
@@ -42,6 +43,14 @@ def select_device(requested: str, available: Sequence[str], slot: int = 0) -> st
 
 def device_type(device: str) -> str:
     return "GPU" if ":GPU:" in device.upper() else "CPU"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: under `taskset -c 0` that is 1, where
+    `os.cpu_count()` still says how many the machine has."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def available_devices() -> list[str]:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import dataclass, field
 
-from hpo.training.devices import device_type
+from hpo.training.devices import device_type, usable_cores
 
 log = logging.getLogger("hpo.train")
 
@@ -113,13 +112,7 @@ def kernel_threads() -> int:
     else every core this process may use."""
     import tensorflow as tf
 
-    configured = tf.config.threading.get_intra_op_parallelism_threads()
-    if configured:
-        return configured
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:   # not on Linux
-        return os.cpu_count() or 1
+    return tf.config.threading.get_intra_op_parallelism_threads() or usable_cores()
 
 
 def jobs_in_flight(fuse: int | str) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 
+from hpo.training.devices import device_type
+
 log = logging.getLogger("hpo.train")
 
 # Device type -> answer: logical devices of one type share their kernels.
@@ -21,12 +23,10 @@ _ANSWERS: dict[str, bool] = {}
 
 def trains_grouped_convolutions(device: str) -> bool:
     """True when a graph-mode grouped convolution's gradients run on `device`."""
-    import tensorflow as tf
-
-    device_type = tf.DeviceSpec.from_string(device).device_type or "CPU"
-    if device_type not in _ANSWERS:
-        _ANSWERS[device_type] = _probe(device)
-    return _ANSWERS[device_type]
+    kind = device_type(device)
+    if kind not in _ANSWERS:
+        _ANSWERS[kind] = _probe(device)
+    return _ANSWERS[kind]
 
 
 def _probe(device: str) -> bool:
