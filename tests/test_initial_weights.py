@@ -100,6 +100,8 @@ def test_after_two_trials_initial_weights_are_replayed_without_the_builder(digit
     for seed in (1, 2):                                  # a real and a stateless build, then one stateless
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
     assert all(isinstance(r, InitRecipe) for r in trainer._init_recipes.values())
+    # Its random initializers run as one traced call, checked exact when learnt.
+    assert all(r.compiled is not None for r in trainer._init_recipes.values())
     calls = counting.calls
     replayed = {seed: trainer.fresh_weights({**params, "dropout": 0.04 * seed}, seed) for seed in (3, 4, 9)}
     assert counting.calls == calls
@@ -178,4 +180,22 @@ def test_a_trial_without_a_parameter_the_recipe_fills_gets_the_builders_default(
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
     assert isinstance(next(iter(trainer._init_recipes.values())), InitRecipe)
     for a, b in zip(trainer.fresh_weights(params, 5), real_values(trainer, params, 5), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def test_a_traced_replay_that_differs_from_the_eager_one_is_not_used(digits, monkeypatch):
+    """The traced initializers are kept only if they give the eager replay's values bit for bit."""
+    from hpo.training import initial_weights
+
+    traced = initial_weights._CompiledDraws.__call__
+    monkeypatch.setattr(initial_weights._CompiledDraws, "__call__",
+                        lambda self, draws: [v + 1e-7 for v in traced(self, draws)])
+    trainer = make_trainer(digits, get_builder("mlp"))
+    params = trainer.resolve({"layers": 1, "units": 16})
+    for seed in (1, 2):
+        trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
+    recipe = next(iter(trainer._init_recipes.values()))
+    assert isinstance(recipe, initial_weights.InitRecipe) and recipe.compiled is None
+    for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.3}, 6),
+                    real_values(trainer, {**params, "dropout": 0.3}, 6), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from hpo.models.layers import inverted_dropout
+from hpo.training.bulk_assign import BulkAssign
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
 from hpo.training.grouped_conv import trains_grouped_convolutions
@@ -153,6 +154,7 @@ class FusedProgram:
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train
+        self._start: BulkAssign | None = None
         self.reset(values, params)
         signature = [tf.TensorSpec([None, None], tf.int32)]
         steps = self._train_steps
@@ -301,18 +303,20 @@ class FusedProgram:
     def reset(self, values: Sequence[Sequence], params: Sequence[Mapping[str, Any]]) -> None:
         """Reuse this compiled program for K new trials of the same architecture: weights,
         dropout rates and generator states from `values[k]` (trial k's fresh
-        `model.variables`), optimizer state zeroed, their hyperparameters assigned."""
+        `model.variables`), optimizer state zeroed, their hyperparameters assigned; in one
+        call (`bulk_assign`)."""
         import tensorflow as tf
 
         if len(values) != self.k:
             raise ValueError(f"{len(values)} trials for a program of {self.k}")
+        if self._start is None:
+            self._start = BulkAssign([variable for variable, _, _ in self._sources]
+                                     + [g.state for generators, _ in self._generators for g in generators]
+                                     + self.optimizer.hyperparameter_variables, zeroed=self.optimizer.state)
         # Stacked on the device, not through NumPy: 1.1 against 2.4 ms for a 2x128 MLP at K=8.
-        for variable, axis, index in self._sources:
-            variable.assign(tf.stack([v[index] for v in values], axis=axis))
-        for generators, index in self._generators:
-            for generator, trial_values in zip(generators, values):
-                generator.state.assign(trial_values[index])
-        self.optimizer.reset(params)
+        stacked = [tf.stack([v[index] for v in values], axis=axis) for _, axis, index in self._sources]
+        states = [trial_values[index] for _, index in self._generators for trial_values in values]
+        self._start(stacked + states + self.optimizer.hyperparameter_values(params))
 
     # --- back to ordinary, unfused trials --------------------------------------------------------
     def checkpoint_arrays(self, model, optimizer) -> Callable[[int], tuple[list, list]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import keras
+import numpy as np
 from keras import ops
 
 from hpo.errors import TrialFailed
@@ -75,11 +76,19 @@ class TunableOptimizer:
             else:
                 self.values[key].assign(value)
 
-    def reset(self, params: Mapping[str, Any]) -> None:
-        """A fresh start for a new trial: step count and slots to zero, new hyperparameters."""
-        for variable in self._state:
-            variable.assign(ops.zeros(variable.shape, variable.dtype))
-        self.assign(params)
+    @property
+    def state(self) -> list:
+        """What a new trial zeroes: the step count and the slots."""
+        return [v for v in self._state if v is not self.optimizer.learning_rate]
+
+    @property
+    def hyperparameter_variables(self) -> list:
+        """The variables `assign` sets, in `hyperparameter_values` order."""
+        return [self.optimizer.learning_rate if key == "learning_rate" else self.values[key]
+                for key in HYPERPARAMETERS[self.name]]
+
+    def hyperparameter_values(self, params: Mapping[str, Any]) -> list[np.ndarray]:
+        return [np.float32(params.get(key, default)) for key, default in HYPERPARAMETERS[self.name].items()]
 
     @property
     def learning_rate(self) -> float:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from hpo.errors import TrialFailed
+from hpo.training.bulk_assign import BulkAssign
 from hpo.training.compiled_step import make_evaluate, make_train_steps
 from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
 
@@ -48,15 +49,28 @@ class TrainingProgram:
     evaluate: Callable
     traces: list = field(default_factory=lambda: [0])   # bumped inside the step's Python body
 
-    def load_weights(self, values) -> None:
-        """Assign a fresh build's variable values (`model.variables` order)."""
-        try:
+    start: BulkAssign | None = None
+
+    def start_trial(self, values, params: Mapping[str, Any]) -> None:
+        """A new trial in this program: a fresh build's variable values (`model.variables`
+        order), the optimizer's step count and slots zeroed, `params`' hyperparameters; in
+        one call (`bulk_assign`)."""
+        if self.start is None:
             # .variables, not .weights: it includes the dropout layers' seed-generator states.
-            for target, value in zip(self.model.variables, values, strict=True):
-                target.assign(value)
+            self.start = BulkAssign(list(self.model.variables) + self.optimizer.hyperparameter_variables,
+                                    zeroed=self.optimizer.state)
+        values = list(values)
+        if len(values) != len(self.model.variables):
+            raise _not_deterministic(f"{len(values)} variables against {len(self.model.variables)}")
+        try:
+            self.start(values + self.optimizer.hyperparameter_values(params))
         except (ValueError, TypeError) as exc:
-            raise TrialFailed(f"the builder returned a model whose weights differ from the cached one for the "
-                              f"same parameters ({exc}); is it deterministic in its parameters?") from None
+            raise _not_deterministic(exc) from None
+
+
+def _not_deterministic(detail) -> TrialFailed:
+    return TrialFailed(f"the builder returned a model whose weights differ from the cached one for the "
+                       f"same parameters ({detail}); is it deterministic in its parameters?")
 
 
 def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,

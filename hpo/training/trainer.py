@@ -169,8 +169,7 @@ class Trainer:
             self.programs.put(key, program)
             return program
         if fresh_start:
-            program.load_weights(self.fresh_weights(params, seed))
-            program.optimizer.reset(params)
+            program.start_trial(self.fresh_weights(params, seed), params)
         return program
 
     @property

@@ -1,0 +1,61 @@
+"""A new trial's variables assigned in one traced call (hpo/training/bulk_assign.py)."""
+
+import keras
+import numpy as np
+import pytest
+
+from hpo.config import TrainingConfig
+from hpo.errors import TrialFailed
+from hpo.models import get_builder
+from hpo.training.bulk_assign import BulkAssign
+
+
+def test_assigns_targets_and_zeroes_the_rest_in_one_call():
+    weights = keras.Variable(np.ones((3, 2), "float32"))
+    steps = keras.Variable(np.int64(7))
+    slot = keras.Variable(np.full((4,), 5.0, "float32"))
+    both = keras.Variable(np.float32(2.0))       # assigned and listed as zeroed: the assignment wins
+    assign = BulkAssign([weights, steps, both], zeroed=[slot, both])
+    assign([np.arange(6, dtype="float32").reshape(3, 2), np.int64(3), np.float32(0.5)])
+    np.testing.assert_array_equal(np.asarray(weights.value), np.arange(6).reshape(3, 2))
+    assert int(steps.value) == 3 and float(both.value) == 0.5
+    np.testing.assert_array_equal(np.asarray(slot.value), np.zeros(4))
+    # The same graph, other values.
+    assign([np.zeros((3, 2), "float32"), np.int64(9), np.float32(1.5)])
+    assert int(steps.value) == 9 and float(both.value) == 1.5
+
+
+@pytest.mark.parametrize("values", [
+    [np.zeros((2, 3), "float32"), np.int64(1)],      # wrong shape
+    [np.zeros((3, 2), "float32")],                   # one value missing
+])
+def test_a_value_that_does_not_fit_raises_and_assigns_nothing(values):
+    weights = keras.Variable(np.ones((3, 2), "float32"))
+    steps = keras.Variable(np.int64(7))
+    slot = keras.Variable(np.full((4,), 5.0, "float32"))
+    with pytest.raises((ValueError, TypeError)):
+        BulkAssign([weights, steps], zeroed=[slot])(values)
+    np.testing.assert_array_equal(np.asarray(weights.value), np.ones((3, 2)))
+    assert int(steps.value) == 7
+    np.testing.assert_array_equal(np.asarray(slot.value), np.full(4, 5.0))
+
+
+def test_a_program_refuses_weights_that_do_not_fit_it_with_a_clear_error(digits):
+    from hpo.training.trainer import Trainer
+
+    trainer = Trainer(digits, get_builder("mlp"), TrainingConfig(compile="graph"), {}, "/device:CPU:0")
+    params = trainer.resolve({"layers": 1, "units": 16})
+    program = trainer.program_for(params, seed=1)
+    values = [np.asarray(v.value) for v in program.model.variables]
+    with pytest.raises(TrialFailed, match="deterministic in its parameters"):
+        program.start_trial([np.zeros((3, 3), "float32")] + values[1:], params)
+    with pytest.raises(TrialFailed, match="deterministic in its parameters"):
+        program.start_trial(values[:-1], params)
+    program.train_steps(trainer.timing_batch(int(params["batch_size"]), seed=1))
+    assert any(np.any(np.asarray(v.value)) for v in program.optimizer.state)
+    # The values that fit: weights as given, slots zeroed, the new learning rate in place.
+    program.start_trial(values, {**params, "learning_rate": 0.125})
+    for variable, value in zip(program.model.variables, values):
+        np.testing.assert_array_equal(np.asarray(variable.value), value)
+    assert program.optimizer.learning_rate == 0.125
+    assert all(not np.any(np.asarray(v.value)) for v in program.optimizer.state)
