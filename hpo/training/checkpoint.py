@@ -20,24 +20,16 @@ import numpy as np
 from hpo.errors import TrialFailed
 
 
-def save_checkpoint(path: str | Path, model, optimizer, epoch: int, durable: bool = True,
-                    reports: Sequence[tuple[int, Mapping]] = ()) -> None:
-    """`durable`: fsync before the rename (the final checkpoint that promotions read).
-    `reports`: (epoch, metrics) of every epoch this trial has trained so far, kept so that a
-    resumed attempt can send them again: the driver may not have read all of them, since
-    a killed or interrupted driver drops what it had not yet taken from its workers."""
-    from keras import ops
-
-    # model.variables includes the random seed generators' states, so dropout masks continue
-    # exactly where they stopped too.
-    save_arrays(path, [ops.convert_to_numpy(v) for v in model.variables],
-                [ops.convert_to_numpy(v) for v in optimizer.variables], epoch, durable, reports)
-
-
 def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: int, durable: bool = True,
                 reports: Sequence[tuple[int, Mapping]] = ()) -> None:
-    """A checkpoint from values already on the host (`model.variables`, `optimizer.variables`
-    order): fused trials write theirs without a round trip through a Keras model."""
+    """A checkpoint from values on the host, in `model.variables` and `optimizer.variables`
+    order (`TrainingProgram.host_state`; fused trials' from `FusedProgram.checkpoint_arrays`).
+    model.variables includes the random seed generators' states, so dropout masks continue
+    exactly where they stopped too. `durable`: fsync before the rename (the final checkpoint
+    that promotions read). `reports`: (epoch, metrics) of every epoch this trial has trained
+    so far, kept so that a resumed attempt can send them again: the driver may not have read
+    all of them, since a killed or interrupted driver drops what it had not yet taken from
+    its workers."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(weights)}

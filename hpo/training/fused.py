@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from hpo.models.layers import inverted_dropout
-from hpo.training.bulk_assign import BulkAssign
+from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
 from hpo.training.grouped_conv import trains_grouped_convolutions
@@ -155,6 +155,7 @@ class FusedProgram:
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train
         self._start: BulkAssign | None = None
+        self._reader: BulkRead | None = None
         self.reset(values, params)
         signature = [tf.TensorSpec([None, None], tf.int32)]
         steps = self._train_steps
@@ -304,7 +305,7 @@ class FusedProgram:
         """Reuse this compiled program for K new trials of the same architecture: weights,
         dropout rates and generator states from `values[k]` (trial k's fresh
         `model.variables`), optimizer state zeroed, their hyperparameters assigned; in one
-        call (`bulk_assign`)."""
+        call (`bulk_variables`)."""
         import tensorflow as tf
 
         if len(values) != self.k:
@@ -322,15 +323,21 @@ class FusedProgram:
     def checkpoint_arrays(self, model, optimizer) -> Callable[[int], tuple[list, list]]:
         """Every trial's checkpoint contents from one copy of the stacked state to the host:
         returns `arrays(k)` -> (model.variables values, optimizer.optimizer.variables values) of
-        trial k, as an unfused trial's `save_checkpoint` would write them. `optimizer` is the
-        scratch `TunableOptimizer`; its hyperparameter variables are matched by identity and
-        filled from this program's [K] vectors (assigning them per trial cost ~0.8 ms each)."""
-        from keras import ops
-
-        host = {id(v): ops.convert_to_numpy(v.value) for v, _, _ in self._sources}
-        generator_states = [[ops.convert_to_numpy(g.state.value) for g in gens] for gens, _ in self._generators]
-        slots = self.optimizer.host_slots()
-        hyper = {key: ops.convert_to_numpy(values.value) for key, values in self.optimizer.hyper.items()}
+        trial k, as an unfused trial's checkpoint holds them. `optimizer` is the scratch
+        `TunableOptimizer`; its hyperparameter variables are matched by identity and filled
+        from this program's [K] vectors (assigning them per trial cost ~0.8 ms each)."""
+        stacked = [v for v, _, _ in self._sources]
+        states = [g.state for generators, _ in self._generators for g in generators]
+        slots = [(name, len(variables)) for name, variables in self.optimizer.slots.items()]
+        if self._reader is None:
+            self._reader = BulkRead(stacked + states + [v for name, _ in slots for v in self.optimizer.slots[name]]
+                                    + [self.optimizer.iterations] + list(self.optimizer.hyper.values()))
+        values = iter(self._reader.read())
+        host = {id(v): next(values) for v in stacked}
+        generator_states = [[next(values) for _ in generators] for generators, _ in self._generators]
+        host_slots = {name: [next(values) for _ in range(n)] for name, n in slots}
+        host_slots["iterations"] = next(values)
+        hyper = {key: next(values) for key in self.optimizer.hyper}
         keras_optimizer = optimizer.optimizer
         hyper_keys = {id(variable): key for key, variable in optimizer.values.items()}
         hyper_keys[id(keras_optimizer.learning_rate)] = "learning_rate"
@@ -363,10 +370,10 @@ class FusedProgram:
             optimizer_values = []
             for source in layout:
                 if source[0] == "iterations":
-                    optimizer_values.append(slots["iterations"][k])
+                    optimizer_values.append(host_slots["iterations"][k])
                 elif source[0] == "slot":
                     _, name, i = source
-                    optimizer_values.append(np.take(slots[name][i], k, axis=self.optimizer.trial_axes[i]))
+                    optimizer_values.append(np.take(host_slots[name][i], k, axis=self.optimizer.trial_axes[i]))
                 else:
                     optimizer_values.append(hyper[source[1]][k])
             return weights, optimizer_values

@@ -123,13 +123,6 @@ class FusedOptimizer:
         else:
             var.assign_sub(increment)
 
-    def host_slots(self) -> dict:
-        """The step counts and slots as NumPy arrays, copied from the device once."""
-        from keras import ops
-        out = {name: [ops.convert_to_numpy(v.value) for v in stacked] for name, stacked in self.slots.items()}
-        out["iterations"] = ops.convert_to_numpy(self.iterations.value)
-        return out
-
     def keras_slots(self, keras_optimizer) -> dict[str, list]:
         """The unfused Keras optimizer's slot lists that match `self.slots`, by name."""
         if self.kind == "sgd":

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from hpo.errors import TrialFailed
-from hpo.training.bulk_assign import BulkAssign
+from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import make_evaluate, make_train_steps
 from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
 
@@ -48,13 +48,22 @@ class TrainingProgram:
     train_steps: Callable
     evaluate: Callable
     traces: list = field(default_factory=lambda: [0])   # bumped inside the step's Python body
-
     start: BulkAssign | None = None
+    reader: BulkRead | None = None
+
+    def host_state(self) -> tuple[list, list]:
+        """(model.variables, optimizer variables) as NumPy arrays, in one copy from the
+        device: what a checkpoint holds."""
+        model_variables, optimizer_variables = self.model.variables, self.optimizer.optimizer.variables
+        if self.reader is None:
+            self.reader = BulkRead(list(model_variables) + list(optimizer_variables))
+        values = self.reader.read()
+        return values[:len(model_variables)], values[len(model_variables):]
 
     def start_trial(self, values, params: Mapping[str, Any]) -> None:
         """A new trial in this program: a fresh build's variable values (`model.variables`
         order), the optimizer's step count and slots zeroed, `params`' hyperparameters; in
-        one call (`bulk_assign`)."""
+        one call (`bulk_variables`)."""
         if self.start is None:
             # .variables, not .weights: it includes the dropout layers' seed-generator states.
             self.start = BulkAssign(list(self.model.variables) + self.optimizer.hyperparameter_variables,

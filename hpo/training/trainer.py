@@ -21,7 +21,7 @@ from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import (checkpoint_epoch, load_checkpoint, progress_due,
-                                     save_checkpoint, stored_reports)
+                                     save_arrays, stored_reports)
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
                                        choice_key, decide, inferred_mode, provisional_mode, time_step)
 from hpo.training.devices import device_type
@@ -325,10 +325,10 @@ class Trainer:
                     write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
                 reports.append((epoch, metrics))
                 if progress_due(every, min_gap, epoch, task.end_epoch, last_saved):
-                    save_checkpoint(task.checkpoint_out, model, optimizer, epoch, durable=False, reports=reports)
+                    save_arrays(task.checkpoint_out, *program.host_state(), epoch, durable=False, reports=reports)
                     last_saved = time.monotonic()
                 yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
-            save_checkpoint(task.checkpoint_out, model, optimizer, task.end_epoch)
+            save_arrays(task.checkpoint_out, *program.host_state(), task.end_epoch)
             if writer is not None and metrics:
                 write_scalars(writer, task.end_epoch, {OBJECTIVE_TAG: metrics[task.objective],
                                                        BUDGET_TAG: float(task.end_epoch)})

@@ -1,4 +1,4 @@
-"""A new trial's variables assigned in one traced call (hpo/training/bulk_assign.py)."""
+"""A program's variables set or read in one traced call (hpo/training/bulk_variables.py)."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from hpo.config import TrainingConfig
 from hpo.errors import TrialFailed
 from hpo.models import get_builder
-from hpo.training.bulk_assign import BulkAssign
+from hpo.training.bulk_variables import BulkAssign, BulkRead
 
 
 def test_assigns_targets_and_zeroes_the_rest_in_one_call():
@@ -59,3 +59,34 @@ def test_a_program_refuses_weights_that_do_not_fit_it_with_a_clear_error(digits)
         np.testing.assert_array_equal(np.asarray(variable.value), value)
     assert program.optimizer.learning_rate == 0.125
     assert all(not np.any(np.asarray(v.value)) for v in program.optimizer.state)
+
+
+def test_a_bulk_read_is_a_snapshot_of_every_variable():
+    weights = keras.Variable(np.arange(6, dtype="float32").reshape(3, 2))
+    steps = keras.Variable(np.int64(4))
+    read = BulkRead([weights, steps])
+    first = read.read()
+    np.testing.assert_array_equal(first[0], np.arange(6).reshape(3, 2))
+    assert first[1] == 4 and first[1].dtype == np.int64
+    weights.assign(np.zeros((3, 2), "float32"))
+    steps.assign(np.int64(5))
+    # What was read stays as it was; a new read sees the new values.
+    np.testing.assert_array_equal(first[0], np.arange(6).reshape(3, 2))
+    second = read.read()
+    assert not second[0].any() and second[1] == 5
+
+
+def test_a_programs_host_state_is_what_its_model_and_optimizer_hold(digits):
+    from hpo.training.trainer import Trainer
+
+    trainer = Trainer(digits, get_builder("mlp"), TrainingConfig(compile="graph"), {}, "/device:CPU:0")
+    params = trainer.resolve({"layers": 1, "units": 16})
+    program = trainer.program_for(params, seed=1)
+    program.train_steps(trainer.timing_batch(int(params["batch_size"]), seed=1))
+    weights, optimizer_values = program.host_state()
+    expected = [program.model.variables, program.optimizer.optimizer.variables]
+    for got, variables in zip((weights, optimizer_values), expected, strict=True):
+        assert len(got) == len(variables)
+        for value, variable in zip(got, variables):
+            np.testing.assert_array_equal(value, np.asarray(variable.value))
+    assert any(np.any(v) for v in optimizer_values[1:])       # trained: the slots are not all zero

@@ -1,11 +1,12 @@
-"""Assigning a program's variables for a new trial in one graph call.
+"""A program's variables set or read in one graph call.
 
 A reused program starts each trial by assigning every variable it holds: the weights, the
 dropout rates and seed-generator states, the optimizer's step count and slots (to zero)
-and its hyperparameters. Eagerly that is one or two dispatched operations per variable,
-0.2-0.4 ms each on the 2-core AMD EPYC: ~10 ms for a 2x128 MLP with Adam, about a tenth
-of a two-epoch trial on 4,000 images. Traced once per program (graph mode: nothing here
-is worth an XLA compile), it is one call.
+and its hyperparameters; and it ends it by copying them all to the host for the
+checkpoint. Eagerly that is one or two dispatched operations per variable, 0.1-0.4 ms each
+on the 2-core AMD EPYC: ~10 ms to start a 2x128 MLP with Adam and ~4.5 ms to read its 23
+variables, against a two-epoch trial of ~100 ms on 4,000 images. Traced once per program
+(graph mode: nothing here is worth an XLA compile), each is one call.
 """
 
 from __future__ import annotations
@@ -46,3 +47,17 @@ class BulkAssign:
                 raise ValueError(f"value {i} has shape {tuple(getattr(value, 'shape', ()))}, "
                                  f"its variable {shape}")
         self._call(*values)
+
+
+class BulkRead:
+    """`read()` -> every variable's value as a NumPy array, copied from the device in one call
+    (4.5 against 0.4 ms for the 23 variables of a 2x128 MLP and its Adam state)."""
+
+    def __init__(self, variables: Sequence):
+        import tensorflow as tf
+
+        variables = list(variables)
+        self._call = tf.function(lambda: [v.value for v in variables]).get_concrete_function()
+
+    def read(self) -> list:
+        return [value.numpy() for value in self._call()]
