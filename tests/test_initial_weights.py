@@ -91,20 +91,22 @@ class CountingBuilder:
     ("mlp", {"layers": 2, "units": 32}),
     ("cnn", {"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 16}),
 ])
-def test_after_two_trials_initial_weights_are_replayed_without_the_builder(digits, builder, params):
+def test_after_two_trials_initial_weights_are_replayed_without_the_builder(digits, builder, params, monkeypatch):
+    from hpo.training import bulk_variables
     from hpo.training.initial_weights import InitRecipe
 
+    monkeypatch.setattr(bulk_variables, "TRACE_SECONDS", 0.0)   # traced from the replay's second call
     counting = CountingBuilder(get_builder(builder))
     trainer = make_trainer(digits, counting)
     params = trainer.resolve(params)
     for seed in (1, 2):                                  # a real and a stateless build, then one stateless
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
     assert all(isinstance(r, InitRecipe) for r in trainer._init_recipes.values())
-    # Its random initializers run as one traced call, checked exact when learnt.
-    assert all(r.compiled is not None for r in trainer._init_recipes.values())
     calls = counting.calls
     replayed = {seed: trainer.fresh_weights({**params, "dropout": 0.04 * seed}, seed) for seed in (3, 4, 9)}
     assert counting.calls == calls
+    # After the first replay its random initializers run as one traced call, checked exact.
+    assert all(r.seeded.traced for r in trainer._init_recipes.values())
     for seed, values in replayed.items():
         real = real_values(trainer, {**params, "dropout": 0.04 * seed}, seed)
         assert len(values) == len(real)
@@ -185,17 +187,29 @@ def test_a_trial_without_a_parameter_the_recipe_fills_gets_the_builders_default(
 
 def test_a_traced_replay_that_differs_from_the_eager_one_is_not_used(digits, monkeypatch):
     """The traced initializers are kept only if they give the eager replay's values bit for bit."""
-    from hpo.training import initial_weights
+    from hpo.training import bulk_variables, initial_weights
 
-    traced = initial_weights._CompiledDraws.__call__
-    monkeypatch.setattr(initial_weights._CompiledDraws, "__call__",
+    monkeypatch.setattr(bulk_variables, "TRACE_SECONDS", 0.0)
+    traced = initial_weights._SeededValues._draw
+    monkeypatch.setattr(initial_weights._SeededValues, "_draw",
                         lambda self, draws: [v + 1e-7 for v in traced(self, draws)])
     trainer = make_trainer(digits, get_builder("mlp"))
     params = trainer.resolve({"layers": 1, "units": 16})
     for seed in (1, 2):
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
     recipe = next(iter(trainer._init_recipes.values()))
-    assert isinstance(recipe, initial_weights.InitRecipe) and recipe.compiled is None
-    for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.3}, 6),
-                    real_values(trainer, {**params, "dropout": 0.3}, 6), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), b)
+    assert isinstance(recipe, initial_weights.InitRecipe)
+    for seed in (6, 7, 8):
+        for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.3}, seed),
+                        real_values(trainer, {**params, "dropout": 0.3}, seed), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), b)
+    assert recipe.seeded._settled and not recipe.seeded.traced
+
+
+def test_an_architecture_tried_once_or_twice_does_not_pay_for_a_trace(digits):
+    """Tracing costs what many eager replays do: a recipe stays eager until they have cost that."""
+    trainer = make_trainer(digits, get_builder("mlp"))
+    params = trainer.resolve({"layers": 1, "units": 16})
+    for seed in (1, 2, 3):
+        trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
+    assert not next(iter(trainer._init_recipes.values())).seeded.traced

@@ -13,8 +13,9 @@ been seen, an `InitRecipe` replays them: it draws the same seeds from Python's `
 calls only the random initializers. The recipe is learnt by comparing the two builds, and
 kept only if it reproduces the second one exactly. Called eagerly, each initializer is
 still half a dozen dispatched operations: 3.4-4.5 ms per trial for a 2x128 MLP on the
-2-core AMD EPYC. So the recipe's initializers are also traced into one graph that takes
-the seeds as a tensor (`_CompiledDraws`), kept only if it gives the eager replay's values
+2-core AMD EPYC. So once the eager replays of an architecture have cost what a trace costs
+(`bulk_variables.TRACE_SECONDS`), its initializers are traced into one graph that takes
+the seeds as a tensor (`_SeededValues`), kept only if it gives that call's eager values
 bit for bit: 1.2-1.3 ms.
 
 This leans on private attributes of Keras variables (`_initializer`, `_shape`) and on
@@ -28,10 +29,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 import keras
 import numpy as np
+
+from hpo.training.bulk_variables import EagerUntilRepaid
 
 # Keras's `make_default_seed()`: every unseeded initializer and SeedGenerator draws one.
 _SEED_LOW, _SEED_HIGH = 1, int(1e9)
@@ -143,8 +147,8 @@ class InitRecipe:
     """How one architecture's initial values follow from the trial's seed and parameters."""
     draws: int
     parts: tuple
-    # The random initializers traced into one call, once checked exact (`learn_recipe`).
-    compiled: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # The random initializers' values, eager or traced (`_SeededValues`); None: eager here.
+    seeded: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def covers(self, params: Mapping[str, Any]) -> bool:
         """Whether `params` has every parameter the recipe fills a value from (a conditional
@@ -156,17 +160,13 @@ class InitRecipe:
         the build would."""
         return self._values(params, [random.randint(_SEED_LOW, _SEED_HIGH) for _ in range(self.draws)])
 
-    def _values(self, params: Mapping[str, Any], draws: Sequence[int], compiled: bool = True) -> list:
-        seeded = iter(self.compiled(draws) if compiled and self.compiled is not None else ())
+    def _values(self, params: Mapping[str, Any], draws: Sequence[int]) -> list:
+        seeded = iter(self.seeded(draws) if self.seeded is not None else
+                      [_initial_value(part, draws) for part in self.parts if isinstance(part, _Seeded)])
         values = []
         for part in self.parts:
             if isinstance(part, _Seeded):
-                value = next(seeded, None)
-                if value is None:
-                    initializer = copy.copy(part.initializer)
-                    initializer.seed = draws[part.draw]
-                    value = initializer(part.shape, dtype=part.dtype)
-                values.append(value)
+                values.append(next(seeded))
             elif isinstance(part, _DrawnIntegers):
                 value = part.template.copy()
                 flat = value.reshape(-1)
@@ -209,12 +209,14 @@ def learn_recipe(first: StatelessBuild, second: StatelessBuild, tunable: Sequenc
         return None
     if not _exactly(replayed, second.values):
         return None
-    compiled = dataclasses.replace(recipe, compiled=_CompiledDraws(recipe.parts))
-    try:
-        exact = _exactly(compiled._values(second.params, second.draws), second.values)
-    except Exception:   # noqa: BLE001 - an initializer that will not trace: the eager replay it is
-        exact = False
-    return compiled if exact else recipe
+    return dataclasses.replace(recipe, seeded=_SeededValues(recipe.parts))
+
+
+def _initial_value(part: _Seeded, draws: Sequence[int], seed=None):
+    """The part's initializer called as in a build, with the seed it drew (or `seed`)."""
+    initializer = copy.copy(part.initializer)
+    initializer.seed = draws[part.draw] if seed is None else seed
+    return initializer(part.shape, dtype=part.dtype)
 
 
 def _exactly(values: Sequence, expected: Sequence) -> bool:
@@ -222,32 +224,47 @@ def _exactly(values: Sequence, expected: Sequence) -> bool:
     return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in pairs)
 
 
-class _CompiledDraws:
-    """A recipe's random initializers as one traced function of the seed draws -> their values,
-    in the recipe's order. Each initializer is called as in a build, with its seed a
-    `SeedGenerator` stand-in whose `next()` gives the draw as Keras turns an int seed into a
-    tensor ([seed, 0], int64), so the graph runs the same kernels on the same inputs."""
+class _SeededValues:
+    """A recipe's random initializers -> their values for the seed draws, in the recipe's
+    order: called eagerly until that has cost a trace, then as one traced function of the
+    draws, kept only if it gives that call's eager values bit for bit. In the trace each
+    initializer's seed is a `SeedGenerator` stand-in whose `next()` gives the draw as Keras
+    makes an int seed into a tensor ([seed, 0], int64), so the graph runs the same kernels
+    on the same inputs."""
 
-    def __init__(self, parts: Sequence):
-        import tensorflow as tf
-
+    def __init__(self, parts: Sequence, trace_seconds: float | None = None):
         self._seeded = [part for part in parts if isinstance(part, _Seeded)]
         self._n_draws = 1 + max((part.draw for part in self._seeded), default=0)
-        self._call = tf.function(tf.autograph.experimental.do_not_convert(self._draw)).get_concrete_function(
-            tf.TensorSpec([self._n_draws], tf.int64))
-
-    def _draw(self, draws):
-        values = []
-        for part in self._seeded:
-            initializer = copy.copy(part.initializer)
-            initializer.seed = _DrawnSeed(draws[part.draw])
-            values.append(initializer(part.shape, dtype=part.dtype))
-        return values
+        self._eager = EagerUntilRepaid(trace_seconds)
+        self._traced = None            # the traced function, once it has matched
+        self._settled = False          # traced, or tried and found to differ
 
     def __call__(self, draws: Sequence[int]) -> list:
-        if not self._seeded:
-            return []
-        return self._call(np.asarray(draws[:self._n_draws], dtype=np.int64))
+        if self._traced is not None:
+            return self._traced(np.asarray(draws[:self._n_draws], dtype=np.int64))
+        started = time.perf_counter()
+        values = [_initial_value(part, draws) for part in self._seeded]
+        if not self._settled and self._eager.add(started):
+            self._traced, self._settled = self._trace_matching(draws, values), True
+        return values
+
+    def _trace_matching(self, draws: Sequence[int], expected: list):
+        import tensorflow as tf
+
+        try:
+            traced = tf.function(tf.autograph.experimental.do_not_convert(self._draw)).get_concrete_function(
+                tf.TensorSpec([self._n_draws], tf.int64))
+            exact = _exactly(traced(np.asarray(draws[:self._n_draws], dtype=np.int64)), expected)
+        except Exception:   # noqa: BLE001 - an initializer that will not trace: eager it stays
+            return None
+        return traced if exact else None
+
+    def _draw(self, draws):
+        return [_initial_value(part, (), seed=_DrawnSeed(draws[part.draw])) for part in self._seeded]
+
+    @property
+    def traced(self) -> bool:
+        return self._traced is not None
 
 
 class _DrawnSeed(keras.random.SeedGenerator):
