@@ -66,24 +66,18 @@ class TunableOptimizer:
         # (SGD keeps Keras's form unfused: see `single_pass_momentum`.)
         self.optimizer.single_pass = single_pass and self.name in ("adam", "adamw")
         self.optimizer.build(variables)
-        self._state = [v for v in self.optimizer.variables if not any(v is h for h in self.values.values())]
+        # What a new trial zeroes: the step count and the slots (not the hyperparameters).
+        hyper = self.hyperparameter_variables
+        self.state = [v for v in self.optimizer.variables if not any(v is h for h in hyper)]
 
     def assign(self, params: Mapping[str, Any]) -> None:
-        for key, default in HYPERPARAMETERS[self.name].items():
-            value = float(params.get(key, default))
-            if key == "learning_rate":
-                self.optimizer.learning_rate = value
-            else:
-                self.values[key].assign(value)
-
-    @property
-    def state(self) -> list:
-        """What a new trial zeroes: the step count and the slots."""
-        return [v for v in self._state if v is not self.optimizer.learning_rate]
+        for variable, value in zip(self.hyperparameter_variables, self.hyperparameter_values(params)):
+            variable.assign(value)
 
     @property
     def hyperparameter_variables(self) -> list:
-        """The variables `assign` sets, in `hyperparameter_values` order."""
+        """The variables holding the hyperparameters, in `hyperparameter_values` order (Keras
+        keeps the learning rate in its own)."""
         return [self.optimizer.learning_rate if key == "learning_rate" else self.values[key]
                 for key in HYPERPARAMETERS[self.name]]
 
