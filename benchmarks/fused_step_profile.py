@@ -25,6 +25,9 @@ update's own op time in the profiled step (it streams memory and gains nothing f
 bigger matmul; timed alone, with stand-in gradients, XLA fused it differently), and
 the speedups a step at that floor would give, for the step and for whole K-trial jobs
 (`benchmarks/fused.py`'s, timed here in XLA with the fused step's time swapped for the floor).
+Last, two plainer bounds: the job's speedup were the step nothing but its matmuls at that
+rate (no optimizer, activations, dropout or loss), and the fused step a 2x job would need,
+the rest of the job (preparing, evaluation, checkpoints) as measured.
 """
 
 from __future__ import annotations
@@ -157,6 +160,11 @@ def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us
     fused_s = median_job_seconds(fused_bench.fused, trainer, k, folder)
     trial_steps = k * fused_bench.EPOCHS * (len(trainer.dataset.x_train) // batch)
     at_floor_s = fused_s - (fused_us - floor_us) * 1e-6 * trial_steps
+    # The loosest bound: a step that is nothing but its matmuls at the large-matmul rate.
+    matmuls_only_s = fused_s - (fused_us - matmul_us) * 1e-6 * trial_steps
+    # The fused step that would make the job twice as fast as the sequential one, with the
+    # rest of the job (preparing, evaluation, checkpoints) as measured.
+    needed_us = fused_us - (fused_s - sequential_s / 2) / trial_steps * 1e6
     print("\nHow far fusing could go (per trial-step, microseconds; XLA):\n")
     print("| quantity | value |")
     print("| --- | --- |")
@@ -170,6 +178,8 @@ def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us
     print(f"| K={k} job ({fused_bench.EPOCHS} epochs), sequential / fused / fused at the floor, s | "
           f"{sequential_s:.3f} / {fused_s:.3f} / {at_floor_s:.3f} |")
     print(f"| job speedup, measured / at the floor | {sequential_s / fused_s:.2f} / {sequential_s / at_floor_s:.2f} |")
+    print(f"| job speedup with a step of nothing but its matmuls at that rate | {sequential_s / matmuls_only_s:.2f} |")
+    print(f"| fused step for a 2x job, with the rest of the job as measured | {needed_us:.1f} |")
 
 
 def main() -> None:
