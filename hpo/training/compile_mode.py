@@ -2,10 +2,11 @@
 
 XLA's payoff depends on the model and the device (on this 2-core CPU it was 1.5-6x slower
 than graph mode under `model.fit`, yet often faster in our own multi-step loop; on GPUs it
-usually wins), so the choice is measured, not guessed: on the first trial of an architecture, a few calls of the step in
-each mode, after one warm-up call each that absorbs tracing and compilation. The result is
-kept in a `CompileChoices` store (the study's table in a search), so later trials and
-resumed searches reuse it.
+usually wins), so the choice is measured, not guessed: on the first trial of an
+architecture, a few calls of the step in each mode, after one warm-up call each that absorbs
+tracing and compilation, the modes taking turns (`call_timing.py`). The result is kept in a
+`CompileChoices` store (the study's table in a search), so later trials and resumed
+searches reuse it.
 
 Measuring costs about a second here (an XLA compile plus a graph trace), more than a short
 job trains in total. So:
@@ -22,9 +23,7 @@ Measured on the MLP space of benchmarks/kt_comparison.py, XLA won 11 of 16 archi
 from __future__ import annotations
 
 import json
-import statistics
-import time
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 MODES = ("graph", "xla")
 MIN_STEPS_TO_MEASURE = 1000
@@ -93,21 +92,9 @@ def provisional_mode(key: str, choices: CompileChoices) -> str:
     return max(MODES, key=lambda m: (votes.count(m), m == "graph"))
 
 
-def time_step(step: Callable[[], Any], repeats: int = 3) -> tuple[float, float]:
-    """(first call seconds incl. trace/compile, median seconds of the following calls)."""
-    started = time.perf_counter()
-    step()
-    first = time.perf_counter() - started
-    timings = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        step()
-        timings.append(time.perf_counter() - started)
-    return first, statistics.median(timings)
-
-
 def decide(timings: Mapping[str, tuple[float, float]]) -> tuple[str, dict[str, Any]]:
-    """The faster steady-state mode; `timings` maps mode -> time_step's result (failed modes absent)."""
+    """The faster steady-state mode; `timings` maps mode -> (first call seconds incl. trace and
+    compile, steady seconds per call), for the modes that compiled."""
     if not timings:
         raise RuntimeError("no compile mode could run this model")
     ranked = sorted(timings, key=lambda m: timings[m][1])

@@ -20,8 +20,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.checkpoint import load_checkpoint, progress_due, save_arrays, stored_reports
-from hpo.training.compile_mode import time_step
 from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
                                     memory_cap, probe_sizes, provisional_k, smallest_near_best)
 from hpo.training.fused import FusedProgram, fusable
@@ -239,8 +239,6 @@ def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
 def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier: FuseChoice | None) -> FuseChoice:
     """Time a training call at K = 1 (the unfused program) and at every doubling the memory
     cap and the candidates allow; a later, larger group probes the sizes this one could not."""
-    import tensorflow as tf
-
     first = tasks[0]
     batch_size = int(params["batch_size"])
     # The compile mode first, on the candidates' work together, so that K=1 and the fused sizes
@@ -251,19 +249,24 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
     steps = int(batch.shape[0])
     per_trial = dict(earlier.per_trial_ms) if earlier else {}
 
-    def timed(call, k: int) -> None:
-        with tf.device(trainer.device):
-            per_trial[k] = 1000 * time_step(lambda: call(batch)[0].numpy())[1] / (k * steps)
+    def warmed_up(train_steps):
+        call = trainer.step_call(train_steps, batch)
+        first_call_seconds(call)   # its trace and compile
+        return call
 
+    calls = {}
     if 1 not in per_trial:
-        timed(trainer.program_for(params, first.seed, steps=trainer.job_steps(first, batch_size)).train_steps, 1)
+        calls[1] = warmed_up(trainer.program_for(params, first.seed,
+                                                 steps=trainer.job_steps(first, batch_size)).train_steps)
     sizes = probe_sizes(cap, len(tasks))
     for k in sizes:
         if k not in per_trial:
             # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
             stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
             program, _, _ = prepare_group(trainer, stand_ins, spare_slots=False)
-            timed(program.train_steps, k)
+            calls[k] = warmed_up(program.train_steps)
+    for k, seconds in steady_seconds(calls).items():
+        per_trial[k] = 1000 * seconds / (k * steps)
     return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
 
 

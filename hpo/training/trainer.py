@@ -20,10 +20,11 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.checkpoint import (checkpoint_epoch, load_checkpoint, progress_due,
                                      save_arrays, stored_reports)
 from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
-                                       choice_key, decide, inferred_mode, provisional_mode, time_step)
+                                       choice_key, decide, inferred_mode, provisional_mode)
 from hpo.training.devices import device_type
 from hpo.training.initial_weights import (InitRecipe, StatelessBuild, differ_in_all, learn_recipe, same_values,
                                           stateless_build)
@@ -206,21 +207,20 @@ class Trainer:
         return self._measure_modes(key, signature, params, seed)
 
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
-        import tensorflow as tf
-
         batch = self.timing_batch(int(params["batch_size"]), seed)
-        timings, programs, failures = {}, {}, {}
+        first_calls, calls, programs, failures = {}, {}, {}, {}
         for mode in MODES:
             try:
                 program = self._compile(signature, self.build_model(params, seed), params, mode)
-                with tf.device(self.device):
-                    timings[mode] = time_step(lambda: float(program.train_steps(batch)[0]), repeats=2)
-                programs[mode] = program
+                call = self.step_call(program.train_steps, batch)
+                first_calls[mode] = first_call_seconds(call)
+                calls[mode], programs[mode] = call, program
             except TrialFailed:
                 raise
             except Exception as exc:   # XLA cannot compile some ops; graph mode then wins by default
                 failures[mode] = f"{type(exc).__name__}: {str(exc)[:200]}"
-        mode, detail = decide(timings)
+        steady = steady_seconds(calls, repeats=2)
+        mode, detail = decide({m: (first_calls[m], steady[m]) for m in calls})
         if failures:
             detail["failed"] = failures
         self.compile_choices.record_compile_choice(key, mode, detail)
@@ -228,6 +228,16 @@ class Trainer:
         # The winner's program is cached; its weights are reset before the trial trains.
         self.programs.put((signature, self.device, mode), programs[mode])
         return mode
+
+    def step_call(self, train_steps: Callable, batch) -> Callable[[], np.ndarray]:
+        """A call of a compiled `train_steps` (a program's, fused or not) on `batch`, on this
+        trainer's device, that waits for its result: what the modes and group sizes are timed on."""
+        import tensorflow as tf
+
+        def call() -> np.ndarray:
+            with tf.device(self.device):
+                return train_steps(batch)[0].numpy()
+        return call
 
     def timing_batch(self, batch_size: int, seed: int):
         """One compiled call's worth of batch indices [steps, batch_size] on this trainer's

@@ -1,0 +1,43 @@
+"""Timing compiled calls against each other: which compile mode, which fused group size.
+
+The machines these choices are made on drift: on the 2-core CPU that hpo is developed on,
+one compiled call of a fused step took anywhere from 0.18 to 0.37 ms per trial-step within
+a minute. Timed one candidate after another, a slow spell lands on every repeat of one
+candidate and makes it lose. So the steady calls are timed in rounds that take each
+candidate in turn, and each candidate keeps the median of its rounds: a slow spell then
+costs one sample of each candidate instead of all of one's. Six probes each way of K = 1..16
+fused MLPs (XLA, 3 repeats, alternated, one process), the K that `fuse: auto` would pick:
+
+| MLP | timed in turn | one candidate after another |
+| --- | --- | --- |
+| 2 x 64 | 8, 8, 16, 8, 16, 8 | 16, 2, 4, 4, 16, 4 |
+| 2 x 128 | 8, 2, 8, 4, 8, 8 | 4, 2, 2, 2, 8, 8 |
+
+(`benchmarks/fused.py` that hour: K=8 the best whole-job speedup at 2 x 128.)
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable, Hashable, Mapping, TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+def first_call_seconds(call: Callable[[], Any], clock: Callable[[], float] = time.perf_counter) -> float:
+    """One call's seconds: for a compiled function's first call, its trace and compile too."""
+    started = clock()
+    call()
+    return clock() - started
+
+
+def steady_seconds(calls: Mapping[Key, Callable[[], Any]], repeats: int = 3,
+                   clock: Callable[[], float] = time.perf_counter) -> dict[Key, float]:
+    """The median seconds of each of `calls` (already warmed up) over `repeats` rounds, each
+    round calling every candidate once, in turn."""
+    samples: dict[Key, list[float]] = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            samples[key].append(first_call_seconds(call, clock))
+    return {key: statistics.median(times) for key, times in samples.items()}
