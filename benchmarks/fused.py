@@ -36,8 +36,8 @@ from benchmarks.machine import cpu_description  # noqa: E402
 from hpo.config import DataConfig, TrainingConfig  # noqa: E402
 from hpo.data import load_dataset  # noqa: E402
 from hpo.models import get_builder  # noqa: E402
-from hpo.training.fused_trainer import group_size, train_fused  # noqa: E402
-from hpo.training.task import TrainTask  # noqa: E402
+from hpo.fusion.group_trainer import group_size, train_fused  # noqa: E402
+from hpo.jobs import TrainTask  # noqa: E402
 from hpo.training.trainer import Trainer  # noqa: E402
 
 EPOCHS = 2

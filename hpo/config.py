@@ -18,10 +18,6 @@ import yaml
 from hpo.errors import ConfigError, UserInputError, did_you_mean, one_of
 from hpo.space import SearchSpace
 
-DATASETS = ("mnist", "digits", "synthetic")
-BUILDERS = ("mlp", "cnn")
-ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb")
-COMPILE_MODES = ("auto", "xla", "graph", "eager")
 BACKENDS = ("inline", "local", "dask")
 DIRECTIONS = ("minimize", "maximize")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
@@ -63,6 +59,9 @@ class SearchConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
 
 
+FUSE_AUTO_CEILING = 32     # the most jobs `training.fuse: auto` takes in flight and fuses
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     compile: str = "auto"
@@ -74,6 +73,12 @@ class TrainingConfig:
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
     fuse: int | str = 1               # trials of one architecture trained as one program (per worker), or 'auto'
+
+    @property
+    def jobs_per_trainer(self) -> int:
+        """Jobs an executor hands each trainer at once: a fused group forms from them (`auto`
+        sizes its groups later, up to `FUSE_AUTO_CEILING`)."""
+        return FUSE_AUTO_CEILING if self.fuse == "auto" else max(1, int(self.fuse))
 
 
 @dataclass(frozen=True)
@@ -302,6 +307,17 @@ def _check_importable(ref: str, key: str) -> None:
         raise ConfigError(f"module '{module_name}' has no function '{attr}' (from {ref!r})", key=key)
 
 
+def registered_names() -> dict[str, tuple[str, ...]]:
+    """The names each registry offers, read from the registries themselves (imported here,
+    not at the top: `hpo.data` imports this module)."""
+    from hpo.data import LOADERS
+    from hpo.models import BUILDERS
+    from hpo.search import SEARCHERS
+    from hpo.training.compile_mode import COMPILE_MODES
+    return {"datasets": tuple(LOADERS), "builders": tuple(BUILDERS), "algorithms": tuple(SEARCHERS),
+            "compile_modes": COMPILE_MODES}
+
+
 def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
     top = _Section(raw, "", ["name", "seed", "data", "model", "space", "search", "training",
                              "execution", "output"])
@@ -311,7 +327,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
 
     d = _Section(raw.get("data"), "data", ["dataset", "validation_split", "test_split", "limit", "options"])
     data = DataConfig(
-        dataset=d.get("dataset", "str", required=True, choices=DATASETS, custom_ok=True),
+        dataset=d.get("dataset", "str", required=True, choices=registered_names()["datasets"], custom_ok=True),
         validation_split=d.get("validation_split", "number", 0.1, minimum=0.01, maximum=0.9),
         test_split=d.get("test_split", "number", 0.1, minimum=0.0, maximum=0.9),
         limit=d.get("limit", "int", None, minimum=10),
@@ -319,7 +335,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
     )
 
     m = _Section(raw.get("model"), "model", ["builder", "params"])
-    model = ModelConfig(builder=m.get("builder", "str", "mlp", choices=BUILDERS, custom_ok=True),
+    model = ModelConfig(builder=m.get("builder", "str", "mlp", choices=registered_names()["builders"], custom_ok=True),
                         params=dict(m.get("params", "mapping", {})))
 
     if "space" not in raw:
@@ -342,7 +358,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
     search = SearchConfig(
         # Several workers would idle at synchronous Hyperband's rung barriers.
         algorithm=s.get("algorithm", "str", "hyperband" if execution.backend == "inline" else "async_hyperband",
-                        choices=ALGORITHMS),
+                        choices=registered_names()["algorithms"]),
         objective=objective,
         direction=s.get("direction", "str", default_direction, choices=DIRECTIONS),
         min_budget=s.get("min_budget", "number", 1.0, minimum=1e-9),
@@ -362,7 +378,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
 
     t = _Section(raw.get("training"), "training", [f.name for f in dataclasses.fields(TrainingConfig)])
     training = TrainingConfig(
-        compile=t.get("compile", "str", "auto", choices=COMPILE_MODES),
+        compile=t.get("compile", "str", "auto", choices=registered_names()["compile_modes"]),
         device=t.get("device", "str", "auto"),
         batch_size=t.get("batch_size", "int", 64, minimum=1),
         optimizer=t.get("optimizer", "str", "adam", choices=OPTIMIZERS),

@@ -12,16 +12,15 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
-from hpo.executors.base import EpochDone, TrialDone
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
 from hpo.tensorboard_logs import run_name, trial_hparams
-from hpo.training.task import TrainTask
+from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.trial import Job, TrialResult, TrialState
 
 log = logging.getLogger("hpo.runner")
@@ -46,15 +45,6 @@ class SearchSummary:
     stopped_because: str
     best: TrialRow | None
     wall_seconds: float
-
-
-class Executor(Protocol):
-    def free_slots(self) -> int: ...
-    def running(self) -> list[int]: ...
-    def submit(self, task: TrainTask) -> None: ...
-    def next_event(self): ...
-    def cancel(self, trial_id: int) -> None: ...
-    def close(self) -> None: ...
 
 
 def epochs_for(budget: float) -> int:
@@ -106,7 +96,9 @@ class Runner:
                         stopped = "searcher finished"
                     break
                 event = self.executor.next_event()
-                if isinstance(event, EpochDone):
+                if isinstance(event, CompileChoiceMade):
+                    self.study.record_compile_choice(event.key, event.mode, event.detail)
+                elif isinstance(event, EpochDone):
                     self._on_epoch(event)
                 elif self._on_done(event):
                     finished_now += 1

@@ -5,11 +5,11 @@ import pytest
 
 from hpo.config import TrainingConfig
 from hpo.models import get_builder
-from hpo.training import fuse_size
-from hpo.training.fuse_size import (AUTO_CEILING, CPU_ONE_THREAD_PROVISIONAL_MAX_MACS, CPU_PROVISIONAL_MAX_MACS,
+from hpo.fusion import group_size as fuse_size
+from hpo.fusion.group_size import (AUTO_CEILING, CPU_ONE_THREAD_PROVISIONAL_MAX_MACS, CPU_PROVISIONAL_MAX_MACS,
                                     PROVISIONAL_K, bytes_per_trial, macs_per_example, memory_cap, probe_sizes,
                                     provisional_k, smallest_near_best)
-from hpo.training.task import TrainTask
+from hpo.jobs import TrainTask
 
 
 @pytest.mark.parametrize("curve, expected", [
@@ -94,29 +94,29 @@ def tasks(tmp_path, n, epochs):
 
 
 def test_auto_probes_once_per_architecture_and_keeps_its_choice(digits, tmp_path):
-    from hpo.training.fused_trainer import _fuse_decisions, group_size
+    from hpo.fusion.group_trainer import FusingTrainer, group_size
 
-    trainer = make_trainer(digits)
+    trainer = FusingTrainer(make_trainer(digits), "auto")
     group = tasks(tmp_path, 6, epochs=100)        # 6 x 100 x 19 steps: enough work to repay a probe
     k = group_size(trainer, group)
-    [choice] = _fuse_decisions(trainer).choices.values()
+    [choice] = trainer.decisions.choices.values()
     assert sorted(choice.per_trial_ms) == [1, 2, 4, 8]         # 8: the first doubling that holds all 6
     assert all(ms > 0 for ms in choice.per_trial_ms.values())
     assert choice.k == k == smallest_near_best(choice.per_trial_ms) and not choice.settled
-    programs = len(trainer._fused_programs)
-    assert group_size(trainer, group) == k and len(trainer._fused_programs) == programs    # no second probe
+    programs = len(trainer.programs)
+    assert group_size(trainer, group) == k and len(trainer.programs) == programs    # no second probe
 
 
 def test_auto_respects_the_memory_cap_and_skips_the_probe_for_short_work(digits, tmp_path, monkeypatch):
-    import hpo.training.fused_trainer as fused_trainer
+    import hpo.fusion.group_trainer as fused_trainer
 
-    trainer = make_trainer(digits)
-    per_trial = bytes_per_trial(trainer.build_model(MLP, 0), 64)
+    trainer = fused_trainer.FusingTrainer(make_trainer(digits), "auto")
+    per_trial = bytes_per_trial(trainer.trainer.build_model(MLP, 0), 64)
     monkeypatch.setattr(fused_trainer, "free_memory", lambda device: 3 * per_trial / fuse_size.MEMORY_SHARE)
     short = tasks(tmp_path, 8, epochs=1)
     assert PROVISIONAL_K > 3
     assert fused_trainer.group_size(trainer, short) == 3       # short work: provisional K, capped by memory
-    assert not fused_trainer._fuse_decisions(trainer).choices  # ... and nothing measured
+    assert not trainer.decisions.choices                        # ... and nothing measured
 
 
 def test_free_memory_is_known_on_the_cpu():
@@ -124,11 +124,11 @@ def test_free_memory_is_known_on_the_cpu():
 
 
 def test_short_work_on_a_compute_bound_model_trains_unfused_on_a_cpu(digits, tmp_path):
-    from hpo.training.fused_trainer import _fuse_decisions, group_size
+    from hpo.fusion.group_trainer import FusingTrainer, group_size
 
-    trainer = make_trainer(digits)
+    trainer = FusingTrainer(make_trainer(digits), "auto")
     wide = [TrainTask(trial_id=i, config={**MLP, "units": 1024, "learning_rate": 1e-3}, start_epoch=0, end_epoch=1,
                       seed=i, checkpoint_out=str(tmp_path / f"w{i}.npz"), objective="val_accuracy") for i in range(4)]
     assert group_size(trainer, wide) == 1
-    assert not _fuse_decisions(trainer).choices
+    assert not trainer.decisions.choices
     assert group_size(trainer, tasks(tmp_path, 4, epochs=1)) == PROVISIONAL_K     # the narrow MLP still fuses

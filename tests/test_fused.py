@@ -5,8 +5,8 @@ import pytest
 
 from hpo.config import TrainingConfig
 from hpo.models import get_builder
-from hpo.training.fused_trainer import FusedGroupFailed, group_key, train_fused
-from hpo.training.task import TrainTask
+from hpo.fusion.group_trainer import FusedGroupFailed, FusingTrainer, group_key, train_fused
+from hpo.jobs import TrainTask
 
 MLP = {"layers": 2, "units": 32, "batch_size": 64}
 CONFIGS = [{**MLP, "learning_rate": 3e-3, "dropout": 0.0}, {**MLP, "learning_rate": 1e-2, "dropout": 0.3},
@@ -17,6 +17,10 @@ def make_trainer(digits, builder="mlp", **training):
     from hpo.training.trainer import Trainer
     return Trainer(digits, get_builder(builder), TrainingConfig(**{"compile": "graph", **training}), {},
                    "/device:CPU:0")
+
+
+def fusing(trainer, fuse=4):
+    return FusingTrainer(trainer, fuse)
 
 
 def tasks_for(tmp_path, configs, tag, start=0, end=2, checkpoints_in=None):
@@ -76,9 +80,10 @@ def test_fused_rmsprop_and_nesterov_match_trials_run_one_by_one(digits, tmp_path
 def check_fused_mlp(digits, tmp_path, configs, mode):
     """Train `configs` one by one and fused; both must agree, trial by trial."""
     trainer = make_trainer(digits, compile=mode)
+    fused_trainer = fusing(trainer)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
-    [program] = trainer._fused_programs.values()
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "fused")))
+    [program] = fused_trainer.programs.values()
     assert program.optimizer.single_pass == (mode == "xla")
     assert [len(epoch) for epoch in fused] == [3, 3]
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
@@ -95,14 +100,15 @@ def test_under_auto_compile_a_fused_group_measures_the_modes_on_its_work_togethe
     import hpo.training.trainer as trainer_module
 
     trainer = make_trainer(digits, compile="auto")
+    fused_trainer = fusing(trainer)
     one_job = trainer.job_steps(tasks_for(tmp_path, CONFIGS, "steps")[0], MLP["batch_size"])
     monkeypatch.setattr(trainer_module, "MIN_STEPS_TO_MEASURE", 2 * one_job)
     list(trainer.run(tasks_for(tmp_path, CONFIGS[:1], "alone")[0]))
     assert trainer.compile_choices.compile_choices() == {}
-    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "group")))
+    list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS, "group")))
     [(mode, detail)] = trainer.compile_choices.compile_choices().values()
     assert detail["measured"] and set(detail["step_call_ms"]) == {"graph", "xla"}
-    [key] = trainer._fused_programs
+    [key] = fused_trainer.programs
     assert key[-1] == mode
 
 
@@ -113,21 +119,22 @@ def test_fused_cnn_matches_trials_run_one_by_one(digits, tmp_path, monkeypatch, 
     separate ones, as always under XLA. `False` makes the CPU say it cannot, so a machine with
     oneDNN tests the other path too (one without it, such as an AVX2 AMD EPYC, takes it anyway:
     there a grouped convolution's gradient fails)."""
-    from hpo.training import grouped_conv
+    from hpo.fusion import grouped_conv
     if grouped_gradients is not None:
         monkeypatch.setattr(grouped_conv, "_ANSWERS", {"CPU": grouped_gradients})
     configs = [{"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 32, "batch_size": 32,
                 "learning_rate": lr, "dropout": d} for lr, d in ((3e-3, 0.0), (1e-3, 0.25))]
     trainer = make_trainer(digits, "cnn", compile=mode)
+    fused_trainer = fusing(trainer)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "fused")))
     assert_same(unfused, fused, tmp_path, "one", "fused", 2)
 
 
 def test_the_grouped_convolution_question_is_asked_once_per_device_type(monkeypatch):
     """Logical CPUs share their kernels, so the answer for CPU:0 serves CPU:1; the real probe
     answers with a bool on this machine, whichever it is."""
-    from hpo.training import grouped_conv
+    from hpo.fusion import grouped_conv
     monkeypatch.setattr(grouped_conv, "_ANSWERS", {})
     asked = []
     real_probe = grouped_conv._probe
@@ -179,8 +186,9 @@ def test_fused_normalisation_keeps_per_trial_statistics_and_matches_one_by_one(d
     # epoch through the batch statistics; at these rates both agree to ~1e-6.)
     configs = [{"batch_size": 32, "learning_rate": lr, "dropout": d} for lr, d in ((3e-3, 0.0), (1e-3, 0.2))]
     trainer = Trainer(digits, builder, TrainingConfig(compile="graph"), {}, "/device:CPU:0")
+    fused_trainer = fusing(trainer)
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one"))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused")))
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "fused")))
     assert_same(unfused, fused, tmp_path, "one", "fused", 2)
     # The moving averages (in the checkpoints) differ by trial: each saw its own activations.
     first, second = (weights(tmp_path / f"fused_{i}.npz") for i in range(2))
@@ -188,7 +196,7 @@ def test_fused_normalisation_keeps_per_trial_statistics_and_matches_one_by_one(d
     # A promotion continues from those checkpoints, moving averages included, fused or not.
     parents = [str(tmp_path / f"fused_{i}.npz") for i in range(2)]
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "more_one", 2, 3, parents))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "more_fused", 2, 3, parents)))
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "more_fused", 2, 3, parents)))
     assert_same(unfused, fused, tmp_path, "more_one", "more_fused", 2)
 
 
@@ -197,20 +205,22 @@ def test_a_fused_continuation_matches_an_unfused_one(digits, tmp_path, optimizer
     """Checkpoints carry every slot both ways: fused out, unfused in, fused in again."""
     configs = [{**c, **optimizer} for c in CONFIGS]
     trainer = make_trainer(digits)
-    list(train_fused(trainer, tasks_for(tmp_path, configs, "first", 0, 2)))
+    fused_trainer = fusing(trainer)
+    list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "first", 0, 2)))
     parents = [str(tmp_path / f"first_{i}.npz") for i in range(3)]
     unfused = run_unfused(trainer, tasks_for(tmp_path, configs, "one", 2, 3, parents))
-    fused = list(train_fused(trainer, tasks_for(tmp_path, configs, "fused", 2, 3, parents)))
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, configs, "fused", 2, 3, parents)))
     assert_same(unfused, fused, tmp_path, "one", "fused", 3)
 
 
 def test_a_fused_group_stopped_mid_way_resumes_from_its_progress_checkpoints(digits, tmp_path):
     trainer = make_trainer(digits, checkpoint_seconds=0)         # a progress checkpoint every epoch
-    whole = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "whole", 0, 4)))
-    cut = train_fused(trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4))
+    fused_trainer = fusing(trainer)
+    whole = list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS, "whole", 0, 4)))
+    cut = train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4))
     before = [next(cut), next(cut)]
     cut.close()                                                   # the worker dies after epoch 2
-    resumed = list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4)))
+    resumed = list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS, "cut", 0, 4)))
     # Every trial's epochs 1 and 2 are sent again (the driver may have missed any of them),
     # then 3 and 4 train.
     assert [[(r.trial_id, r.epoch, r.replayed) for r in reports] for reports in resumed] == \
@@ -225,34 +235,36 @@ def test_a_small_group_runs_in_a_bigger_program_when_that_is_cheaper(digits, tmp
     """After a group of three, two trials of the architecture either take the cached 3-slot
     program, one slot spare (a compile would cost more), or get a program of their own; the
     two train as they would one by one either way."""
-    from hpo.training.spare_slots import CallTimes
+    from hpo.fusion.spare_slots import CallTimes
 
     trainer = make_trainer(digits)
-    list(train_fused(trainer, tasks_for(tmp_path, CONFIGS, "three")))
-    [three] = trainer._fused_programs.values()
+    fused_trainer = fusing(trainer)
+    list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS, "three")))
+    [three] = fused_trainer.programs.values()
     assert three.call_times.step > 0 and three.call_times.compile_seconds >= 0
     three.call_times = CallTimes(first_call=compile_seconds, first_steps=0, step_seconds=[1e-6])
     pair = CONFIGS[1:]
-    fused = list(train_fused(trainer, tasks_for(tmp_path, pair, "pair")))
-    assert sorted(key[1] for key in trainer._fused_programs) == programs
+    fused = list(train_fused(fused_trainer, tasks_for(tmp_path, pair, "pair")))
+    assert sorted(key[1] for key in fused_trainer.programs) == programs
     assert [[r.trial_id for r in epoch] for epoch in fused] == [[0, 1], [0, 1]]
     assert_same(run_unfused(trainer, tasks_for(tmp_path, pair, "one")), fused, tmp_path, "one", "pair", 2)
 
 
 def test_groups_need_one_architecture_batch_and_epoch_range(digits, tmp_path):
     trainer = make_trainer(digits)
+    fused_trainer = fusing(trainer)
     a, b, c = tasks_for(tmp_path, [CONFIGS[0], {**CONFIGS[1], "units": 48}, {**CONFIGS[2], "batch_size": 32}], "g")
     same_arch = tasks_for(tmp_path, CONFIGS, "h")
     assert len({group_key(trainer, t) for t in same_arch}) == 1
     assert len({group_key(trainer, t) for t in (a, b, c)}) == 3
     with pytest.raises(FusedGroupFailed, match="do not share"):
-        list(train_fused(trainer, [a, b]))
+        list(train_fused(fused_trainer, [a, b]))
 
 
 def test_a_diverging_member_fails_the_group(digits, tmp_path):
     configs = [{**CONFIGS[0], "optimizer": "sgd"}, {**CONFIGS[1], "optimizer": "sgd", "learning_rate": 1e9}]
     with pytest.raises(FusedGroupFailed, match=r"non-finite for trial\(s\) \[1\]"):
-        list(train_fused(make_trainer(digits), tasks_for(tmp_path, configs, "nan")))
+        list(train_fused(fusing(make_trainer(digits)), tasks_for(tmp_path, configs, "nan")))
 
 
 def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
@@ -299,11 +311,11 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
 
 
 def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits, tmp_path):
-    from hpo.executors.base import TrialDone
+    from hpo.jobs import TrialDone
     from hpo.executors.inline import InlineExecutor
 
     trainer = make_trainer(digits)
-    executor = InlineExecutor(lambda: trainer, fuse=4)
+    executor = InlineExecutor(lambda: fusing(trainer), slots=4)
     configs = [{**CONFIGS[0], "optimizer": "sgd"}, {**CONFIGS[1], "optimizer": "sgd", "learning_rate": 1e9}]
     for task in tasks_for(tmp_path, configs, "fallback"):
         executor.submit(task)
@@ -320,7 +332,7 @@ def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits,
 def test_normalisation_that_does_not_fuse_is_named():
     import keras
 
-    from hpo.training.fused import fusable
+    from hpo.fusion.program import fusable
 
     def model(*layers):
         inputs = keras.Input((8, 8, 1))

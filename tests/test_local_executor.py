@@ -96,7 +96,7 @@ def fake_worker(slot, target, *args, trial_id=None, inbox=None):
     import multiprocessing as mp
 
     from hpo.executors.local import _Worker
-    from hpo.training.task import TrainTask
+    from hpo.jobs import TrainTask
 
     events, writer = mp.get_context("spawn").Pipe(duplex=False)
     process = mp.get_context("spawn").Process(target=target, args=(writer, *args), daemon=True)
@@ -129,8 +129,8 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
 
     from pipe_workers import idle, report_then_idle, stuck_mid_send
 
-    from hpo.executors.base import EpochDone, TrialDone
-    from hpo.training.task import EpochReport
+    from hpo.jobs import EpochDone, TrialDone
+    from hpo.jobs import EpochReport
 
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
     replacements = []
@@ -165,8 +165,8 @@ def test_an_idle_workers_trials_go_out_while_another_worker_streams_events():
 
     from pipe_workers import idle, report_forever
 
-    from hpo.executors.base import EpochDone
-    from hpo.training.task import EpochReport, TrainTask
+    from hpo.jobs import EpochDone
+    from hpo.jobs import EpochReport, TrainTask
 
     inbox = queue.Queue()
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})

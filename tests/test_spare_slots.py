@@ -3,7 +3,7 @@ that program measured of itself says this is cheaper than compiling one of the g
 
 import pytest
 
-from hpo.training.spare_slots import RECENT_CALLS, CallTimes, best_spare_program, cheaper_with_spare_slots
+from hpo.fusion.spare_slots import RECENT_CALLS, CallTimes, best_spare_program, cheaper_with_spare_slots
 
 
 def measured(first_call: float, first_steps: int, step: float) -> CallTimes:

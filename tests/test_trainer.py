@@ -6,7 +6,7 @@ import pytest
 from hpo.config import TrainingConfig
 from hpo.errors import TrialFailed
 from hpo.models import get_builder
-from hpo.training.task import TrainTask
+from hpo.jobs import TrainTask
 
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 
@@ -89,7 +89,7 @@ def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):
     program = trainer.program_for(trainer.resolve(CONFIG), seed=0)
     assert all(v.value.device.endswith("CPU:1") for v in program.model.weights)
     assert all(v.value.device.endswith("CPU:1") for v in program.optimizer.optimizer.variables)
-    assert trainer._x_train.device.endswith("CPU:1")
+    assert trainer.data.x_train.device.endswith("CPU:1")
     list(trainer.run(task(tmp_path, 0, 1, "placed")))
     assert tf.config.list_logical_devices("CPU")[1].name.endswith("CPU:1")
 

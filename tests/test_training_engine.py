@@ -9,7 +9,7 @@ from hpo.models import get_builder
 from hpo.training.compile_mode import (FAMILY_EVIDENCE, MIN_STEPS_TO_MEASURE, InMemoryCompileChoices, choice_key,
                                        decide, inferred_mode, provisional_mode)
 from hpo.training.program import architecture_signature
-from hpo.training.task import TrainTask
+from hpo.jobs import TrainTask
 
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 
@@ -106,8 +106,8 @@ def test_continuation_on_a_cached_program_matches_straight_training(digits, tmp_
 
 
 def test_auto_measures_each_architecture_once_and_remembers(digits, tmp_path):
-    choices = InMemoryCompileChoices()
-    trainer = make_trainer(digits, compile="auto", compile_choices=choices)
+    trainer = make_trainer(digits, compile="auto")
+    choices = trainer.compile_choices
     params = trainer.resolve(BASE)
     trainer.program_for(params, seed=0)                                # a long job: measures
     (key, (mode, detail)), = choices.compile_choices().items()
@@ -119,15 +119,15 @@ def test_auto_measures_each_architecture_once_and_remembers(digits, tmp_path):
     assert len(choices.compile_choices()) == 1
 
     # A new process (a resumed search) with the same store does not measure again.
-    again = make_trainer(digits, compile="auto", compile_choices=choices)
+    again = make_trainer(digits, compile="auto", known_compile_choices=choices.compile_choices())
     train(again, tmp_path, BASE, "c", epochs=1)
     assert again.traces == 1
     assert [program_key[2] for program_key in again.programs._programs] == [mode]   # the remembered mode
 
 
 def test_a_job_too_short_to_pay_for_measuring_does_not_measure(digits, tmp_path):
-    choices = InMemoryCompileChoices()
-    trainer = make_trainer(digits, compile="auto", compile_choices=choices)
+    trainer = make_trainer(digits, compile="auto")
+    choices = trainer.compile_choices
     steps = len(digits.x_train) // BASE["batch_size"]
     assert steps < MIN_STEPS_TO_MEASURE
     train(trainer, tmp_path, BASE, "short", epochs=1)
@@ -141,8 +141,8 @@ def test_short_jobs_of_one_architecture_measure_once_their_steps_add_up(digits, 
     otherwise never measure, and run every job in the provisional mode."""
     import hpo.training.trainer as trainer_module
 
-    choices = InMemoryCompileChoices()
-    trainer = make_trainer(digits, compile="auto", compile_choices=choices)
+    trainer = make_trainer(digits, compile="auto")
+    choices = trainer.compile_choices
     steps = len(digits.x_train) // BASE["batch_size"]
     monkeypatch.setattr(trainer_module, "MIN_STEPS_TO_MEASURE", int(2.5 * steps))
     for job in ("first", "second"):

@@ -17,8 +17,8 @@ fuse again). Shares beyond the worker count queue on the scheduler.
 
 The driver stays the only writer of the study database; workers write checkpoints and
 TensorBoard runs into the study folder, which must be shared storage on a cluster. Compile
-decisions (`compile: auto`) stay in each worker's memory rather than in SQLite, which
-should not be written over a network filesystem.
+decisions (`compile: auto`) come back as events, which the runner records; every share
+carries the decisions known so far, so a worker measures an architecture only once.
 
 Worker deaths: on the LocalCluster we start, the scheduler gives up on a task at the first
 lost worker (`allowed-failures: 0`), so the runner sees the loss, counts the attempt and
@@ -39,10 +39,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpo.executors.base import EpochDone, Event, TrialDone
-from hpo.training.fuse_size import jobs_in_flight
+from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.training.seeding import use_thread_private_python_random
-from hpo.training.task import EpochReport, TrainTask
 
 log = logging.getLogger("hpo.executors")
 
@@ -74,7 +72,8 @@ class _Share:
 
 
 class DaskExecutor:
-    def __init__(self, experiment, study_dir: str | Path, workers: int | None, scheduler: str | None = None):
+    def __init__(self, experiment, study_dir: str | Path, workers: int | None, scheduler: str | None = None,
+                 known_compile_choices=None):
         import dask
         from distributed import Client, LocalCluster, Queue, Variable
 
@@ -103,7 +102,8 @@ class DaskExecutor:
         info = self.client.scheduler_info()["workers"]
         self._gpu_resources = any("GPU" in w.get("resources", {}) for w in info.values())
         self.slots = workers or max(1, sum(w.get("nthreads", 1) for w in info.values()))
-        self.capacity = jobs_in_flight(experiment.training.fuse)     # trials per worker
+        self.capacity = experiment.training.jobs_per_trainer     # trials per worker
+        self._compile_choices = dict(known_compile_choices or {})
         self._threads = max(1, (os.cpu_count() or 1) // self.slots) if self._cluster is not None else 0
         self._run = uuid.uuid4().hex[:8]
         self._events = Queue(f"hpo-{self._run}-events", client=self.client)
@@ -199,13 +199,17 @@ class DaskExecutor:
         key = f"hpo-{self._run}-trials-{ids}-{uuid.uuid4().hex[:6]}"
         resources = {"GPU": 1} if self._gpu_resources else None
         future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
-                                    self._cancel_list.name, self._threads, pure=False, resources=resources, key=key)
+                                    self._cancel_list.name, self._threads, dict(self._compile_choices),
+                                    pure=False, resources=resources, key=key)
         self._shares[key] = _Share(future, {t.trial_id for t in tasks})
         for task in tasks:
             self._share_of[task.trial_id], self._epochs[task.trial_id] = key, 0
 
     def _on_event(self, event: Event) -> Event | None:
         """Book one event from a worker -> the event to hand on (None: nothing for the runner)."""
+        if isinstance(event, CompileChoiceMade):
+            self._compile_choices[event.key] = (event.mode, dict(event.detail))
+            return event
         if isinstance(event, EpochDone):
             trial_id = event.report.trial_id
             if trial_id not in self._share_of or trial_id in self._cancelled:
@@ -256,7 +260,7 @@ _TRAINER_LOCK = threading.Lock()
 
 
 def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, cancel_name: str,
-                          threads: int) -> list[TrialDone]:
+                          threads: int, known_compile_choices=None) -> list[TrialDone]:
     """A share of trials on this worker, fused where they can be; epochs and ends stream to
     the driver's queue as they happen."""
     from distributed import Queue, Variable, get_worker
@@ -282,7 +286,9 @@ def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, c
                 send(TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",
                                traceback=traceback.format_exc()))
             return ends
-        executor = InlineExecutor(lambda: trainer, fuse=experiment.training.fuse)
+        for key, (mode, detail) in (known_compile_choices or {}).items():
+            trainer.compile_choices.learn(key, mode, detail)
+        executor = InlineExecutor(lambda: trainer, slots=len(tasks))
         for task in tasks:
             executor.submit(task)
         checked = time.monotonic()
@@ -312,9 +318,9 @@ def _trainer(experiment, worker_name, threads: int):
                 tf.config.threading.set_inter_op_parallelism_threads(threads)
             except RuntimeError:   # this process already ran TensorFlow: keep its settings
                 pass
-        from hpo.training.setup import trainer_for
+        from hpo.executors import trainer_for_experiment
         # LocalCluster names its workers 0..n-1: that spreads them over this machine's GPUs.
         slot = worker_name if isinstance(worker_name, int) else 0
         _TRAINERS.clear()      # one experiment per worker at a time; drop the last one's data
-        _TRAINERS[key] = trainer_for(experiment, slot=slot)
+        _TRAINERS[key] = trainer_for_experiment(experiment, slot)
     return _TRAINERS[key]

@@ -16,8 +16,8 @@ import concurrent.futures
 import traceback
 from typing import Any, Callable, Mapping
 
-from hpo.executors.base import EpochDone, Event, TrialDone
-from hpo.training.task import EpochReport, TrainTask
+from hpo.jobs import EpochDone, Event, TrialDone
+from hpo.jobs import EpochReport, TrainTask
 
 Objective = Callable[[Mapping[str, Any], float], Any]
 

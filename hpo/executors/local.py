@@ -13,8 +13,8 @@ its stream torn, wedging every other worker's events for good; a private pipe on
 its own, which the driver reads as EOF and drops with the dead worker.
 
 With `training.fuse` > 1 (or `auto`) each worker takes several trials at once and runs them
-through its own `InlineExecutor`, which trains those sharing an architecture, batch size and
-epoch range as one fused program: on GPUs, one worker per GPU filling it with a fused
+through its own `InlineExecutor`, whose trainer trains those sharing an architecture, batch
+size and epoch range as one fused program: on GPUs, one worker per GPU filling it with a fused
 group is where fusion pays most. The driver spreads trials evenly over the workers and
 sends each worker its share in one message, and only when no event is waiting (a group's
 ends arrive together, so the trials refilling its slots leave together): a worker sees its
@@ -38,9 +38,7 @@ from dataclasses import dataclass, field
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 
-from hpo.executors.base import EpochDone, Event, TrialDone
-from hpo.training.fuse_size import jobs_in_flight
-from hpo.training.task import TrainTask
+from hpo.jobs import CompileChoiceMade, EpochDone, Event, TrainTask, TrialDone
 
 log = logging.getLogger("hpo.executors")
 
@@ -85,13 +83,16 @@ class _Worker:
 
 
 class LocalProcessExecutor:
-    def __init__(self, experiment, study_dir: str | Path, workers: int):
+    def __init__(self, experiment, study_dir: str | Path, workers: int, known_compile_choices=None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.experiment = experiment
         self.study_dir = str(study_dir)
         self.slots = workers
-        self.capacity = jobs_in_flight(experiment.training.fuse)     # per worker: its own inline executor's
+        self.capacity = experiment.training.jobs_per_trainer     # per worker: its own inline executor's
+        # The compile modes decided so far (the study's, then the workers' own events): a new
+        # worker starts with them, and each decision is passed on to the other workers.
+        self._compile_choices = dict(known_compile_choices or {})
         self._ctx = mp.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
@@ -105,8 +106,8 @@ class LocalProcessExecutor:
         inbox = self._ctx.Queue()
         events, events_writer = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
-                                    args=(slot, self.experiment, self.study_dir, inbox, events_writer,
-                                          self._threads))
+                                    args=(slot, self.experiment, inbox, events_writer, self._threads,
+                                          dict(self._compile_choices)))
         # The child's environment is copied at start: each worker sees one GPU as its GPU:0.
         gpu = visible_gpu_for(slot, self._gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
         saved = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -215,6 +216,12 @@ class LocalProcessExecutor:
                 self._cancelled.discard(payload.trial_id)
                 return None
             return payload
+        if kind == "choice":
+            self._compile_choices[payload.key] = (payload.mode, dict(payload.detail))
+            for other in self._workers:
+                if other is not worker:
+                    other.inbox.put(("choice", payload))
+            return payload
         if kind == "startup_failed":       # the worker could not even build its trainer
             raise RuntimeError(f"worker {worker.slot} failed to start: {payload}")
         return None
@@ -260,7 +267,7 @@ class LocalProcessExecutor:
 
 # --- inside a worker process --------------------------------------------------------------
 
-def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: int) -> None:
+def _worker_main(slot: int, experiment, inbox, events, threads: int, known_compile_choices) -> None:
     # Ctrl-C reaches the whole process group; the driver handles it (marks trials interrupted,
     # then stops the workers), so a worker must not die mid-epoch with a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -271,14 +278,13 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
         if not tf.config.list_physical_devices("GPU"):
             tf.config.threading.set_intra_op_parallelism_threads(threads)
             tf.config.threading.set_inter_op_parallelism_threads(threads)
-        from hpo.study import Study
-        from hpo.training.setup import trainer_for
-        trainer = trainer_for(experiment, slot=slot, compile_choices=Study.open(study_dir))
+        from hpo.executors import trainer_for_experiment
+        trainer = trainer_for_experiment(experiment, slot, known_compile_choices)
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
         events.send(("startup_failed", f"{type(exc).__name__}: {exc}"))
         return
     from hpo.executors.inline import InlineExecutor
-    executor = InlineExecutor(lambda: trainer, fuse=experiment.training.fuse)
+    executor = InlineExecutor(lambda: trainer, slots=experiment.training.jobs_per_trainer)
     parent = mp.parent_process()
     while True:
         try:
@@ -289,30 +295,36 @@ def _worker_main(slot: int, experiment, study_dir: str, inbox, events, threads: 
                     if parent is not None and not parent.is_alive():   # the driver was killed: do not linger
                         return
                     continue
-                if not _handle(message, executor, events):
+                if not _handle(message, executor, events, trainer):
                     return
                 continue
-            if not _drain(inbox, executor, events):
+            if not _drain(inbox, executor, events, trainer):
                 return
             if executor.running():
                 event = executor.next_event()
-                events.send(("epoch", event.report) if isinstance(event, EpochDone) else ("done", event))
+                events.send(_message(event))
         except (BrokenPipeError, EOFError):   # the driver is gone: nobody to report to
             return
 
 
-def _drain(inbox, executor, events) -> bool:
+def _message(event: Event) -> tuple[str, object]:
+    if isinstance(event, EpochDone):
+        return "epoch", event.report
+    return ("choice", event) if isinstance(event, CompileChoiceMade) else ("done", event)
+
+
+def _drain(inbox, executor, events, trainer) -> bool:
     """Between epochs: the messages that arrived meanwhile (False: stop)."""
     while True:
         try:
             message = inbox.get_nowait()
         except queue.Empty:
             return True
-        if not _handle(message, executor, events):
+        if not _handle(message, executor, events, trainer):
             return False
 
 
-def _handle(message, executor, events) -> bool:
+def _handle(message, executor, events, trainer) -> bool:
     """One message from the driver (False: stop the worker)."""
     kind, payload = message
     if kind == "stop":
@@ -321,6 +333,8 @@ def _handle(message, executor, events) -> bool:
     if kind == "run":
         for task in payload:
             executor.submit(task)
+    elif kind == "choice":              # another worker's decision: no need to measure it again here
+        trainer.compile_choices.learn(payload.key, payload.mode, payload.detail)
     elif kind == "cancel" and payload in executor.running():   # else it ended before the cancel came
         executor.cancel(payload)
         events.send(("done", TrialDone(trial_id=payload, epochs_trained=0, error="cancelled")))

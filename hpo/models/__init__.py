@@ -1,20 +1,19 @@
 """Model builders: `builder(config, input_shape, num_classes) -> keras.Model` returning logits.
 
 Use a registry name (`mlp`, `cnn`) or a custom 'package.module:function' with the same signature.
+The registry names its builders by reference, so reading it (as config validation does)
+imports no Keras.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from hpo.models.cnn import build_cnn
-from hpo.models.mlp import build_mlp
-
 Builder = Callable[[Mapping[str, Any], tuple, int], Any]
 
-BUILDERS: dict[str, Builder] = {"mlp": build_mlp, "cnn": build_cnn}
+BUILDERS: dict[str, str] = {"mlp": "hpo.models.mlp:build_mlp", "cnn": "hpo.models.cnn:build_cnn"}
 
 
 def get_builder(ref: str) -> Builder:
     from hpo.data import resolve_callable
-    return resolve_callable(ref, BUILDERS)
+    return resolve_callable(BUILDERS.get(ref, ref), {})

@@ -14,7 +14,12 @@ from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.trial import Job, TrialResult, TrialState
 
 __all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
-           "TrialResult", "TrialState", "hyperband_brackets", "rung_budgets", "make_searcher"]
+           "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets", "make_searcher"]
+
+
+# `search.algorithm` names; config validation reads its choices from here.
+SEARCHERS: dict[str, type[Searcher]] = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
+                                        "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB}
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
@@ -22,8 +27,6 @@ def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budge
     """Build a searcher by its config name (`search.algorithm`)."""
     options = dict(options or {})
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
-    registry = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
-                "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB}
-    if algorithm not in registry:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(registry)}")
-    return registry[algorithm](space, **common, **options)
+    if algorithm not in SEARCHERS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(SEARCHERS)}")
+    return SEARCHERS[algorithm](space, **common, **options)

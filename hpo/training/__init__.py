@@ -1,8 +1,5 @@
-"""Keras training engine. Imports TensorFlow; knows nothing about searchers."""
+"""The Keras training engine: one compiled program per architecture, one epoch loop.
 
-from hpo.training.task import EpochReport, TrainTask
-from hpo.training.xla_fusion import request_multi_output_fusion
-
-request_multi_output_fusion()      # before this process's first XLA compilation reads XLA_FLAGS
-
-__all__ = ["EpochReport", "TrainTask"]
+Imports no searcher. Importing it has no side effects: XLA's options are requested when a
+`Trainer` is made (`xla_fusion.request_multi_output_fusion`).
+"""

@@ -1,19 +1,9 @@
 """Timing compiled calls against each other: which compile mode, which fused group size.
 
-The machines these choices are made on drift: on the 2-core CPU that hpo is developed on,
-one compiled call of a fused step took anywhere from 0.18 to 0.37 ms per trial-step within
-a minute. Timed one candidate after another, a slow spell lands on every repeat of one
-candidate and makes it lose. So the steady calls are timed in rounds that take each
-candidate in turn, and each candidate keeps the median of its rounds: a slow spell then
-costs one sample of each candidate instead of all of one's. Six probes each way of K = 1..16
-fused MLPs (XLA, 3 repeats, alternated, one process), the K that `fuse: auto` would pick:
-
-| MLP | timed in turn | one candidate after another |
-| --- | --- | --- |
-| 2 x 64 | 8, 8, 16, 8, 16, 8 | 16, 2, 4, 4, 16, 4 |
-| 2 x 128 | 8, 2, 8, 4, 8, 8 | 4, 2, 2, 2, 8, 8 |
-
-(`benchmarks/fused.py` that hour: K=8 the best whole-job speedup at 2 x 128.)
+Machines drift: one compiled call can take twice as long within a minute. Timed one
+candidate after another, a slow spell lands on every repeat of one candidate and makes it
+lose. So the steady calls are timed in rounds that take each candidate in turn, and each
+candidate keeps the median of its rounds: a slow spell then costs each candidate one sample.
 """
 
 from __future__ import annotations

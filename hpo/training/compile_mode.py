@@ -25,33 +25,43 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Protocol
 
-MODES = ("graph", "xla")
+MODES = ("graph", "xla")                       # what `auto` measures and chooses between
+COMPILE_MODES = ("auto", "xla", "graph", "eager")     # `training.compile`
 MIN_STEPS_TO_MEASURE = 1000
 FAMILY_EVIDENCE = 3
 CLEAR_MARGIN = 1.25        # the loser is at least this much slower per step
 
 
 class CompileChoices(Protocol):
-    """Where decisions are kept: `hpo.study.Study` in a search, `InMemoryCompileChoices` elsewhere."""
+    """What the decisions are read from: `CompileChoiceStore` in a trainer."""
 
     def compile_choice(self, key: str) -> tuple[str, dict[str, Any]] | None: ...
-
-    def record_compile_choice(self, key: str, mode: str, detail: Mapping[str, Any]) -> None: ...
 
     def compile_choices(self) -> dict[str, tuple[str, dict[str, Any]]]: ...
 
 
 class InMemoryCompileChoices:
-    """For a trainer used outside a study (tests, the library)."""
+    """A trainer's decisions: those it was started with (the study's), those other workers
+    made (`learn`), and its own (`record_compile_choice`), which `take_new` hands over once
+    for the runner to record in the study."""
 
-    def __init__(self):
-        self._choices: dict[str, tuple[str, dict[str, Any]]] = {}
+    def __init__(self, known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None):
+        self._choices: dict[str, tuple[str, dict[str, Any]]] = {k: (m, dict(d)) for k, (m, d) in (known or {}).items()}
+        self._new: list[tuple[str, str, dict[str, Any]]] = []
 
     def compile_choice(self, key: str):
         return self._choices.get(key)
 
     def record_compile_choice(self, key: str, mode: str, detail: Mapping[str, Any]) -> None:
+        self.learn(key, mode, detail)
+        self._new.append((key, mode, dict(detail)))
+
+    def learn(self, key: str, mode: str, detail: Mapping[str, Any]) -> None:
         self._choices[key] = (mode, dict(detail))
+
+    def take_new(self) -> list[tuple[str, str, dict[str, Any]]]:
+        new, self._new = self._new, []
+        return new
 
     def compile_choices(self):
         return dict(self._choices)

@@ -1,7 +1,7 @@
 """A trial's initial weights without building a live Keras model.
 
 A reused program needs only the *values* a fresh seeded build would give. Building the
-model for real creates a TensorFlow variable per weight (2-3 ms each on this CPU) and costs
+model for real creates a TensorFlow variable per weight (2-3 ms each on a 2-core CPU) and costs
 18 ms for a 2x128 MLP. Built inside a `StatelessScope(initialize_variables=False)`, Keras
 records each variable's shape and initializer instead of creating it; calling those
 initializers gives the same values (the seeds are drawn from Python's `random` when the

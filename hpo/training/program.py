@@ -1,6 +1,6 @@
 """One architecture's model, optimizer and compiled step, reused by every trial that shares it.
 
-Tracing a training step costs 0.2-0.5 s on this CPU (measured for the MLP and small CNN),
+Tracing a training step costs 0.2-0.5 s on a 2-core CPU (measured for the MLP and small CNN),
 ten to forty times the cost of building the Keras model. So trials whose parameters differ
 only in values held by variables (the optimizer's hyperparameters, `TunableDropout` rates,
 the batch size, which the step takes as a shape-polymorphic index tensor) share one traced

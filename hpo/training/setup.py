@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, Mapping
 
 from hpo.config import Experiment
 from hpo.data import load_dataset
 from hpo.models import get_builder
-from hpo.training.compile_mode import CompileChoices
 from hpo.training.devices import available_devices, enable_memory_growth, select_device
 from hpo.training.trainer import Trainer
 
 log = logging.getLogger("hpo.train")
 
 
-def trainer_for(experiment: Experiment, slot: int = 0, compile_choices: CompileChoices | None = None) -> Trainer:
-    """`compile_choices`: where `compile: auto` keeps its measured decisions (the study in a search)."""
+def trainer_for(experiment: Experiment, slot: int = 0,
+                known_compile_choices: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None) -> Trainer:
+    """`known_compile_choices`: the study's compile-mode decisions so far (`compile: auto`)."""
     enable_memory_growth()
     device = select_device(experiment.training.device, available_devices(), slot)
     dataset = load_dataset(experiment.data, seed=experiment.seed)
     trainer = Trainer(dataset, get_builder(experiment.model.builder), experiment.training,
-                      experiment.model.params, device, compile_choices=compile_choices)
+                      experiment.model.params, device, known_compile_choices=known_compile_choices)
     log.info("training on %s, compile mode %s", device,
              "measured per architecture" if trainer.mode == "auto" else trainer.mode)
     return trainer

@@ -10,34 +10,42 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import math
 import time
-from typing import Any, Callable, Iterator, Mapping
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
-from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.training.call_timing import first_call_seconds, steady_seconds
-from hpo.training.checkpoint import (checkpoint_epoch, load_checkpoint, progress_due,
-                                     save_arrays, stored_reports)
-from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, CompileChoices, InMemoryCompileChoices,
-                                       choice_key, decide, inferred_mode, provisional_mode)
+from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
+from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, InMemoryCompileChoices, choice_key, decide,
+                                       inferred_mode, provisional_mode)
 from hpo.training.devices import device_type
+from hpo.training.epoch_loop import train_epochs
 from hpo.training.initial_weights import (InitRecipe, StatelessBuild, differ_in_all, learn_recipe, same_values,
                                           stateless_build)
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
-from hpo.training.task import EpochReport, TrainTask
-from hpo.training.xla_fusion import single_pass_update
+from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
 
 METRICS = ("loss", "accuracy", "val_loss", "val_accuracy")
-EVAL_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class DeviceArrays:
+    """The dataset's train and validation arrays, copied to the trainer's device once."""
+    x_train: Any
+    y_train: Any
+    x_val: Any
+    y_val: Any
 
 
 class Trainer:
@@ -46,7 +54,9 @@ class Trainer:
 
     def __init__(self, dataset: Dataset, builder: Callable, training: TrainingConfig,
                  fixed_params: Mapping[str, Any], device: str, *,
-                 compile_choices: CompileChoices | None = None, cache_capacity: int = 32):
+                 known_compile_choices: Mapping[str, tuple[str, Mapping]] | None = None,
+                 cache_capacity: int = 32):
+        request_multi_output_fusion()     # before this process's first XLA compilation reads XLA_FLAGS
         import tensorflow as tf
 
         tf.get_logger().setLevel(logging.ERROR)
@@ -56,7 +66,9 @@ class Trainer:
         self.fixed_params = dict(fixed_params)
         self.device = device
         self.mode = training.compile          # 'auto' is decided per architecture
-        self.compile_choices = compile_choices if compile_choices is not None else InMemoryCompileChoices()
+        # Decisions made here go back to the runner as events (`new_compile_choices`): the
+        # runner is the study's only writer.
+        self.compile_choices = InMemoryCompileChoices(known_compile_choices)
         self.programs = ProgramCache(cache_capacity)
         self._stateless_init: dict[str, bool] = {}   # signature -> values checked against a real build
         # signature -> the replay recipe, the first stateless build to learn it from, or False
@@ -66,10 +78,8 @@ class Trainer:
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
-            self._x_train = tf.constant(dataset.x_train)
-            self._y_train = tf.constant(dataset.y_train)
-            self._x_val = tf.constant(dataset.x_val)
-            self._y_val = tf.constant(dataset.y_val)
+            self.data = DeviceArrays(tf.constant(dataset.x_train), tf.constant(dataset.y_train),
+                                     tf.constant(dataset.x_val), tf.constant(dataset.y_val))
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Trial config over fixed model params over the training defaults."""
@@ -181,7 +191,7 @@ class Trainer:
     def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
         import tensorflow as tf
         with tf.device(self.device):
-            return build_program(signature, model, params, self._x_train, self._y_train, mode,
+            return build_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
                                  single_pass_update(mode, self.device))
 
     def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
@@ -254,6 +264,34 @@ class Trainer:
         """The training steps `task` runs at `batch_size`."""
         return len(self.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
 
+    def run_group(self, tasks: Sequence[TrainTask]) -> Iterator[Event]:
+        """Train `tasks`, one after another, as events: each trial's epochs, then its end. A
+        trial that fails ends with its error, and the next one trains (a failure is data
+        for the study, not a crash)."""
+        for task in tasks:
+            for event in self.trial_events(task):
+                yield from self.new_compile_choices()
+                yield event
+
+    def trial_events(self, task: TrainTask) -> Iterator[EpochDone | TrialDone]:
+        trained = 0
+        epochs = self.run(task)
+        try:
+            for report in epochs:
+                trained += not report.replayed
+                yield EpochDone(report)
+        except Exception as exc:
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=f"{type(exc).__name__}: {exc}",
+                            traceback=traceback.format_exc())
+            return
+        finally:
+            epochs.close()
+        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+
+    def new_compile_choices(self) -> list[CompileChoiceMade]:
+        """The compile modes decided here since the last call, for the runner to record."""
+        return [CompileChoiceMade(key, mode, detail) for key, mode, detail in self.compile_choices.take_new()]
+
     def run(self, task: TrainTask) -> Iterator[EpochReport]:
         """Train the task's epochs, one report per epoch. Out of memory fails the trial with
         a clear message and drops its program, so the memory it held can be reused."""
@@ -270,16 +308,11 @@ class Trainer:
                               f"a smaller batch or model may fit") from exc
 
     def _run(self, task: TrainTask) -> Iterator[EpochReport]:
-        import tensorflow as tf
-
         job_started = time.perf_counter()
-        startup: float | None = None     # job start to the first finished training step
-
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
         n_train = len(self.dataset.x_train)
-        steps_per_epoch = n_train // batch_size
-        if steps_per_epoch == 0:
+        if n_train // batch_size == 0:
             raise TrialFailed(f"batch_size {batch_size} is larger than the {n_train} training examples")
         if task.objective not in METRICS:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
@@ -289,84 +322,38 @@ class Trainer:
         task = resumed
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=self.job_steps(task, batch_size))
-        model, optimizer = program.model, program.optimizer.optimizer
         if task.checkpoint_in:
-            restored = load_checkpoint(task.checkpoint_in, model, optimizer)
+            restored = load_checkpoint(task.checkpoint_in, program.model, program.optimizer.optimizer)
             if restored != task.start_epoch:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
             program.optimizer.assign(params)
-        every, min_gap = self.training.checkpoint_every, self.training.checkpoint_seconds
-        last_saved = time.monotonic()
-        train_steps, evaluate = program.train_steps, program.evaluate
-
-        writer = tf.summary.create_file_writer(task.tensorboard_run) if task.tensorboard_run else None
-        try:
-            if writer is not None:
-                write_trial_hparams(writer, _run_label(task), task.hparams)
-            metrics: dict[str, float] = {}
-            # The stopped attempt's reports may not all have reached the driver: send them again.
-            reports = stored_reports(task.checkpoint_in) if replay else []
-            for epoch, stored in reports:
-                yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=stored, replayed=True)
-            for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
-                started = time.perf_counter()
-                batches = epoch_batches(task.data_seed, epoch, n_train, batch_size)
-                total_loss, correct = 0.0, 0
-                with tf.device(self.device):
-                    for first in range(0, steps_per_epoch, self.training.steps_per_call):
-                        chunk_loss, chunk_correct = train_steps(
-                            tf.constant(batches[first:first + self.training.steps_per_call]))
-                        total_loss += float(chunk_loss)
-                        correct += int(chunk_correct)
-                        if startup is None:
-                            startup = time.perf_counter() - job_started
-                loss = total_loss / steps_per_epoch
-                if not math.isfinite(loss):
-                    raise TrialFailed(f"training loss became {loss} in epoch {epoch}")
-                val_loss, val_accuracy = self._evaluate(evaluate)
-                metrics = {"loss": loss, "accuracy": correct / (steps_per_epoch * batch_size),
-                           "val_loss": val_loss, "val_accuracy": val_accuracy,
-                           "learning_rate": program.optimizer.learning_rate,
-                           "epoch_seconds": time.perf_counter() - started}
-                if epoch == task.start_epoch + 1:
-                    metrics["startup_seconds"] = startup
-                if writer is not None:
-                    write_scalars(writer, epoch, {k: v for k, v in metrics.items() if math.isfinite(v)})
-                reports.append((epoch, metrics))
-                if progress_due(every, min_gap, epoch, task.end_epoch, last_saved):
-                    save_arrays(task.checkpoint_out, *program.host_state(), epoch, durable=False, reports=reports)
-                    last_saved = time.monotonic()
-                yield EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=metrics)
-            save_arrays(task.checkpoint_out, *program.host_state(), task.end_epoch)
-            if writer is not None and metrics:
-                write_scalars(writer, task.end_epoch, {OBJECTIVE_TAG: metrics[task.objective],
-                                                       BUDGET_TAG: float(task.end_epoch)})
-        finally:
-            if writer is not None:
-                writer.close()
-
-    def _evaluate(self, evaluate: Callable) -> tuple[float, float]:
-        import tensorflow as tf
-        n_val = len(self.dataset.x_val)
-        total_loss, correct = 0.0, 0
-        with tf.device(self.device):
-            for first in range(0, n_val, EVAL_BATCH):
-                loss, right = evaluate(self._x_val[first:first + EVAL_BATCH], self._y_val[first:first + EVAL_BATCH])
-                total_loss += float(loss)
-                correct += int(right)
-        val_loss = total_loss / n_val
-        if not math.isfinite(val_loss):
-            raise TrialFailed(f"validation loss became {val_loss}")
-        return val_loss, correct / n_val
+        for reports in train_epochs(self, SingleTrial(program, task), batch_size, [replay], job_started):
+            yield from reports
 
 
-def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
-    """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
-    shuffle, the same for every trial of a study, whole batches only."""
-    steps = n_train // batch_size
-    order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
-    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
+class SingleTrial:
+    """One trial in its architecture's program: the epoch loop's group of K = 1."""
+
+    extra_metrics: Mapping[str, float] = {}
+
+    def __init__(self, program: TrainingProgram, task: TrainTask):
+        self.program, self.tasks = program, [task]
+
+    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
+        loss, correct = self.program.train_steps(batch_indices)
+        return np.array([float(loss)]), np.array([float(correct)])
+
+    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        loss, correct = self.program.evaluate(x, y)
+        return np.array([float(loss)]), np.array([float(correct)])
+
+    def learning_rates(self) -> list[float]:
+        return [self.program.optimizer.learning_rate]
+
+    def save(self, epoch: int, durable: bool, reports) -> None:
+        save_arrays(self.tasks[0].checkpoint_out, *self.program.host_state(), epoch, durable,
+                    reports[0] if reports else ())
 
 
 def resume_point(task: TrainTask) -> TrainTask:

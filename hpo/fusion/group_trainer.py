@@ -1,35 +1,37 @@
-"""Training a group of fusable tasks together on one Trainer's device and data.
+"""Fused trials behind one seam: `FusingTrainer.run_group(tasks)`.
 
-`train_fused(trainer, tasks)` yields, per epoch, one `EpochReport` per task, exactly as the
-tasks' own `Trainer.run` would (same data order, same metrics), and leaves each task's
-checkpoint and TensorBoard run as an unfused trial would. Any failure raises
-`FusedGroupFailed`; the caller then runs the tasks one by one, so one bad configuration
-cannot sink the others.
+A `FusingTrainer` wraps a `Trainer` and owns everything fusion keeps between groups (its
+programs and its group-size decisions). It splits the tasks it is handed into groups that
+can fuse (one architecture, batch size, epoch range and data seed), sizes each group
+(`training.fuse`, or measured under `auto`: `group_size.py`), and trains each through the
+trainer's own epoch loop (`hpo.training.epoch_loop`), so every task's reports, checkpoint
+and TensorBoard run are what its unfused training would leave. A group that fails for any
+reason reruns its tasks unfused, so one bad configuration cannot sink the others.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.config import FUSE_AUTO_CEILING
+from hpo.fusion.group_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
+                                   memory_cap, probe_sizes, provisional_k, smallest_near_best)
+from hpo.fusion.program import FusedProgram, fusable
+from hpo.fusion.spare_slots import CallTimes, best_spare_program
+from hpo.jobs import EpochDone, Event, TrainTask, TrialDone
 from hpo.training.call_timing import first_call_seconds, steady_seconds
-from hpo.training.checkpoint import load_checkpoint, progress_due, save_arrays, stored_reports
-from hpo.training.fuse_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
-                                    memory_cap, probe_sizes, provisional_k, smallest_near_best)
-from hpo.training.fused import FusedProgram, fusable
+from hpo.training.checkpoint import load_checkpoint, save_arrays
+from hpo.training.epoch_loop import train_epochs
 from hpo.training.optimizers import TunableOptimizer
-from hpo.training.spare_slots import CallTimes, best_spare_program
 from hpo.training.program import architecture_signature
-from hpo.training.task import EpochReport, TrainTask
-from hpo.training.trainer import epoch_batches, resume_point
+from hpo.training.trainer import Trainer, resume_point
 from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")
@@ -41,7 +43,7 @@ class FusedGroupFailed(RuntimeError):
     """The group could not train fused; run its tasks unfused."""
 
 
-def group_key(trainer, task: TrainTask) -> tuple | None:
+def group_key(trainer: Trainer, task: TrainTask) -> tuple:
     """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs and
     the same batches (one data seed)."""
     params = trainer.resolve(task.config)
@@ -49,9 +51,88 @@ def group_key(trainer, task: TrainTask) -> tuple | None:
             task.end_epoch, task.data_seed)
 
 
-def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochReport]]:
-    import tensorflow as tf
+class FusingTrainer:
+    """`Trainer.run_group` with fusion: `fuse` is `training.fuse` (a group size, or 'auto')."""
 
+    def __init__(self, trainer: Trainer, fuse: int | str):
+        self.trainer = trainer
+        self.fuse = fuse
+        self.decisions = FuseDecisions()
+        self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
+
+    @property
+    def compile_choices(self):
+        return self.trainer.compile_choices
+
+    def run_group(self, tasks: Sequence[TrainTask]) -> Iterator[Event]:
+        waiting = list(tasks)
+        while waiting:
+            group = self._take_group(waiting)
+            waiting = [t for t in waiting if t not in group]
+            events = self.trainer.run_group(group) if len(group) == 1 else self._fused_or_not(group)
+            for event in events:
+                yield from self.trainer.new_compile_choices()
+                yield event
+
+    def _take_group(self, waiting: list[TrainTask]) -> list[TrainTask]:
+        first = waiting[0]
+        try:
+            key = group_key(self.trainer, first)
+            group = [t for t in waiting if group_key(self.trainer, t) == key]
+            if self.fuse == "auto" and len(group) > 1:
+                group = group[:group_size(self, group)]
+            else:
+                group = group[:max(1, int(self.fuse) if self.fuse != "auto" else FUSE_AUTO_CEILING)]
+        except Exception:   # noqa: BLE001 - a config the trainer cannot even resolve fails on its own
+            group = [first]
+        return group
+
+    def _fused_or_not(self, group: list[TrainTask]) -> Iterator[Event]:
+        trained = 0
+        try:
+            for reports in train_fused(self, group):
+                trained += not reports[0].replayed
+                for report in reports:
+                    yield EpochDone(report)
+        except FusedGroupFailed as exc:
+            log.info("fused group of trials %s ran unfused instead: %s", [t.trial_id for t in group], exc)
+            yield from self.trainer.run_group(group)
+            return
+        log.debug("trials %s trained fused", [t.trial_id for t in group])
+        for task in group:
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+
+
+class FusedGroup:
+    """K tasks in a fused program, for the epoch loop; slots past K (spare) are ignored."""
+
+    def __init__(self, program: FusedProgram, tasks: Sequence[TrainTask], params: Sequence[Mapping], scratch):
+        self.program, self.tasks, self.scratch = program, list(tasks), scratch
+        self.k = len(self.tasks)
+        self._rates = [float(p["learning_rate"]) for p in params[:self.k]]
+        self.extra_metrics = {"fused_trials": float(self.k)}
+
+    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
+        started = time.perf_counter()
+        loss, correct = self.program.train_steps(batch_indices)
+        loss, correct = loss.numpy()[:self.k], correct.numpy()[:self.k]
+        self.program.call_times.record(int(batch_indices.shape[0]), time.perf_counter() - started)
+        return loss, correct
+
+    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        loss, correct = self.program.evaluate(x, y)
+        return loss.numpy()[:self.k], correct.numpy()[:self.k]
+
+    def learning_rates(self) -> list[float]:
+        return list(self._rates)
+
+    def save(self, epoch: int, durable: bool, reports) -> None:
+        _save_all(self.program, self.scratch, self.tasks, epoch, durable, reports)
+
+
+def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[list]:
+    """Train `tasks` (one group key) as one fused program; any failure is `FusedGroupFailed`."""
+    job_started = time.perf_counter()
     # An earlier attempt's progress checkpoints (a killed worker or driver): a group that
     # wrote them together resumes together; one torn mid-write no longer shares a start
     # epoch, and its tasks resume one by one through the unfused fallback.
@@ -59,78 +140,13 @@ def train_fused(trainer, tasks: Sequence[TrainTask]) -> Iterator[list[EpochRepor
     replays = [r is not t and r.checkpoint_in == t.checkpoint_out for r, t in zip(resumed, tasks)]
     tasks = resumed
     try:
-        prepared = prepare_group(trainer, tasks)
-    except FusedGroupFailed:
-        raise
-    except Exception as exc:   # noqa: BLE001 - anything odd: fall back to unfused
-        raise FusedGroupFailed(f"{type(exc).__name__}: {exc}") from exc
-    program, params, scratch = prepared
-    k = len(tasks)
-    start, end = tasks[0].start_epoch, tasks[0].end_epoch
-    batch_size = int(params[0]["batch_size"])
-    n_train = len(trainer.dataset.x_train)
-    steps_per_epoch = n_train // batch_size
-    writers = [tf.summary.create_file_writer(t.tensorboard_run) if t.tensorboard_run else None for t in tasks]
-    try:
-        for task, writer in zip(tasks, writers):
-            if writer is not None:
-                write_trial_hparams(writer, str(task.hparams.get("trial_id", task.trial_id)), task.hparams)
-        metrics: list[dict[str, float]] = []
-        # The stopped attempt's reports may not all have reached the driver: send them again.
-        reports = [stored_reports(t.checkpoint_in) if replay else [] for t, replay in zip(tasks, replays)]
-        replayed = [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=stored, replayed=True)
-                    for t, trial_reports in zip(tasks, reports) for epoch, stored in trial_reports]
-        if replayed:
-            yield replayed
-        every, min_gap = trainer.training.checkpoint_every, trainer.training.checkpoint_seconds
-        last_saved = time.monotonic()
-        for epoch in range(start + 1, end + 1):
-            started = time.perf_counter()
-            batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
-            losses, correct = np.zeros(k), np.zeros(k, dtype=np.int64)
-            with tf.device(trainer.device):
-                for first in range(0, steps_per_epoch, trainer.training.steps_per_call):
-                    chunk = batches[first:first + trainer.training.steps_per_call]
-                    call_started = time.perf_counter()
-                    chunk_loss, chunk_correct = program.train_steps(tf.constant(chunk))
-                    # Slots past k are spare (spare_slots.py): their results are not trials'.
-                    losses += chunk_loss.numpy()[:k]
-                    correct += chunk_correct.numpy()[:k]
-                    program.call_times.record(len(chunk), time.perf_counter() - call_started)
-            losses /= steps_per_epoch
-            if not np.all(np.isfinite(losses)):
-                bad = [t.trial_id for t, loss in zip(tasks, losses) if not math.isfinite(loss)]
-                raise FusedGroupFailed(f"training loss became non-finite for trial(s) {bad} in epoch {epoch}")
-            val_losses, val_correct = (values[:k] for values in _evaluate(trainer, program))
-            seconds = time.perf_counter() - started
-            metrics = [{"loss": float(losses[i]), "accuracy": float(correct[i]) / (steps_per_epoch * batch_size),
-                        "val_loss": float(val_losses[i]), "val_accuracy": float(val_correct[i]),
-                        "learning_rate": float(params[i]["learning_rate"]), "epoch_seconds": seconds / k,
-                        "fused_trials": float(k)} for i in range(k)]
-            for i, writer in enumerate(writers):
-                if writer is not None:
-                    write_scalars(writer, epoch, metrics[i])
-            for trial_reports, trial_metrics in zip(reports, metrics):
-                trial_reports.append((epoch, trial_metrics))
-            # Progress checkpoints on the unfused trainer's schedule, so a killed group resumes.
-            if progress_due(every, min_gap, epoch, end, last_saved):
-                _save_all(program, scratch, tasks, epoch, durable=False, reports=reports)
-                last_saved = time.monotonic()
-            yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
-        _save_all(program, scratch, tasks, end)
-        for i, task in enumerate(tasks):
-            if writers[i] is not None and metrics:
-                write_scalars(writers[i], end, {OBJECTIVE_TAG: metrics[i][task.objective], BUDGET_TAG: float(end)})
-    except FusedGroupFailed:
-        raise
-    except GeneratorExit:
+        program, params, scratch = prepare_group(fusing, tasks)
+        group = FusedGroup(program, tasks, params, scratch)
+        yield from train_epochs(fusing.trainer, group, int(params[0]["batch_size"]), replays, job_started)
+    except (FusedGroupFailed, GeneratorExit):
         raise
     except Exception as exc:   # noqa: BLE001 - the caller retries unfused
         raise FusedGroupFailed(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        for writer in writers:
-            if writer is not None:
-                writer.close()
 
 
 def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch: int,
@@ -142,9 +158,7 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch:
     def write(i: int) -> None:
         save_arrays(tasks[i].checkpoint_out, *contents[i], epoch, durable, reports[i] if reports else ())
 
-    # Writes and fsyncs release the GIL: 8 checkpoints of a 2x128 MLP took 23-26 ms on 4
-    # threads against 31-34 ms one after another (fsync is ~1.6 ms of each 4.8 ms write);
-    # overwriting earlier files, on another day, 28.7 ms against 30.6.
+    # Writes and fsyncs release the GIL, so a few threads overlap them.
     if len(tasks) == 1:
         write(0)
         return
@@ -152,13 +166,14 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch:
         list(pool.map(write, range(len(tasks))))
 
 
-def prepare_group(trainer, tasks: Sequence[TrainTask], spare_slots: bool = True):
+def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots: bool = True):
     """The group's fused program (cached per architecture, K, device and mode) with every task's
     fresh or checkpointed state loaded -> (program, resolved params, scratch model and optimizer).
     With `spare_slots`, a bigger cached program may take the group, its first len(tasks) slots
     the tasks', when its measurements say that is cheaper than compiling one (spare_slots.py)."""
     import tensorflow as tf
 
+    trainer = fusing.trainer
     keys = {group_key(trainer, t) for t in tasks}
     if len(keys) != 1:
         raise FusedGroupFailed("the tasks do not share an architecture, batch size, epochs and data seed")
@@ -168,7 +183,7 @@ def prepare_group(trainer, tasks: Sequence[TrainTask], spare_slots: bool = True)
     batch_size = int(params[0]["batch_size"])
     mode = trainer.mode_for(signature, params[0], tasks[0].seed,
                             steps=sum(trainer.job_steps(t, batch_size) for t in tasks))
-    cache = _cache(trainer)
+    cache = fusing.programs
     key = (signature, len(tasks), trainer.device, mode)
     program = cache.get(key)
     values = [trainer.fresh_weights(p, t.seed) for p, t in zip(params, tasks)]
@@ -191,7 +206,7 @@ def prepare_group(trainer, tasks: Sequence[TrainTask], spare_slots: bool = True)
             reason = fusable(template, params[0])
             if reason is not None:
                 raise FusedGroupFailed(reason)
-            program = FusedProgram(template, values, params, trainer._x_train, trainer._y_train, mode,
+            program = FusedProgram(template, values, params, trainer.data.x_train, trainer.data.y_train, mode,
                                    single_pass_update(mode, trainer.device), trainer.device)
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             program.call_times = CallTimes()
@@ -209,13 +224,14 @@ def prepare_group(trainer, tasks: Sequence[TrainTask], spare_slots: bool = True)
     return program, params, (scratch_model, scratch_optimizer)
 
 
-def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
+def group_size(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> int:
     """`fuse: auto`: how many of `tasks` (one group key) to fuse, decided once per architecture
-    and device from free memory and a measured probe (`hpo.training.fuse_size`)."""
+    and device from free memory and a measured probe (`hpo.fusion.group_size`)."""
+    trainer = fusing.trainer
     params = trainer.resolve(tasks[0].config)
     batch_size = int(params["batch_size"])
     key = (architecture_signature(params, trainer.builder), batch_size, trainer.device)
-    decisions = _fuse_decisions(trainer)
+    decisions = fusing.decisions
     choice = decisions.choices.get(key)
     if choice is not None and (choice.settled or len(tasks) <= choice.k):
         return choice.k
@@ -230,15 +246,17 @@ def group_size(trainer, tasks: Sequence[TrainTask]) -> int:
         return 1
     if choice is None and trainer.job_steps(tasks[0], batch_size) * len(tasks) < MIN_STEPS_TO_PROBE:
         return min(cap, decisions.provisional[key])   # too little work to repay a probe; a longer group measures
-    choice = _probe(trainer, tasks, params, cap, choice)
+    choice = _probe(fusing, tasks, params, cap, choice)
     decisions.choices[key] = choice
     log.info("fused trials, %s", choice.describe())
     return choice.k
 
 
-def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier: FuseChoice | None) -> FuseChoice:
+def _probe(fusing: FusingTrainer, tasks: Sequence[TrainTask], params: dict, cap: int,
+           earlier: FuseChoice | None) -> FuseChoice:
     """Time a training call at K = 1 (the unfused program) and at every doubling the memory
     cap and the candidates allow; a later, larger group probes the sizes this one could not."""
+    trainer = fusing.trainer
     first = tasks[0]
     batch_size = int(params["batch_size"])
     # The compile mode first, on the candidates' work together, so that K=1 and the fused sizes
@@ -263,32 +281,8 @@ def _probe(trainer, tasks: Sequence[TrainTask], params: dict, cap: int, earlier:
         if k not in per_trial:
             # Stand-in trials: the first task's configuration under k seeds, no checkpoints.
             stand_ins = [dataclasses.replace(first, seed=first.seed + i, checkpoint_in=None) for i in range(k)]
-            program, _, _ = prepare_group(trainer, stand_ins, spare_slots=False)
+            program, _, _ = prepare_group(fusing, stand_ins, spare_slots=False)
             calls[k] = warmed_up(program.train_steps)
     for k, seconds in steady_seconds(calls).items():
         per_trial[k] = 1000 * seconds / (k * steps)
     return FuseChoice(smallest_near_best(per_trial), cap, per_trial, settled=max(sizes, default=1) * 2 > cap)
-
-
-def _fuse_decisions(trainer) -> FuseDecisions:
-    if not hasattr(trainer, "_fuse_decisions"):
-        trainer._fuse_decisions = FuseDecisions()
-    return trainer._fuse_decisions
-
-
-def _cache(trainer) -> "OrderedDict[tuple, FusedProgram]":
-    if not hasattr(trainer, "_fused_programs"):
-        trainer._fused_programs = OrderedDict()
-    return trainer._fused_programs
-
-
-def _evaluate(trainer, program: FusedProgram) -> tuple[np.ndarray, np.ndarray]:
-    import tensorflow as tf
-    n_val = len(trainer.dataset.x_val)
-    losses, correct = np.zeros(program.k), np.zeros(program.k)
-    with tf.device(trainer.device):
-        for first in range(0, n_val, 1024):
-            loss, right = program.evaluate(trainer._x_val[first:first + 1024], trainer._y_val[first:first + 1024])
-            losses += loss.numpy()
-            correct += right.numpy()
-    return losses / n_val, correct / n_val

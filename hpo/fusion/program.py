@@ -35,8 +35,8 @@ import numpy as np
 from hpo.models.layers import inverted_dropout
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
-from hpo.training.fused_optimizer import FusedOptimizer, assign_trial_slice
-from hpo.training.grouped_conv import trains_grouped_convolutions
+from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
+from hpo.fusion.grouped_conv import trains_grouped_convolutions
 from hpo.training.optimizers import optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")

@@ -6,10 +6,8 @@ A group of k < K trials can instead run in a cached K-slot program: the spare sl
 copy of the first trial and are thrown away, which costs (K - k) trials' share of every
 step. Trials do not interact inside a fused program (each slot's loss and gradient are its
 own), so the k real trials train as in a program of their own size, within float rounding.
-In the 69-job search of `experiments/mnist_fused.yaml` (2 x 128 MLP, Hyperband over 1-27
-epochs, 2-core CPU) groups of 6 and 4 then ran in the 8-trial program, and the search took
-29.3 s against 31.3 s without spare slots (same-process A/B, medians of 3; a later
-A/B, once short unfused jobs also measured their compile mode: 30.5 against 34.5 s).
+In a Hyperband search of one architecture, groups of 6 and 4 then run in an 8-trial program
+instead of each paying a compile.
 
 Which is cheaper is decided from what each program measured of itself: its first call,
 with the trace and compile, against its later calls.

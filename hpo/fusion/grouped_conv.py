@@ -3,10 +3,9 @@
 A fused group runs its later convolutions as one grouped convolution in graph mode (K
 groups, trial k in group k), which oneDNN computes ~1.9x faster than K separate ones.
 TensorFlow's own CPU kernels have no gradient for it ("Gradients for grouped convolutions
-are not supported on CPU"), and TensorFlow turns oneDNN on only on some x86 CPUs: it was on
-for the AVX-512 Intel machine the fused engine was written on, and off on an AVX2 AMD EPYC,
-where every fused CNN group in graph mode failed and fell back to unfused training. So the
-device is asked, once per process and device type, with a tiny gradient.
+are not supported on CPU"), and TensorFlow turns oneDNN on only on some x86 CPUs (not on
+AVX2-only AMD EPYCs, for one). So the device is asked, once per process and device type,
+with a tiny gradient.
 """
 
 from __future__ import annotations

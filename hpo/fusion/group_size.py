@@ -7,7 +7,7 @@ bigger group only delays every member's results. So the group size is measured p
 architecture: the per-trial time of a training step at K = 1 (the unfused program), 2, 4,
 8, ... up to the memory cap and the candidates at hand, and the smallest K within
 `NEAR_BEST` of the best per-trial time wins. Every doubling is timed because the curve is
-not convex: in graph mode on this CPU a 2 x 32 MLP gained 4% from K=1 to 2, then 3.5x by
+not convex: in graph mode on a 2-core CPU a 2 x 32 MLP gained 4% from K=1 to 2, then 3.5x by
 K=8. The device's free memory caps K before any probe: a trial's weights, gradients and
 two optimizer slots, plus its activations.
 
@@ -26,22 +26,18 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from hpo.config import FUSE_AUTO_CEILING as AUTO_CEILING
 from hpo.training.devices import device_type, usable_cores
 
 log = logging.getLogger("hpo.train")
 
-AUTO_CEILING = 32           # the most trials `fuse: auto` takes in flight and fuses
 MEMORY_SHARE = 0.25         # of the device's free memory, for one fused group
 NEAR_BEST = 1.10            # a smaller K within 10% of the best per-trial time is preferred
 PROVISIONAL_K = 8           # unmeasured: where the 2 x 128 MLP's curve flattened on a 2-core CPU
 CPU_PROVISIONAL_MAX_MACS = 400_000   # bigger models on a CPU do not fuse unmeasured (see above)
 # On a one-thread CPU worker (`local` / `dask` on a 2-core machine) a fused step has no idle
-# core to fill, and gains only the fixed per-step work it shares: per-trial step, unfused
-# over fused K=8, one thread (`fused_step_profile.py --threads 1` / `taskset -c 0`, XLA):
-# 2 x 32 (26K MACs) 1.42, 2 x 64 (55K) 1.20, 2 x 128 (118K) 1.09 on the Intel CPU and 0.88
-# on the AMD EPYC. Each group size is a compile of its own besides, and in the 69-job search
-# of experiments/mnist_fused.yaml (2 x 128) two local workers took 41.8-52.2 s with
-# `fuse: auto` against 30.4-35.6 s with `fuse: 1`.
+# core to fill and shares only the fixed per-step work: at K=8 a 2 x 32 MLP (26K MACs) still
+# gains, a 2 x 128 (118K) does not (`fused_step_profile.py --threads 1`).
 CPU_ONE_THREAD_PROVISIONAL_MAX_MACS = 60_000
 MIN_STEPS_TO_PROBE = 10_000  # the group's total training steps that repay a probe's compiles
 
@@ -113,12 +109,6 @@ def kernel_threads() -> int:
     import tensorflow as tf
 
     return tf.config.threading.get_intra_op_parallelism_threads() or usable_cores()
-
-
-def jobs_in_flight(fuse: int | str) -> int:
-    """How many jobs an executor (or a local worker) holds at once for `training.fuse`: the
-    group size, or `AUTO_CEILING` for `auto`, whose groups are sized later."""
-    return AUTO_CEILING if fuse == "auto" else max(1, int(fuse))
 
 
 def memory_cap(per_trial: int, free_bytes: int | None) -> int:

@@ -1,0 +1,146 @@
+"""The one epoch loop: every trial trains through it, alone or as one of K trained together.
+
+A `TrialGroup` is K trials that one compiled program trains at once (unfused training is
+K = 1, `SingleTrial`). The loop owns what must not differ between the two: the data order,
+TensorBoard writers, replaying a stopped attempt's reports, progress and final checkpoints,
+evaluation, the per-epoch metrics and the final objective scalar. It yields, per epoch, one
+`EpochReport` per trial.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from hpo.errors import TrialFailed
+from hpo.jobs import EpochReport, TrainTask
+from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.training.checkpoint import progress_due, stored_reports
+
+if TYPE_CHECKING:
+    from hpo.training.trainer import Trainer
+
+EVAL_BATCH = 1024
+
+
+class TrialGroup(Protocol):
+    """K trials of one architecture, batch size and epoch range, trained by one program."""
+
+    tasks: Sequence[TrainTask]
+    extra_metrics: Mapping[str, float]     # added to every epoch's metrics (a fused group's size)
+
+    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
+        """One compiled call over [steps, batch] indices -> per-trial (summed loss, correct), [K] each."""
+
+    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        """Per-trial (summed loss, correct) over one validation slice, [K] each."""
+
+    def learning_rates(self) -> list[float]: ...
+
+    def save(self, epoch: int, durable: bool, reports: Sequence[list] | None) -> None:
+        """Every trial's checkpoint at `epoch`, with the reports a resumed attempt would replay."""
+
+
+def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
+    """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
+    shuffle, the same for every trial of a study, whole batches only."""
+    steps = n_train // batch_size
+    order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
+    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
+
+
+def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays: Sequence[bool],
+                 job_started: float) -> Iterator[list[EpochReport]]:
+    """Train the group's epochs on `trainer`'s device and data. `replays[i]`: trial i resumes
+    its own stopped attempt, whose stored reports are sent again first (the driver may not
+    have read them all). Raises `TrialFailed` when a loss is not finite."""
+    import tensorflow as tf
+
+    tasks = group.tasks
+    k = len(tasks)
+    start, end = tasks[0].start_epoch, tasks[0].end_epoch
+    n_train = len(trainer.dataset.x_train)
+    steps_per_epoch = n_train // batch_size
+    steps_per_call = trainer.training.steps_per_call
+    startup: float | None = None        # job start to the first finished training call
+    writers = [tf.summary.create_file_writer(t.tensorboard_run) if t.tensorboard_run else None for t in tasks]
+    try:
+        for task, writer in zip(tasks, writers):
+            if writer is not None:
+                write_trial_hparams(writer, str(task.hparams.get("trial_id", task.trial_id)), task.hparams)
+        reports = [stored_reports(t.checkpoint_in) if replay else [] for t, replay in zip(tasks, replays)]
+        replayed = [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=stored, replayed=True)
+                    for t, trial_reports in zip(tasks, reports) for epoch, stored in trial_reports]
+        if replayed:
+            yield replayed
+        metrics: list[dict[str, float]] = []
+        last_saved = time.monotonic()
+        for epoch in range(start + 1, end + 1):
+            started = time.perf_counter()
+            batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
+            losses, correct = np.zeros(k), np.zeros(k)
+            with tf.device(trainer.device):
+                for first in range(0, steps_per_epoch, steps_per_call):
+                    call_loss, call_correct = group.train_steps(tf.constant(batches[first:first + steps_per_call]))
+                    losses += call_loss
+                    correct += call_correct
+                    if startup is None:
+                        startup = time.perf_counter() - job_started
+            losses /= steps_per_epoch
+            _check_finite("training loss", losses, tasks, epoch)
+            val_losses, val_accuracy = _evaluate(trainer, group, k)
+            seconds = (time.perf_counter() - started) / k
+            metrics = [{"loss": float(losses[i]), "accuracy": float(correct[i]) / (steps_per_epoch * batch_size),
+                        "val_loss": float(val_losses[i]), "val_accuracy": float(val_accuracy[i]),
+                        "learning_rate": rate, "epoch_seconds": seconds, **group.extra_metrics}
+                       for i, rate in enumerate(group.learning_rates())]
+            if epoch == start + 1:
+                for trial_metrics in metrics:
+                    trial_metrics["startup_seconds"] = startup
+            for writer, trial_metrics in zip(writers, metrics):
+                if writer is not None:
+                    write_scalars(writer, epoch, {n: v for n, v in trial_metrics.items() if math.isfinite(v)})
+            for trial_reports, trial_metrics in zip(reports, metrics):
+                trial_reports.append((epoch, trial_metrics))
+            if progress_due(trainer.training.checkpoint_every, trainer.training.checkpoint_seconds,
+                            epoch, end, last_saved):
+                group.save(epoch, durable=False, reports=reports)
+                last_saved = time.monotonic()
+            yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
+        group.save(end, durable=True, reports=None)
+        for task, writer, trial_metrics in zip(tasks, writers, metrics):
+            if writer is not None:
+                write_scalars(writer, end, {OBJECTIVE_TAG: trial_metrics[task.objective], BUDGET_TAG: float(end)})
+    finally:
+        for writer in writers:
+            if writer is not None:
+                writer.close()
+
+
+def _evaluate(trainer: "Trainer", group: TrialGroup, k: int) -> tuple[np.ndarray, np.ndarray]:
+    import tensorflow as tf
+
+    x_val, y_val = trainer.data.x_val, trainer.data.y_val
+    n_val = len(trainer.dataset.x_val)
+    losses, correct = np.zeros(k), np.zeros(k)
+    with tf.device(trainer.device):
+        for first in range(0, n_val, EVAL_BATCH):
+            loss, right = group.evaluate(x_val[first:first + EVAL_BATCH], y_val[first:first + EVAL_BATCH])
+            losses += loss
+            correct += right
+    losses /= n_val
+    _check_finite("validation loss", losses, group.tasks, None)
+    return losses, correct / n_val
+
+
+def _check_finite(what: str, values: np.ndarray, tasks: Sequence[TrainTask], epoch: int | None) -> None:
+    if np.all(np.isfinite(values)):
+        return
+    where = f" in epoch {epoch}" if epoch is not None else ""
+    if len(tasks) == 1:
+        raise TrialFailed(f"{what} became {values[0]}{where}")
+    bad = [t.trial_id for t, value in zip(tasks, values) if not math.isfinite(value)]
+    raise TrialFailed(f"{what} became non-finite for trial(s) {bad}{where}")
