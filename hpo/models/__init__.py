@@ -16,5 +16,5 @@ BUILDERS: dict[str, Builder] = {"mlp": build_mlp, "cnn": build_cnn}
 
 
 def get_builder(ref: str) -> Builder:
-    from hpo.data import resolve_callable
-    return resolve_callable(ref, BUILDERS)
+    from hpo.references import resolve
+    return resolve(ref, BUILDERS, key="model.builder")
