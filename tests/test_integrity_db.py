@@ -214,3 +214,59 @@ def test_an_exit_1_without_a_study_names_the_file_holding_the_traceback(tmp_path
     named = [word for word in output.split() if word.endswith(".log")]
     assert named and "RuntimeError: a bug before any study" in Path(named[0]).read_text()
     Path(named[0]).unlink()
+
+
+RECEIVED_HOOKS = """\
+from pathlib import Path
+Path(__file__).with_name("imported.marker").write_text("the study's code ran")
+
+
+def load(**_):
+    raise RuntimeError("never called in this test")
+"""
+
+
+def _received_study(tmp_path: Path, monkeypatch) -> Path:
+    """A study folder from someone else, naming a loader that is importable here."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "their_task.py").write_text(RECEIVED_HOOKS)
+    experiment = {**EXPERIMENT, "data": {"dataset": "their_task:load"}, "model": {"builder": "mlp"}}
+    study = Study.create(tmp_path / "received", experiment)
+    job = Job(0, {"units": 3, "note": "x" * 200}, 1.0)
+    study.record_ask(job)
+    study.record_result(job, TrialResult(value=0.5, metrics={"val_accuracy": 0.5}), 1.0)
+    study.close()
+    return tmp_path / "received"
+
+
+def test_a_received_study_imports_no_code_without_consent(tmp_path, capsys, monkeypatch):
+    folder = _received_study(tmp_path, monkeypatch)
+    code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras")
+    assert code == 2 and "Traceback" not in output
+    assert "data.dataset 'their_task:load'" in output and "--trust-code" in output and "--experiment" in output
+    assert not (tmp_path / "imported.marker").exists()
+    assert "their_task" not in sys.modules
+    # An experiment file that names other code is no consent either.
+    (tmp_path / "other.yaml").write_text("name: o\ndata: {dataset: digits}\nspace: {units: {type: int, low: 1, "
+                                         "high: 4}}\n")
+    code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras", "--experiment",
+                       tmp_path / "other.yaml")
+    assert code == 2 and "does not name the code the study names" in output
+    assert not (tmp_path / "imported.marker").exists()
+
+
+def test_trust_code_lets_a_received_study_past_the_gate(tmp_path, capsys, monkeypatch):
+    folder = _received_study(tmp_path, monkeypatch)
+    code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras", "--trust-code")
+    # Past the consent gate; this study has no checkpoint, so the export stops there.
+    assert code == 2 and "checkpoint is missing" in output
+
+
+def test_built_in_loaders_and_builders_need_no_consent(tmp_path, capsys):
+    folder = make_study(tmp_path / "s")   # no data or model section: nothing named at all
+    study = Study.open(folder)
+    study.replace_experiment({**EXPERIMENT, "data": {"dataset": "digits"}, "model": {"builder": "cnn"}})
+    study.close()
+    code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras")
+    assert code == 2 and "checkpoint is missing" in output
