@@ -290,10 +290,10 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
         return
     listing = ", ".join(f"{key} {ref!r}" for key, ref in foreign.items())
     if args.experiment:
-        given = load_experiment(args.experiment).to_dict()   # its folder goes on the import path
-        mismatched = [f"{key} is {ref!r} in the study but {given[key.split('.')[0]][key.split('.')[1]]!r} there"
-                      for key, ref in foreign.items()
-                      if given[key.split('.')[0]][key.split('.')[1]] != ref]
+        given = load_experiment(args.experiment)   # its folder goes on the import path
+        names = {"data.dataset": given.data.dataset, "model.builder": given.model.builder}
+        mismatched = [f"{key} is {ref!r} in the study but {names[key]!r} there"
+                      for key, ref in foreign.items() if names[key] != ref]
         if mismatched:
             raise UserInputError(f"{args.experiment}: does not name the code the study names ("
                                  + "; ".join(mismatched) + "); give the experiment file the study was run with")

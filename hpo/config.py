@@ -378,6 +378,14 @@ def _is_kind(value: Any, kind: str) -> bool:
 
 
 def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
+    """Validate a plain experiment mapping; every ConfigError names `source`."""
+    try:
+        return _experiment_from_dict(raw, source)
+    except ConfigError as err:
+        raise err.located(source=source) from None
+
+
+def _experiment_from_dict(raw: Any, source: str) -> Experiment:
     top = _Section(raw, "", ["name", "seed", "data", "model", "space", "search", "training",
                              "execution", "output"])
     _check_finite(raw, "")
