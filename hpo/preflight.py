@@ -3,7 +3,7 @@
 After the experiment file is validated (hpo.config) and before the driver takes the lock
 and writes anything: the device is on this machine, the objective is a metric the trainer
 reports, the loader runs once and returns usable arrays, and the builder, called once
-with the centre of the space, returns a `keras.Model` whose output holds every label and
+with the low end of the space, returns a `keras.Model` whose output holds every label and
 reads every space key. Each failure is a ConfigError (exit 2) naming the key, the
 function and what was wrong, so a corrected file then runs without `--fresh`.
 """
@@ -49,9 +49,10 @@ def _check_device(experiment: Experiment) -> None:
     select_device(experiment.training.device, available_devices())
 
 
-def centre_config(space) -> dict[str, Any]:
-    """The middle of every range and choice, conditional parameters as the centre activates them."""
-    return space.from_unit([0.5] * len(space))
+def low_config(space) -> dict[str, Any]:
+    """The low end of every range and the first of every choice (conditional parameters as
+    those activate them): the cheapest model to build, since sizes grow with the values."""
+    return space.from_unit([0.0] * len(space))
 
 
 def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int) -> None:
@@ -65,12 +66,12 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     training = experiment.training
     config = {"batch_size": training.batch_size, "optimizer": training.optimizer,
               "learning_rate": training.learning_rate, **experiment.model.params,
-              **centre_config(experiment.space)}
+              **low_config(experiment.space)}
     recorder = ReadRecorder(config)
     try:
         model = builder(recorder, input_shape, num_classes)
     except Exception as exc:   # the user's builder: its error is the user's to fix
-        raise ConfigError(f"the builder {ref!r} failed on the centre of the space {config}: "
+        raise ConfigError(f"the builder {ref!r} failed on the low end of the space {config}: "
                           f"{type(exc).__name__}: {exc}", key="model.builder") from None
     if not isinstance(model, keras.Model):
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",

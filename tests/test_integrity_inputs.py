@@ -159,7 +159,7 @@ CASES = [
     ("builder returns no model", None, ["data.dataset={mod}:good_loader", "model.builder={mod}:not_a_model"],
      ["key 'model.builder'", "returned dict; expected a keras.Model"]),
     ("builder raises", None, ["data.dataset={mod}:good_loader", "model.builder={mod}:raising_builder"],
-     ["failed on the centre of the space", "this builder cannot build"]),
+     ["failed on the low end of the space", "this builder cannot build"]),
     ("too few outputs for the labels", None, ["model.builder={mod}:two_outputs"],
      ["gives 2 outputs, but the labels run 0..9"]),
     ("space key the built-in model never reads", None, ["space.learning_rat={type: float, low: 0.001, high: 0.1}"],
