@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpo.errors import UserInputError
 
 LOCK_NAME = "study.lock"
+READER_RETRY_S = (0.005, 0.01, 0.02, 0.05)
 
 
 class StudyLocked(UserInputError):
@@ -47,7 +49,7 @@ def acquire(directory: Path) -> DriverLock:
         return held
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock_exclusive(fd)
     except BlockingIOError:
         pid = _pid_in(fd)
         os.close(fd)
@@ -61,6 +63,18 @@ def acquire(directory: Path) -> DriverLock:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     lock = _HELD[key] = DriverLock(path=path, fd=fd)
     return lock
+
+
+def _flock_exclusive(fd: int) -> None:
+    """LOCK_EX without waiting on a driver, but past a reader's brief shared lock (`holder`
+    takes one for microseconds): a few short retries before BlockingIOError."""
+    for delay in READER_RETRY_S:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(delay)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def release(lock: DriverLock) -> None:
