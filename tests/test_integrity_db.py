@@ -270,3 +270,22 @@ def test_built_in_loaders_and_builders_need_no_consent(tmp_path, capsys):
     study.close()
     code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras")
     assert code == 2 and "checkpoint is missing" in output
+
+
+def test_fresh_starts_again_beside_a_damaged_study_without_opening_it(tmp_path):
+    from hpo.config import experiment_from_dict
+    from hpo.resume import prepare_study
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / DB_NAME).write_bytes(b"")
+    exp = experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},
+                                "space": {"x": {"type": "float", "low": 0, "high": 1}},
+                                "search": {"objective": "objective"}, "output": {"dir": str(folder)}})
+    with pytest.raises(Exception, match="empty"):
+        prepare_study(exp, folder)
+    assert (folder / DB_NAME).read_bytes() == b""
+    prepare_study(exp, folder, fresh=True).close()
+    moved = [p for p in tmp_path.iterdir() if p.name.startswith("s.old-")]
+    assert len(moved) == 1 and (moved[0] / DB_NAME).read_bytes() == b""
+    assert Study.open(folder, read_only=True).experiment()["name"] == "b"
