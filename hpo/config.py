@@ -167,6 +167,8 @@ def _construct(composed: tuple[_Loader, Any]) -> tuple[Any, dict[str, int]]:
         lines: dict[str, int] = {}
         _check_node(node, "", {}, set(), lines)
         return loader.construct_document(node), lines
+    except RecursionError:
+        raise ConfigError("the YAML is nested too deeply") from None
     finally:
         loader.dispose()
 

@@ -108,6 +108,9 @@ CASES = [
     ("recursive alias", BASE + "extra: &loop [1, *loop]\n", [], ["recursive alias", "line 6"]),
     ("alias bomb", _alias_bomb(), [], ["expands to more than 100,000 values"]),
     ("not UTF-8", BASE.encode() + b"# caf\xe9\n", [], ["not UTF-8", f"byte offset {len(BASE) + 5}", "line 6"]),
+    ("deeply nested list", BASE + "extra: " + "[" * 3000 + "]" * 3000 + "\n", [], ["nested too deeply"]),
+    ("deeply nested mapping", BASE + "extra: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", [],
+     ["nested too deeply"]),
     ("duplicate key in a --set value", None, ["space.units={type: int, low: 8, low: 9, high: 32}"],
      ["duplicate key 'low'", "--set"]),
     # numbers
