@@ -70,7 +70,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Stu
         moved = _move_aside(study_dir)
         log.warning("--fresh: moved the previous study to %s", moved)
         return _create(experiment, study_dir)
-    study = Study.open(study_dir)
+    study = Study.open(study_dir, read_only=True)
     try:
         stored = study.experiment()
         blocking = binding_differences(stored, current)
@@ -80,6 +80,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Stu
                 f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
                 "\nRun with --fresh to start a new study (the old one is kept beside it), or choose "
                 "another --study-dir.")
+        study.make_writable()
         backup = study.backup()
         log.debug("backed up the study to %s before resuming", backup)
         changed = diff_experiments(stored, current)

@@ -153,10 +153,19 @@ class Study:
         except BaseException:
             db.close()
             raise
+        study = cls(directory, db, read_only=True)
         if not read_only:
-            db.close()
-            db = _connect(path, mode="rw")
-        return cls(directory, db, read_only=read_only)
+            study.make_writable()
+        return study
+
+    def make_writable(self) -> None:
+        """Reopen a study that passed its checks read-only for writing: the driver decides
+        to resume on a read-only connection, so a refusal leaves every file as it was."""
+        if self.read_only:
+            self._db.close()
+            self._db = _connect(self.dir / DB_NAME, mode="rw")
+            self.read_only = False
+            self._driver_gone = False
 
     def backup(self) -> Path:
         """A consistent copy at study.sqlite.bak (SQLite's online backup): taken before a resume."""

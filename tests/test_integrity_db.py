@@ -289,3 +289,21 @@ def test_fresh_starts_again_beside_a_damaged_study_without_opening_it(tmp_path):
     moved = [p for p in tmp_path.iterdir() if p.name.startswith("s.old-")]
     assert len(moved) == 1 and (moved[0] / DB_NAME).read_bytes() == b""
     assert Study.open(folder, read_only=True).experiment()["name"] == "b"
+
+
+def test_a_resume_refused_for_a_changed_experiment_changes_no_file(tmp_path):
+    from hpo.config import experiment_from_dict
+    from hpo.errors import UserInputError
+    from hpo.resume import prepare_study
+
+    def experiment(high):
+        return experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},
+                                     "space": {"x": {"type": "float", "low": 0, "high": high}},
+                                     "search": {"objective": "objective"}, "output": {"dir": str(tmp_path / "s")}})
+
+    prepare_study(experiment(1), tmp_path / "s").close()
+    _killed_driver_leaves_a_wal(tmp_path / "s")            # committed frames not yet in study.sqlite
+    before = {k: v for k, v in digests(tmp_path / "s").items() if not k.endswith("-shm")}
+    with pytest.raises(UserInputError, match="space.x.high: 1.0 -> 2.0"):
+        prepare_study(experiment(2), tmp_path / "s")
+    assert {k: v for k, v in digests(tmp_path / "s").items() if not k.endswith("-shm")} == before
