@@ -30,7 +30,7 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
     from hpo.training.checkpoint import load_model_weights
     from hpo.training.seeding import seed_trial
 
-    study = Study.open(study_dir)
+    study = Study.open(study_dir, read_only=True)
     try:
         stored = study.experiment()
         best = study.best(stored["search"]["direction"])

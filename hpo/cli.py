@@ -1,7 +1,12 @@
 """`python -m hpo ...`: search, status, best, export, report, tensorboard.
 
 Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupted,
-1 anything else (the traceback goes to the study's hpo.log).
+1 anything else (the traceback goes to the study's hpo.log, or to a file the message names).
+
+`search` checks everything first (the experiment, then the pre-flight in hpo.preflight),
+then takes the study's lock, and only then creates, moves or changes anything. The other
+commands open the study read-only and never import code the study names unless the
+user allows it (`best --export` with `--trust-code` or `--experiment FILE`).
 """
 
 from __future__ import annotations
@@ -11,8 +16,12 @@ import csv
 import io
 import json
 import logging
+import os
 import subprocess
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 from typing import Sequence
 
@@ -42,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     best.add_argument("--json", action="store_true", help="machine-readable output")
     best.add_argument("--export", metavar="MODEL.keras",
                       help="save the best trial's model there and score it on the held-out test split")
+    best.add_argument("--trust-code", action="store_true",
+                      help="allow --export to import the loader and builder the study names (a study "
+                           "folder names code but carries none: trust it only if you trust its author)")
+    best.add_argument("--experiment", metavar="FILE",
+                      help="the experiment file that names the study's loader and builder: --export "
+                           "imports them from its folder")
 
     report = commands.add_parser("report", help="write report.html with plots of the search")
     report.add_argument("study_dir")
@@ -81,10 +96,12 @@ def _print_error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from hpo.console import console, setup_logging
+    from hpo.references import add_search_path
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     _stop_on_sigterm()
+    add_search_path()   # the working folder, as `python -m hpo` has it, for the installed script too
     try:
         return COMMANDS[args.command](args)
     except UserInputError as err:
@@ -94,12 +111,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("interrupted")
         return 130
     except Exception as exc:
-        log.debug("unexpected failure", exc_info=True)
+        where = _write_traceback(args)
         _print_error(f"{type(exc).__name__}: {exc}")
-        console.print("the full traceback is in the study's hpo.log (or rerun with -v)")
+        console.print(f"the full traceback is in {where} (or rerun with -v)", highlight=False, soft_wrap=True)
         if args.verbose:
             console.print_exception()
         return 1
+
+
+def _write_traceback(args: argparse.Namespace) -> Path:
+    """Append the traceback to the study's hpo.log, or, with no study folder, to a file of its own."""
+    from hpo.study import DB_NAME
+    folder = getattr(args, "resolved_study_dir", None) or getattr(args, "study_dir", None)
+    if folder and (Path(folder) / DB_NAME).exists():
+        target = Path(folder) / "hpo.log"
+    else:
+        target = Path(tempfile.gettempdir()) / f"hpo-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    text = (f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR hpo.cli: `hpo {args.command}` failed\n"
+            f"{traceback.format_exc()}")
+    try:
+        with open(target, "a") as handle:
+            handle.write(text)
+    except OSError:
+        target = Path(tempfile.mkstemp(prefix="hpo-error-", suffix=".log")[1])
+        target.write_text(text)
+    return target
 
 
 # --- search ---------------------------------------------------------------------------------
@@ -108,17 +144,23 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
     from hpo.console import console, log_to_file, search_progress, stdout
     from hpo.native_logs import import_tensorflow
-    from hpo.resume import prepare_study
+    from hpo.preflight import preflight
+    from hpo.resume import check_study_dir, prepare_study
     from hpo.runner import SearchAborted, build_runner
 
+    # 1. Check everything: nothing exists on disk yet.
     experiment = load_experiment(args.experiment, args.overrides)
     study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
+    check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
+    import_tensorflow()
+    preflight(experiment)
+    # 2. The lock, then 3. create, move aside or resume (hpo.resume).
     study = prepare_study(experiment, study_dir, fresh=args.fresh)
+    args.resolved_study_dir = study_dir
     handler = log_to_file(study.log_path)
-    study.acquire_driver_lock()
+    study.acquire_driver_lock()        # held since prepare_study; kept until close
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
-        import_tensorflow()
         runner = build_runner(experiment, study)
         total = experiment.search.max_trials
         with search_progress() as bar:
@@ -134,9 +176,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
-    except Exception:
-        log.debug("search failed", exc_info=True)
-        raise
     finally:
         study.release_driver_lock()
         study.close()
@@ -178,8 +217,9 @@ def _config_text(config) -> str:
 # --- inspection -------------------------------------------------------------------------------
 
 def _open(study_dir: str):
+    """Read-only: inspecting a study can neither create nor change a database."""
     from hpo.study import Study
-    return Study.open(Path(study_dir))
+    return Study.open(Path(study_dir), read_only=True)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -218,6 +258,7 @@ def cmd_best(args: argparse.Namespace) -> int:
               "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
     if args.export:
         from hpo.best_model import export_best_model
+        _consent_to_code(args, experiment)
         exported = export_best_model(args.study_dir, args.export)
         record["export"] = {"path": str(exported.path), "test_accuracy": exported.test_accuracy,
                             "test_loss": exported.test_loss, "test_examples": exported.test_examples}
@@ -233,6 +274,34 @@ def cmd_best(args: argparse.Namespace) -> int:
         for key, value in best.config.items():
             stdout.print(f"  {key}: {value}", highlight=False)
     return 0
+
+
+def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
+    """Import a stored loader or builder that is not built in only with the user's consent:
+    a study folder names code but carries none, and one received from someone else must
+    not run code by being opened."""
+    from hpo.config import BUILDERS, DATASETS, load_experiment
+    from hpo.references import is_built_in
+
+    named = {"data.dataset": (stored["data"]["dataset"], DATASETS),
+             "model.builder": (stored["model"]["builder"], BUILDERS)}
+    foreign = {key: ref for key, (ref, registry) in named.items() if not is_built_in(ref, registry)}
+    if not foreign or args.trust_code:
+        return
+    listing = ", ".join(f"{key} {ref!r}" for key, ref in foreign.items())
+    if args.experiment:
+        given = load_experiment(args.experiment)   # its folder goes on the import path
+        names = {"data.dataset": given.data.dataset, "model.builder": given.model.builder}
+        mismatched = [f"{key} is {ref!r} in the study but {names[key]!r} there"
+                      for key, ref in foreign.items() if names[key] != ref]
+        if mismatched:
+            raise UserInputError(f"{args.experiment}: does not name the code the study names ("
+                                 + "; ".join(mismatched) + "); give the experiment file the study was run with")
+        return
+    raise UserInputError(f"{args.study_dir}: exporting would import and run code that the study names but does "
+                         f"not carry: {listing}. A study folder does not vouch for code. To allow it, give the "
+                         f"experiment file that names it (--experiment FILE), or pass --trust-code if you trust "
+                         f"the study's author.")
 
 
 def export_rows(study) -> list[dict]:
@@ -291,6 +360,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_tensorboard(args: argparse.Namespace) -> int:
     study = _open(args.study_dir)
     logdir = study.tensorboard_dir
+    study.close()
     command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
     log.info("running: %s", " ".join(command))
     return subprocess.call(command)

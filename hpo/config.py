@@ -7,7 +7,7 @@ expected. Defaults fill everything optional so a three-line experiment is valid.
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +15,16 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from hpo.errors import ConfigError, UserInputError, did_you_mean, one_of
+from hpo import references
+from hpo.errors import ConfigError, ConfigTypeError, UserInputError, did_you_mean, one_of
 from hpo.space import SearchSpace
 
 BACKENDS = ("inline", "local", "dask")
 DIRECTIONS = ("minimize", "maximize")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
-CUSTOM_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+CUSTOM_REF = references.REFERENCE
+# An experiment is a few dozen values; aliases that expand past this are an alias bomb.
+MAX_YAML_VALUES = 100_000
 
 # Keys that may change when a study resumes: they are honoured, not ignored, and they do
 # not change what a finished trial means.
@@ -144,29 +147,121 @@ _Loader.add_implicit_resolver(
 
 
 def parse_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)
+    """One YAML value (a `--set` value, a space read by a library caller), with the same
+    checks as an experiment file: no duplicate keys, no recursive or exploding aliases."""
+    return _construct(_compose(text))[0]
+
+
+def _compose(text: str) -> tuple[_Loader, Any]:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except RecursionError:
+        loader.dispose()
+        raise ConfigError("the YAML is nested too deeply") from None
+    return loader, node
+
+
+def _construct(composed: tuple[_Loader, Any]) -> tuple[Any, dict[str, int]]:
+    """Check the composed document, then build Python values; returns them and the line of
+    every key path."""
+    loader, node = composed
+    try:
+        if node is None:
+            return None, {}
+        lines: dict[str, int] = {}
+        _check_node(node, "", {}, set(), lines)
+        return loader.construct_document(node), lines
+    except RecursionError:
+        raise ConfigError("the YAML is nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _check_node(node: Any, path: str, sizes: dict[int, int], visiting: set[int], lines: dict[str, int]) -> int:
+    """Refuse duplicate keys, recursive aliases and alias bombs; count the values `node`
+    expands to (each shared node counted once per use, computed once)."""
+    ident = id(node)
+    if ident in sizes:
+        return sizes[ident]
+    if ident in visiting:
+        raise ConfigError(f"a recursive alias (an anchor used inside itself) at line {node.start_mark.line + 1}; "
+                          f"expected plain values", key=path or None)
+    visiting.add(ident)
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for i, child in enumerate(node.value):
+            size += _check_node(child, path, sizes, visiting, lines)
+            _check_size(size, node)
+    elif isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                size += _check_node(value_node, path, sizes, visiting, lines)
+                continue
+            name = str(key_node.value)
+            child = f"{path}.{name}" if path else name
+            line = key_node.start_mark.line + 1
+            if isinstance(key_node, yaml.ScalarNode):
+                if name in seen:
+                    raise ConfigError(f"duplicate key '{name}' at lines {seen[name]} and {line}; YAML would keep "
+                                      f"only the last one silently, so remove one", key=child, line=line)
+                seen[name] = line
+            lines.setdefault(child, line)
+            size += 1 + _check_node(value_node, child, sizes, visiting, lines)
+            _check_size(size, node)
+    visiting.discard(ident)
+    sizes[ident] = size
+    return size
+
+
+def _check_size(size: int, node: Any) -> None:
+    if size > MAX_YAML_VALUES:
+        raise ConfigError(f"the YAML expands to more than {MAX_YAML_VALUES:,} values through aliases "
+                          f"(from line {node.start_mark.line + 1}); expected an experiment without alias bombs")
+
+
+def read_text(path: Path) -> str:
+    """The file as UTF-8 text; anything else is exit 2 with the offset of the first bad byte."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UserInputError(f"{path}, line {line}: not UTF-8 text: byte offset {exc.start} is "
+                             f"0x{data[exc.start]:02x}; save the file as UTF-8") from None
+    return text.removeprefix("\ufeff")
 
 
 # --- loading ------------------------------------------------------------------------------
 
 def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experiment:
+    """Read, check and validate an experiment file. Its folder goes on sys.path after the
+    working folder, so that its `module:function` hooks import as `python -m hpo` finds them."""
     path = Path(path)
     if not path.exists():
         raise UserInputError(f"{path}: experiment file not found (expected a YAML file such as "
                              f"experiments/smoke.yaml)")
     if path.is_dir():
         raise UserInputError(f"{path}: is a folder; expected an experiment YAML file")
-    text = path.read_text()
     try:
-        raw = parse_yaml(text)
-        lines = _key_lines(yaml.compose(text, Loader=_Loader))
+        text = read_text(path)
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read the experiment file ({exc.strerror})") from None
+    try:
+        raw, lines = _construct(_compose(text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise UserInputError(f"{path}{where}: YAML syntax error: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise UserInputError(f"{path}: not a readable YAML file: {exc}") from None
+    except ConfigError as err:
+        raise err.located(source=str(path)) from None
+    references.add_search_path(path.resolve().parent)
     raw = {} if raw is None else raw
-    raw = apply_overrides(raw, overrides)
     try:
+        raw = apply_overrides(raw, overrides)
         return experiment_from_dict(raw, source=str(path))
     except ConfigError as err:
         raise err.located(source=str(path), line=_line_for(err.key, lines)) from None
@@ -188,6 +283,8 @@ def apply_overrides(raw: Any, overrides: Sequence[str]) -> dict[str, Any]:
             value = parse_yaml(text)
         except yaml.YAMLError:
             value = text
+        except ConfigError as err:
+            raise ConfigError(f"{err.message} (in the value of {item!r})", source="--set", key=key) from None
         node = raw
         for i, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
@@ -207,17 +304,6 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def _key_lines(node: Any, prefix: str = "") -> dict[str, int]:
-    """Map every key path in a composed YAML document to its 1-based line."""
-    lines: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
-            lines[path] = key_node.start_mark.line + 1
-            lines.update(_key_lines(value_node, path))
-    return lines
-
-
 def _line_for(key: str | None, lines: Mapping[str, int]) -> int | None:
     while key:
         if key in lines:
@@ -235,7 +321,7 @@ class _Section:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            raise ConfigError(f"expected a mapping, got {raw!r}", key=key or None)
+            raise ConfigTypeError(f"expected a mapping, got {raw!r}", key=key or None)
         self.raw, self.key = raw, key
         for name in raw:
             if name not in known:
@@ -255,15 +341,17 @@ class _Section:
             return default
         value = self.raw[name]
         if not _is_kind(value, kind):
-            raise ConfigError(f"expected {_KIND_TEXT[kind]}, got {value!r}", key=key)
+            raise ConfigTypeError(f"expected {_KIND_TEXT[kind]}, got {value!r}", key=key)
         if kind == "number":
             value = float(value)
+            if not math.isfinite(value):
+                raise ConfigError(f"expected a finite number, got {value}", key=key)
         if choices is not None and value not in choices:
             if not (custom_ok and isinstance(value, str) and CUSTOM_REF.match(value)):
                 extra = " or a custom 'package.module:function'" if custom_ok else ""
                 raise ConfigError(f"expected one of {one_of(choices)}{extra}, got {value!r}"
                                   f"{did_you_mean(value, choices)}", key=key)
-            _check_importable(value, key)
+            references.resolve(value, key=key)
         if minimum is not None and value < minimum:
             raise ConfigError(f"expected a value >= {minimum}, got {value!r}", key=key)
         if maximum is not None and value > maximum:
@@ -296,17 +384,6 @@ def _is_kind(value: Any, kind: str) -> bool:
     raise ValueError(kind)
 
 
-def _check_importable(ref: str, key: str) -> None:
-    module_name, _, attr = ref.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure is the user's to fix
-        raise ConfigError(f"cannot import module '{module_name}' for {ref!r}: {type(exc).__name__}: {exc}",
-                          key=key) from None
-    if not callable(getattr(module, attr, None)):
-        raise ConfigError(f"module '{module_name}' has no function '{attr}' (from {ref!r})", key=key)
-
-
 def registered_names() -> dict[str, tuple[str, ...]]:
     """The names each registry offers, read from the registries themselves (imported here,
     not at the top: `hpo.data` imports this module)."""
@@ -319,11 +396,22 @@ def registered_names() -> dict[str, tuple[str, ...]]:
 
 
 def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
+    """Validate a plain experiment mapping; every ConfigError names `source`."""
+    try:
+        return _experiment_from_dict(raw, source)
+    except ConfigError as err:
+        raise err.located(source=source) from None
+
+
+def _experiment_from_dict(raw: Any, source: str) -> Experiment:
     top = _Section(raw, "", ["name", "seed", "data", "model", "space", "search", "training",
                              "execution", "output"])
+    _check_finite(raw, "")
     name = top.get("name", "str", required=True)
-    if not re.fullmatch(r"[\w.\-]+", name):
-        raise ConfigError(f"expected letters, digits, '-', '_' or '.', got {name!r}", key="name")
+    if not re.fullmatch(r"[\w.\-]+", name) or name in (".", ".."):
+        raise ConfigError(f"expected a folder name of letters, digits, '-', '_' or '.' (not '.' or '..'), "
+                          f"got {name!r}", key="name")
+    seed = top.get("seed", "int", 0, minimum=0)
 
     d = _Section(raw.get("data"), "data", ["dataset", "validation_split", "test_split", "limit", "options"])
     data = DataConfig(
@@ -333,6 +421,9 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
         limit=d.get("limit", "int", None, minimum=10),
         options=dict(d.get("options", "mapping", {})),
     )
+    if data.validation_split + data.test_split >= 1:
+        raise ConfigError(f"expected validation_split + test_split < 1 (something must be left to train on), "
+                          f"got {data.validation_split:g} + {data.test_split:g}", key="data.test_split")
 
     m = _Section(raw.get("model"), "model", ["builder", "params"])
     model = ModelConfig(builder=m.get("builder", "str", "mlp", choices=registered_names()["builders"], custom_ok=True),
@@ -392,8 +483,10 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>") -> Experiment:
 
     o = _Section(raw.get("output"), "output", ["dir"])
     output = OutputConfig(dir=o.get("dir", "str", None))
+    if output.dir is not None and Path(output.dir).name in ("", ".", ".."):
+        raise ConfigError(f"expected a named study folder, got {output.dir!r}", key="output.dir")
 
-    return Experiment(name=name, seed=top.get("seed", "int", 0), data=data, model=model, space=space,
+    return Experiment(name=name, seed=seed, data=data, model=model, space=space,
                       search=search, training=training, execution=execution, output=output,
                       source=source)
 
@@ -402,8 +495,28 @@ def _explicit_null(section: Any, key: str) -> bool:
     return isinstance(section, Mapping) and key in section and section[key] is None
 
 
+def _check_finite(value: Any, key: str) -> None:
+    """NaN and infinity are refused wherever they appear: no key takes them as a value."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"expected a finite number, got {value}", key=key or None)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_finite(v, key)
+
+
 def _check_space_values(space: SearchSpace) -> None:
     """Catch values the trainer would only reject mid-search."""
+    for param in space:
+        values = list(getattr(param, "values", ()))
+        for i, a in enumerate(values):
+            for b in values[:i]:
+                # YAML types [1, 1.0, true] as three equal values: one config, counted thrice.
+                if a == b:
+                    raise ConfigError(f"expected distinct values, but {b!r} and {a!r} are equal once typed",
+                                      key=f"space.{param.name}.values")
     if "optimizer" in space.names:
         param = space["optimizer"]
         for value in getattr(param, "values", ()):

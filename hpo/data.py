@@ -6,7 +6,6 @@ The search only ever sees train and validation; test is kept for `hpo best --exp
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import logging
 import socket
@@ -17,6 +16,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from hpo.config import DataConfig
+from hpo.errors import ConfigError
+from hpo.references import resolve
 
 log = logging.getLogger("hpo.data")
 
@@ -94,24 +95,53 @@ LOADERS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray, str]]] = {
     "mnist": load_mnist, "digits": load_digits, "synthetic": load_synthetic}
 
 
-def resolve_callable(ref: str, registry: Mapping[str, Callable]) -> Callable:
-    """A registry name, or 'package.module:function'."""
-    if ref in registry:
-        return registry[ref]
-    module_name, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+def resolve_callable(ref: str, registry: Mapping[str, Callable], key: str | None = None) -> Callable:
+    """A registry name, or 'package.module:function' (hpo.references: hooks only)."""
+    return resolve(ref, registry, key=key)
+
+
+def load_arrays(config: DataConfig) -> tuple[np.ndarray, np.ndarray, str]:
+    """Call the loader once and check what it returned: as many inputs as labels, finite
+    numeric inputs, labels that are class indices 0..K-1. Each problem is a ConfigError at
+    data.dataset naming the loader and what was wrong."""
+    ref = config.dataset
+    loader = resolve_callable(ref, LOADERS, key="data.dataset")
+
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"the loader {ref!r} {what}", key="data.dataset")
+
+    try:
+        loaded = loader(**dict(config.options))
+    except TypeError as exc:
+        raise bad(f"does not accept data.options {dict(config.options)}: {exc}") from None
+    if not isinstance(loaded, (tuple, list)) or len(loaded) not in (2, 3):
+        raise bad(f"returned {type(loaded).__name__}; expected (x, y) or (x, y, source)")
+    (x, y), source = loaded[:2], (str(loaded[2]) if len(loaded) == 3 else ref)
+    try:
+        x, y = np.asarray(x), np.asarray(y)
+    except Exception as exc:  # ragged or exotic objects: numpy says why
+        raise bad(f"returned arrays numpy cannot read: {exc}") from None
+    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
+        raise bad(f"returned {x.shape[:1] or 'a scalar'} inputs but {y.shape[:1] or 'a scalar'} labels; expected "
+                  f"one label per input")
+    if len(x) < 2:
+        raise bad(f"returned {len(x)} example(s); expected enough to split into train and validation")
+    if x.dtype.kind not in "biuf":
+        raise bad(f"returned non-numeric inputs (dtype {x.dtype}); expected numbers")
+    x = x.astype("float32")
+    finite = np.isfinite(x)
+    if not finite.all():
+        first = int(np.argwhere(~finite.reshape(len(x), -1).all(axis=1))[0][0])
+        raise bad(f"returned {int((~finite).sum())} NaN or infinite input value(s), the first in example {first}")
+    if y.ndim != 1 or y.dtype.kind not in "biuf" or (y.dtype.kind == "f" and not np.all(np.mod(y, 1) == 0)) \
+            or (len(y) and y.min() < 0):
+        raise bad(f"returned labels of shape {y.shape} and dtype {y.dtype}; expected one class index "
+                  f"0..K-1 per example")
+    return x, y.astype("int32"), source
 
 
 def load_dataset(config: DataConfig, seed: int = 0) -> Dataset:
-    loader = resolve_callable(config.dataset, LOADERS)
-    loaded = loader(**dict(config.options))
-    if len(loaded) == 3:
-        x, y, source = loaded
-    else:
-        (x, y), source = loaded, config.dataset
-    x, y = np.asarray(x, dtype="float32"), np.asarray(y).astype("int32")
-    if len(x) != len(y):
-        raise ValueError(f"dataset {config.dataset!r} returned {len(x)} inputs but {len(y)} labels")
+    x, y, source = load_arrays(config)
     dataset = split(config.dataset, source, x, y, config, seed)
     log.info("data: %s", dataset.describe())
     return dataset

@@ -2,6 +2,7 @@
 
 `UserInputError` means the user can fix it (exit code 2, one paragraph, no traceback).
 Everything else is a bug or an environment failure and keeps its traceback in hpo.log.
+`ConfigError` is also a `ValueError`, and `ConfigTypeError` a `TypeError`, for library callers.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ class UserInputError(Exception):
     """Bad input: a config file, a key, a value, a path. Exit code 2."""
 
 
-class ConfigError(UserInputError):
-    """A problem at one key of one file, with what was expected."""
+class ConfigError(UserInputError, ValueError):
+    """A problem at one key of one file, with what was expected. A ValueError, so that
+    library callers (`hpo.optimize`) catch it as they catch scikit-learn's and Optuna's."""
 
     def __init__(self, message: str, *, key: str | None = None, source: str | None = None,
                  line: int | None = None):
@@ -31,8 +33,8 @@ class ConfigError(UserInputError):
         key = self.key
         if prefix:
             key = f"{prefix}.{key}" if key else prefix
-        return ConfigError(self.message, key=key, source=self.source or source,
-                           line=self.line if self.line is not None else line)
+        return type(self)(self.message, key=key, source=self.source or source,
+                          line=self.line if self.line is not None else line)
 
     def __str__(self) -> str:
         where = self.source or "<config>"
@@ -41,6 +43,10 @@ class ConfigError(UserInputError):
         if self.key:
             where += f", key '{self.key}'"
         return f"{where}: {self.message}"
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A value of the wrong type (a string where a number is expected): also a TypeError."""
 
 
 class TrialFailed(Exception):

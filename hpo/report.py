@@ -29,7 +29,7 @@ def write_report(study_dir: str | Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")
 
-    study = Study.open(study_dir)
+    study = Study.open(study_dir, read_only=True)
     try:
         experiment = study.experiment()
         trials = study.trials()

@@ -13,10 +13,12 @@ import shutil
 import time
 from pathlib import Path
 
+from hpo import study_lock
 from hpo.config import Experiment, binding_differences, diff_experiments
 from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
+from hpo.study_lock import LOCK_NAME
 from hpo.trial import Job, TrialResult
 
 log = logging.getLogger("hpo.runner")
@@ -27,30 +29,84 @@ class ReplayMismatch(RuntimeError):
 
 
 def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) -> Study:
-    """A study for this experiment: new, resumed, or (with fresh) a new one beside the old."""
+    """A study for this experiment: new, resumed, or (with fresh) a new one beside the old.
+
+    Call it after the experiment is validated: it takes the driver lock first, and only
+    then creates, moves or changes anything, so a driver refused here (another one runs
+    the study, the stored experiment differs, the database is damaged) leaves the study's
+    files as they were. The returned study holds the lock until it is closed."""
+    study_dir = Path(study_dir)
+    check_study_dir(study_dir, experiment.source)
+    try:
+        # The lock file lives in the study folder, so the folder must exist to hold it.
+        study_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{study_dir}: cannot write the study folder there ({exc.strerror}); expected a "
+                          f"folder hpo can create and write", key="output.dir", source=experiment.source) from None
+    lock = study_lock.acquire(study_dir)
+    try:
+        study = _prepare_locked(experiment, study_dir, fresh)
+    except BaseException:
+        study_lock.release(lock)
+        raise
+    study.adopt_driver_lock(lock)
+    return study
+
+
+def check_study_dir(study_dir: Path, source: str = "--study-dir") -> None:
+    """A study folder is a named folder: not '', '.', '..' or a file."""
+    if study_dir.name in ("", ".", "..") or str(study_dir) in ("", "."):
+        raise ConfigError(f"expected a named study folder, got {str(study_dir)!r}; name one with "
+                          f"--study-dir or output.dir", key="output.dir", source=source)
+    if study_dir.exists() and not study_dir.is_dir():
+        raise ConfigError(f"{study_dir} is a file; expected a study folder", key="output.dir", source=source)
+
+
+def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Study:
     current = experiment.to_dict()
     if not (study_dir / DB_NAME).exists():
         return _create(experiment, study_dir)
     if fresh:
-        backup = study_dir.with_name(f"{study_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.move(str(study_dir), str(backup))
-        log.warning("--fresh: moved the previous study to %s", backup)
+        moved = _move_aside(study_dir)
+        log.warning("--fresh: moved the previous study to %s", moved)
         return _create(experiment, study_dir)
-    study = Study.open(study_dir)
-    stored = study.experiment()
-    blocking = binding_differences(stored, current)
-    if blocking:
+    study = Study.open(study_dir, read_only=True)
+    try:
+        stored = study.experiment()
+        blocking = binding_differences(stored, current)
+        if blocking:
+            raise UserInputError(
+                f"{study_dir}: the study was run with a different experiment, so resuming would mix "
+                f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
+                "\nRun with --fresh to start a new study (the old one is kept beside it), or choose "
+                "another --study-dir.")
+        study.make_writable()
+        backup = study.backup()
+        log.debug("backed up the study to %s before resuming", backup)
+        changed = diff_experiments(stored, current)
+        if changed:
+            log.info("resuming with changed settings: %s", "; ".join(changed))
+            study.replace_experiment(current)
+    except BaseException:
         study.close()
-        raise UserInputError(
-            f"{study_dir}: the study was run with a different experiment, so resuming would mix "
-            f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
-            "\nRun with --fresh to start a new study (the old one is kept beside it), or choose "
-            "another --study-dir.")
-    changed = diff_experiments(stored, current)
-    if changed:
-        log.info("resuming with changed settings: %s", "; ".join(changed))
-        study.replace_experiment(current)
+        raise
     return study
+
+
+def _move_aside(study_dir: Path) -> Path:
+    """Move the study's files (never the folder itself, and never the lock file we hold:
+    a second driver must keep finding the same lock) into a sibling `<name>.old-<time>`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = study_dir.with_name(f"{study_dir.name}.old-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = study_dir.with_name(f"{study_dir.name}.old-{stamp}-{n}")
+    target.mkdir()
+    for entry in sorted(study_dir.iterdir()):
+        if entry.name != LOCK_NAME:
+            shutil.move(str(entry), str(target / entry.name))
+    return target
 
 
 def _create(experiment: Experiment, study_dir: Path) -> Study:

@@ -10,19 +10,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import sqlite3
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from hpo import study_integrity, study_lock
 from hpo.errors import UserInputError
+from hpo.study_lock import LOCK_NAME  # noqa: F401 - re-exported: the lock file's name
 from hpo.trial import Job, TrialResult, TrialState
 
 SCHEMA_VERSION = 1
 DB_NAME = "study.sqlite"
-LOCK_NAME = "study.lock"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,9 +98,17 @@ class TrialRow:
 
 
 class Study:
-    def __init__(self, directory: Path, connection: sqlite3.Connection):
+    """One study folder. `Study.open` checks the database before trusting it; a study
+    opened `read_only` can neither create nor change a database, and shows the running
+    trials of a driver that no longer holds the lock as interrupted."""
+
+    def __init__(self, directory: Path, connection: sqlite3.Connection, *, read_only: bool = False):
         self.dir = Path(directory)
         self._db = connection
+        self.read_only = read_only
+        self._lock: study_lock.DriverLock | None = None
+        # Derived once, when reading: a driver that died (kill -9) never marked its trials.
+        self._driver_gone = read_only and study_lock.holder(self.dir) is None
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -124,24 +133,46 @@ class Study:
         return study
 
     @classmethod
-    def open(cls, directory: str | Path) -> "Study":
+    def open(cls, directory: str | Path, *, read_only: bool = False) -> "Study":
+        """An existing study, after `PRAGMA quick_check` and the schema-version check. Never
+        creates a database: a missing, empty or damaged one is a UserInputError (exit 2)
+        and its files are left as they were."""
         directory = Path(directory)
         path = directory / DB_NAME
         if not path.exists():
             raise UserInputError(f"{directory}: no study here (expected {path}); run `hpo search` first")
+        study_integrity.check_files(path)
+        # Checked through a read-only connection: closing a writable one on a damaged file
+        # could checkpoint its log into it, and the file must stay as it was.
         try:
-            db = _connect(path)
-            version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            db.execute("SELECT count(*) FROM trials").fetchone()
+            db = _connect(path, mode="ro")
         except sqlite3.DatabaseError as exc:
-            raise UserInputError(f"{path}: not a readable study database ({exc}); it was left untouched. "
-                                 f"Move it away or use --fresh with another --study-dir") from None
-        if version is None or int(version[0]) != SCHEMA_VERSION:
-            raise UserInputError(f"{path}: study schema version {version and version[0]} is not the "
-                                 f"supported version {SCHEMA_VERSION}")
-        return cls(directory, db)
+            raise study_integrity.damaged(path, f"SQLite cannot open it ({exc})") from None
+        try:
+            study_integrity.verify(db, path, SCHEMA_VERSION)
+        except BaseException:
+            db.close()
+            raise
+        study = cls(directory, db, read_only=True)
+        if not read_only:
+            study.make_writable()
+        return study
+
+    def make_writable(self) -> None:
+        """Reopen a study that passed its checks read-only for writing: the driver decides
+        to resume on a read-only connection, so a refusal leaves every file as it was."""
+        if self.read_only:
+            self._db.close()
+            self._db = _connect(self.dir / DB_NAME, mode="rw")
+            self.read_only = False
+            self._driver_gone = False
+
+    def backup(self) -> Path:
+        """A consistent copy at study.sqlite.bak (SQLite's online backup): taken before a resume."""
+        return study_integrity.backup(self._db, self.dir / DB_NAME)
 
     def close(self) -> None:
+        self.release_driver_lock()
         self._db.close()
 
     @contextlib.contextmanager
@@ -256,10 +287,15 @@ class Study:
                                 " metrics, error, epochs_trained, attempts, created_at, started_at, finished_at"
                                 f" FROM trials {where} ORDER BY trial_id", args).fetchall()
         return [TrialRow(trial_id=r[0], lineage=r[1], config=json.loads(r[2]), budget=r[3], continues=r[4],
-                         bracket=r[5], rung=r[6], state=TrialState(r[7]), value=r[8],
+                         bracket=r[5], rung=r[6], state=self._shown_state(TrialState(r[7])), value=r[8],
                          metrics=json.loads(r[9]) if r[9] else {}, error=r[10], epochs_trained=r[11],
                          attempts=r[12], created_at=r[13], started_at=r[14], finished_at=r[15])
                 for r in rows]
+
+    def _shown_state(self, state: TrialState) -> TrialState:
+        if self._driver_gone and state == TrialState.RUNNING:
+            return TrialState.INTERRUPTED
+        return state
 
     def trial(self, trial_id: int) -> TrialRow | None:
         rows = self.trials(trial_id)
@@ -290,32 +326,31 @@ class Study:
 
     # --- the one-driver lock --------------------------------------------------------------
     def acquire_driver_lock(self) -> None:
-        """Refuse a second driver; take over a lock whose process is gone."""
-        path = self.dir / LOCK_NAME
-        while True:
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                holder = _read_pid(path)
-                if holder is not None and holder != os.getpid() and _pid_alive(holder):
-                    raise UserInputError(f"{self.dir}: this study is being run by process {holder} "
-                                         f"(lock file {path}); wait for it or stop it first") from None
-                path.unlink(missing_ok=True)  # stale: its process is dead
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(str(os.getpid()))
-            return
+        """Hold the study's OS lock (hpo.study_lock) until release or close; a second driver
+        is refused with StudyLocked naming the holder. Held already: nothing to do."""
+        if self._lock is None:
+            self._lock = study_lock.acquire(self.dir)
+
+    def adopt_driver_lock(self, lock: study_lock.DriverLock) -> None:
+        """Keep a lock taken before this Study was opened (taken before anything was written)."""
+        if self._lock is None:
+            self._lock = lock
+        else:
+            study_lock.release(lock)
 
     def release_driver_lock(self) -> None:
-        path = self.dir / LOCK_NAME
-        if _read_pid(path) == os.getpid():
-            path.unlink(missing_ok=True)
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            study_lock.release(lock)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, timeout=30)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process kills
+def _connect(path: Path, mode: str = "rwc") -> sqlite3.Connection:
+    """mode 'rwc' creates (Study.create only), 'rw' opens an existing file, 'ro' only reads."""
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode={mode}"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+    if mode != "ro":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process kills
     return db
 
 
@@ -325,25 +360,3 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
         v = float(v)
         out[k] = v if math.isfinite(v) else None
     return out
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); treat it as dead.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True

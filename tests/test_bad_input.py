@@ -49,7 +49,7 @@ CASES = [
     ("eta < 2", None, ["search.eta=1"], ["key 'search.eta'", "eta >= 2"]),
     ("unimportable module", None, ["model.builder=no_such_pkg.models:build"],
      ["key 'model.builder'", "cannot import module 'no_such_pkg.models'"]),
-    ("missing function", None, ["data.dataset=json:no_such_loader"], ["key 'data.dataset'", "no function 'no_such_loader'"]),
+    ("missing function", None, ["data.dataset=hpo.data:no_such_loader"], ["key 'data.dataset'", "no function 'no_such_loader'"]),
     ("unknown backend", None, ["execution.backend=ray"], ["key 'execution.backend'", "'inline', 'local', 'dask'"]),
     ("unknown optimizer in the space", None, ["space.optimizer={type: choice, values: [adam, lbfgs]}"],
      ["key 'space.optimizer.values'", "'lbfgs'"]),

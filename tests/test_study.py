@@ -1,4 +1,8 @@
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,15 +83,24 @@ def test_missing_study_is_a_clear_error(tmp_path):
         Study.open(tmp_path)
 
 
-def test_second_driver_is_refused_and_stale_lock_taken_over(tmp_path):
+def test_second_driver_is_refused_and_a_dead_drivers_lock_is_free(tmp_path):
     study = Study.create(tmp_path, EXPERIMENT)
-    (tmp_path / "study.lock").write_text("1")          # pid 1 is alive: a live holder
-    with pytest.raises(UserInputError, match="process 1"):
-        study.acquire_driver_lock()
-    (tmp_path / "study.lock").write_text("999999999")  # no such process: stale
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from hpo.study import Study; "
+                               "s = Study.open(sys.argv[1]); s.acquire_driver_lock(); print('held', flush=True); "
+                               "time.sleep(60)", str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserInputError, match=f"process {holder.pid}"):
+            study.acquire_driver_lock()
+    finally:
+        holder.kill()                                   # kill -9: the OS drops its lock
+        holder.wait()
+    assert (tmp_path / "study.lock").read_text().strip() == str(holder.pid)   # a pid left behind means nothing
     study.acquire_driver_lock()
+    assert (tmp_path / "study.lock").read_text().strip() == str(os.getpid())
     study.release_driver_lock()
-    assert not (tmp_path / "study.lock").exists()
+    assert (tmp_path / "study.lock").exists(), "the lock file stays: deleting it would allow two holders"
 
 
 def test_writes_are_transactional(tmp_path):

@@ -15,5 +15,5 @@ BUILDERS: dict[str, str] = {"mlp": "hpo.models.mlp:build_mlp", "cnn": "hpo.model
 
 
 def get_builder(ref: str) -> Builder:
-    from hpo.data import resolve_callable
-    return resolve_callable(BUILDERS.get(ref, ref), {})
+    from hpo.references import resolve
+    return resolve(BUILDERS.get(ref, ref), key="model.builder")

@@ -1,0 +1,121 @@
+"""The pre-flight: everything `hpo search` can check before a study folder exists.
+
+After the experiment file is validated (hpo.config) and before the driver takes the lock
+and writes anything: the device is on this machine, the objective is a metric the trainer
+reports, the loader runs once and returns usable arrays, and the builder, called once
+with the low end of the space, returns a `keras.Model` whose output holds every label and
+reads every space key. Each failure is a ConfigError (exit 2) naming the key, the
+function and what was wrong, so a corrected file then runs without `--fresh`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator, Mapping
+
+from hpo.config import BUILDERS, Experiment
+from hpo.errors import ConfigError, did_you_mean
+
+log = logging.getLogger("hpo.preflight")
+
+
+def preflight(experiment: Experiment) -> None:
+    """Raise ConfigError (located in the experiment file) on the first problem found."""
+    try:
+        _check(experiment)
+    except ConfigError as err:
+        raise err.located(source=experiment.source) from None
+
+
+def _check(experiment: Experiment) -> None:
+    from hpo.data import load_arrays
+    from hpo.training.trainer import METRICS
+
+    objective = experiment.search.objective
+    if objective not in METRICS:
+        raise ConfigError(f"expected a metric the trainer reports ({', '.join(METRICS)}), got {objective!r}"
+                          f"{did_you_mean(objective, METRICS)}", key="search.objective")
+    _check_device(experiment)
+    x, y, _ = load_arrays(experiment.data)
+    _check_builder(experiment, tuple(x.shape[1:]), int(y.max()) + 1)
+
+
+def _check_device(experiment: Experiment) -> None:
+    """A named device must exist here; on `dask` the workers' devices are the workers' own."""
+    if experiment.training.device == "auto" or experiment.execution.backend == "dask":
+        return
+    from hpo.training.devices import available_devices, enable_memory_growth, select_device
+    enable_memory_growth()
+    select_device(experiment.training.device, available_devices())
+
+
+def low_config(space) -> dict[str, Any]:
+    """The low end of every range and the first of every choice (conditional parameters as
+    those activate them): the cheapest model to build, since sizes grow with the values."""
+    return space.from_unit([0.0] * len(space))
+
+
+def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int) -> None:
+    import keras
+
+    from hpo.models import get_builder
+    from hpo.training.optimizers import OPTIMIZER_PARAMS
+
+    ref = experiment.model.builder
+    builder = get_builder(ref)
+    training = experiment.training
+    config = {"batch_size": training.batch_size, "optimizer": training.optimizer,
+              "learning_rate": training.learning_rate, **experiment.model.params,
+              **low_config(experiment.space)}
+    recorder = ReadRecorder(config)
+    try:
+        model = builder(recorder, input_shape, num_classes)
+    except Exception as exc:   # the user's builder: its error is the user's to fix
+        raise ConfigError(f"the builder {ref!r} failed on the low end of the space {config}: "
+                          f"{type(exc).__name__}: {exc}", key="model.builder") from None
+    if not isinstance(model, keras.Model):
+        raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
+                          key="model.builder")
+    outputs = model.outputs[0].shape[-1] if model.outputs else None
+    if outputs is not None and outputs < num_classes:
+        raise ConfigError(f"the builder {ref!r} gives {outputs} outputs, but the labels run 0..{num_classes - 1}; "
+                          f"expected a final layer of num_classes={num_classes} logits", key="model.builder")
+    trainer_keys = set(OPTIMIZER_PARAMS) | {"batch_size"}
+    unread = [name for name in experiment.space.names if name not in recorder.read and name not in trainer_keys]
+    if not unread:
+        return
+    if ref in BUILDERS:
+        name = unread[0]
+        known = sorted(recorder.read | trainer_keys)
+        raise ConfigError(f"the built-in model {ref!r} never reads '{name}'{did_you_mean(name, known)}; it reads "
+                          f"{', '.join(sorted(recorder.read))} (and the trainer: {', '.join(sorted(trainer_keys))})",
+                          key=f"space.{name}")
+    log.warning("the builder %s never read the space key(s) %s on its first build: check their spelling",
+                ref, ", ".join(unread))
+
+
+class ReadRecorder(Mapping[str, Any]):
+    """A config that remembers which keys a builder asked for, present or not."""
+
+    def __init__(self, values: Mapping[str, Any]):
+        self._values = dict(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return self._values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return self._values.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.update(self._values)      # a builder that copies the config reads it all
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)

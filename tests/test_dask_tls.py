@@ -1,0 +1,76 @@
+"""hpo's Dask client honours Dask's security configuration: a study runs through a scheduler
+and a worker that speak only TLS, with certificates from `Security.temporary()`."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from faults import ROOT, SMOKE, cli_env
+from hpo.study import Study
+
+
+def _write_certificates(folder):
+    from distributed.security import Security
+
+    security = Security.temporary()         # one self-signed CA-and-leaf certificate and its key
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    cert.write_text(security.tls_ca_file)
+    key.write_text(security.tls_scheduler_key)
+    return cert, key
+
+
+def _wait_for_file(path, process, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text().strip():
+        assert process.poll() is None, process.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.2)
+
+
+def test_a_study_runs_through_a_tls_only_scheduler_and_worker(tmp_path):
+    cert, key = _write_certificates(tmp_path)
+    tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
+    env = {**cli_env(), "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
+    scheduler_file = tmp_path / "scheduler.json"
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--protocol", "tls", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file), *tls],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        _wait_for_file(scheduler_file, procs[0])
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tls://127.0.0.1:")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+             "--no-dashboard", *tls], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        # The driver gets the client side of TLS from Dask's configuration only.
+        driver_env = {**env, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(cert),
+                      "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(cert),
+                      "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(key)}
+        study_dir = tmp_path / "study"
+        done = subprocess.run(
+            [sys.executable, "-m", "hpo", "search", SMOKE, "--study-dir", str(study_dir),
+             "--set", "execution.backend=dask", "--set", f"execution.scheduler={address}",
+             "--set", "search.max_trials=2", "--set", "search.max_budget=1", "--set", "search.algorithm=random",
+             "--set", "training.compile=graph"],
+            capture_output=True, text=True, cwd=ROOT, env=driver_env, timeout=400)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        trials = Study.open(study_dir, read_only=True).trials()
+        assert len(trials) == 2 and all(t.state.value == "complete" for t in trials)
+        # Without the client certificate the same driver cannot join: the cluster is not open.
+        plain = subprocess.run(
+            [sys.executable, "-c", "import sys; from distributed import Client; "
+             "Client(sys.argv[1], timeout='5s')", address.replace("tls://", "tcp://")],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+        assert plain.returncode != 0
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
