@@ -3,6 +3,7 @@ plugin and scalars over HTTP, and where chromium is installed a screenshot of th
 dashboard), `hpo report`, and `hpo best --export`."""
 
 import json
+import math
 import shutil
 import socket
 import subprocess
@@ -160,3 +161,39 @@ def test_best_model_export_is_scored_on_the_held_out_test_split(study_dir, tmp_p
     assert record["export"]["test_examples"] == len(data.x_test)
     assert accuracy == pytest.approx(record["export"]["test_accuracy"], abs=1e-6)
     assert accuracy > 0.3                     # better than chance (0.1) after a few epochs on digits
+
+
+def test_exported_model_continues_training_with_the_trials_optimizer_in_plain_keras(study_dir, tmp_path):
+    import warnings
+
+    import keras
+    import numpy as np
+
+    from hpo.config import DataConfig
+    from hpo.data import load_dataset
+
+    path = tmp_path / "best.keras"
+    done = hpo("best", str(study_dir), "--export", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    best = Study.open(study_dir).best("maximize")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = keras.models.load_model(path, compile=True)
+    assert not [w for w in caught if "Skipping variable loading" in str(w.message)], [str(w.message) for w in caught]
+    expected = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[best.config["optimizer"]]
+    optimizer = model.optimizer
+    assert type(optimizer) is expected                      # Keras's own class: loads without hpo
+    assert float(optimizer.learning_rate) == pytest.approx(best.config["learning_rate"], rel=1e-6)
+    if best.config["optimizer"] == "sgd":
+        assert float(optimizer.momentum) == pytest.approx(best.config["momentum"], rel=1e-6)
+    # The trained state came along: the step count is the trial's (epochs x steps), slots are not zero.
+    data = load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
+    steps_per_epoch = len(data.x_train) // 32
+    trained_steps = round(best.budget) * steps_per_epoch
+    assert int(optimizer.iterations) == trained_steps
+    slots = [v for v in optimizer.variables if v.path.endswith(("_momentum", "_velocity"))]
+    assert slots and any(np.abs(keras.ops.convert_to_numpy(v)).max() > 0 for v in slots)
+    before = [w.copy() for w in model.get_weights()]
+    model.fit(data.x_train, data.y_train, epochs=1, batch_size=32, verbose=0)
+    assert int(optimizer.iterations) == trained_steps + math.ceil(len(data.x_train) / 32)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
