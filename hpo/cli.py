@@ -21,9 +21,19 @@ from hpo.errors import UserInputError
 log = logging.getLogger("hpo.cli")
 
 
+STUDY_DIR_HELP = "study folder, as written by `hpo search` (it holds study.sqlite)"
+
+
+def _version() -> str:
+    from hpo import __version__
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpo", description="Hyperparameter optimisation for Keras.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug-level messages")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug-level messages, and TensorFlow's own start-up log lines")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     search = commands.add_parser("search", help="run or resume a study")
@@ -35,24 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start a new study even if one exists (the old one is moved aside)")
 
     status = commands.add_parser("status", help="table of a study's trials")
-    status.add_argument("study_dir")
+    status.add_argument("study_dir", help=STUDY_DIR_HELP)
 
     best = commands.add_parser("best", help="the best trial's config and objective")
-    best.add_argument("study_dir")
+    best.add_argument("study_dir", help=STUDY_DIR_HELP)
     best.add_argument("--json", action="store_true", help="machine-readable output")
     best.add_argument("--export", metavar="MODEL.keras",
                       help="save the best trial's model there and score it on the held-out test split")
 
     report = commands.add_parser("report", help="write report.html with plots of the search")
-    report.add_argument("study_dir")
+    report.add_argument("study_dir", help=STUDY_DIR_HELP)
 
     export = commands.add_parser("export", help="every trial and epoch, as csv or json")
-    export.add_argument("study_dir")
-    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("study_dir", help=STUDY_DIR_HELP)
+    export.add_argument("--format", choices=("csv", "json"), default="csv",
+                        help="csv: one line per trial epoch, config keys as config.NAME columns; "
+                             "json: one record per trial holding its epochs (default: csv)")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     board = commands.add_parser("tensorboard", help="start TensorBoard on a study's logs")
-    board.add_argument("study_dir")
+    board.add_argument("study_dir", help=STUDY_DIR_HELP)
     board.add_argument("extra", nargs=argparse.REMAINDER, help="further tensorboard arguments")
     return parser
 
