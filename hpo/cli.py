@@ -93,12 +93,14 @@ def _print_error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from hpo.console import console, setup_logging
+    from hpo.native_logs import cli_native_logs
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     _stop_on_sigterm()
     try:
-        return COMMANDS[args.command](args)
+        with cli_native_logs(args.verbose):
+            return COMMANDS[args.command](args)
     except UserInputError as err:
         _print_error(str(err))
         return 2
