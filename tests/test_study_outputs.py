@@ -197,3 +197,64 @@ def test_exported_model_continues_training_with_the_trials_optimizer_in_plain_ke
     model.fit(data.x_train, data.y_train, epochs=1, batch_size=32, verbose=0)
     assert int(optimizer.iterations) == trained_steps + math.ceil(len(data.x_train) / 32)
     assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+
+def _cli_at(columns: int, *args):
+    from faults import ROOT, cli_env
+    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env={**cli_env(), "COLUMNS": str(columns)})
+
+
+def test_status_fits_80_columns_with_every_figure_whole_and_configs_one_command_away(study_dir):
+    done = _cli_at(80, "status", str(study_dir))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in done.stdout
+    trials = Study.open(study_dir).trials()
+    rows = {int(line.split()[0]): line.split() for line in lines if line.split() and line.split()[0].isdigit()}
+    assert sorted(rows) == [t.trial_id for t in trials]
+    for t in trials:
+        assert rows[t.trial_id][1] == t.state.value
+        if t.value is not None:
+            assert f"{t.value:.4f}" in rows[t.trial_id]
+    assert f"hpo status {study_dir} --trial N" in done.stdout
+    best = Study.open(study_dir).best("maximize")
+    detail = _cli_at(80, "status", str(study_dir), "--trial", str(best.trial_id))
+    assert detail.returncode == 0, detail.stderr[-2000:]
+    for key, value in best.config.items():
+        assert f"    {key}: {value}" in detail.stdout.splitlines()
+    wide = _cli_at(160, "status", str(study_dir))
+    assert "config / error" in wide.stdout and "learning_rate=" in wide.stdout
+
+
+def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ranked_as_best(study_dir):
+    study = Study.open(study_dir)
+    trials, best = study.trials(), study.best("maximize")
+    done = _cli_at(100, "status", str(study_dir), "--top", "3")
+    assert done.returncode == 0, done.stderr[-2000:]
+    ids = [int(line.split()[0]) for line in done.stdout.splitlines() if line.split() and line.split()[0].isdigit()]
+    assert len(ids) == 3 and ids[0] == best.trial_id
+    by_id = {t.trial_id: t for t in trials}
+    lineages = [by_id[i].lineage for i in ids]
+    assert len(set(lineages)) == 3                                   # each configuration once
+    for i in ids:                                                    # ...at its deepest completed rung
+        assert by_id[i].budget == max(t.budget for t in trials if t.lineage == by_id[i].lineage
+                                      and t.value is not None)
+    assert len({t.lineage for t in trials}) < len(trials)             # the study has promoted configurations
+    # The table after a search ranks the same way.
+    from rich.console import Console
+
+    from hpo.tables import top_table
+    console = Console(width=80, record=True)
+    console.print(top_table(trials, "val_accuracy", "maximize", 80))
+    shown = [int(line.split()[0]) for line in console.export_text().splitlines()
+             if line.split() and line.split()[0].isdigit()]
+    assert shown[:3] == ids and len({by_id[i].lineage for i in shown}) == len(shown)
+
+
+def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir):
+    done = _cli_at(120, "search", SMOKE, "--study-dir", str(study_dir), "--set", "search.algorithm=bohb",
+                   "--set", "search.max_trials=12")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 trial(s) finished" in done.stdout
+    assert "the study is complete" in done.stdout and "--set search.max_trials=24" in done.stdout
