@@ -143,8 +143,7 @@ class Runner:
             checkpoint_in = str(self._checkpoint(job.continues))
         end_epoch = max(epochs_for(job.budget), start_epoch + 1)
         hparams = trial_hparams(self.experiment.space, job.config, trial_id=run_name(lineage),
-                                budget=float(end_epoch), bracket=-1 if job.bracket is None else job.bracket,
-                                rung=-1 if job.rung is None else job.rung)
+                                bracket=-1 if job.bracket is None else job.bracket)
         task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
