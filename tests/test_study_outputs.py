@@ -144,6 +144,63 @@ def test_report_page_has_its_plots(study_dir):
         assert f"src='{image}'" in page
     best = Study.open(study_dir).best("maximize")
     assert f"<td>{best.trial_id}</td>" in page and "Parameter importance" in page
+    # The page reads as a story: how the search went, how far configurations got, what mattered,
+    # where the good ones lie, then the table.
+    order = ["Best so far", "Hyperband: how far", "Parameter importance", "Configurations at their furthest",
+             "Top configurations"]
+    positions = [page.index(f"<h2>{title}") for title in order]
+    assert positions == sorted(positions)
+    # 8 configurations: the importance comes with a warning.
+    assert "Importance is fitted on only" in page
+
+
+def _study_figures(study_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    from hpo import report
+    study = Study.open(study_dir)
+    trials, experiment = study.trials(), study.experiment()
+    space = SearchSpace.from_dict(experiment["space"])
+    done = [t for t in trials if t.value is not None]
+    return report, trials, done, space
+
+
+def test_parallel_coordinates_label_every_axis_with_its_values_and_show_a_colour_bar(study_dir):
+    report, _, done, space = _study_figures(study_dir)
+    fig = report.parallel_coordinates_figure(done, space, "val_accuracy")
+    plot, bar = fig.axes
+    assert [t.get_text() for t in plot.get_xticklabels()] == space.names + ["val_accuracy"]
+    texts = [t.get_text() for t in plot.texts]
+    assert {"adam", "sgd", "inactive"} <= set(texts)                # categories by name, inactive marked
+    assert {"1", "2"} <= set(texts)                                  # layers: every integer of 1..2
+    assert {"0.001", "0.03", "16", "64"} <= set(texts)               # learning_rate and units: their range
+    values = [t.value for t in report._furthest(done)]
+    assert f"{max(values):.4g}" in texts and f"{min(values):.4g}" in texts
+    assert bar.get_ylabel() == "val_accuracy"                        # the colour bar says what colour means
+    assert bar.get_ylim() == pytest.approx((min(values), max(values)))
+
+
+def test_hyperband_diagram_has_a_bracket_legend_and_plain_budget_ticks(study_dir):
+    report, trials, _, _ = _study_figures(study_dir)
+    fig = report.brackets_figure(trials)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {f"bracket {t.bracket}" for t in trials} <= set(legend)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == [f"{b:g}" for b in sorted({t.budget for t in trials})]    # '2', not '2x10^0'
+    assert not [t for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+
+
+def test_importance_on_few_configurations_carries_a_warning(study_dir):
+    report, _, done, space = _study_figures(study_dir)
+    importance = report.parameter_importance(done, space, "maximize")
+    configurations = len(report._furthest(done))
+    assert configurations < report.IMPORTANCE_FEW_CONFIGURATIONS and importance is not None
+    fig = report.importance_figure(importance, configurations)
+    assert "rough guide" in fig.axes[0].get_title()
+    many = report.importance_figure(importance, report.IMPORTANCE_FEW_CONFIGURATIONS)
+    assert "rough guide" not in many.axes[0].get_title()
 
 
 def test_best_model_export_is_scored_on_the_held_out_test_split(study_dir, tmp_path):
