@@ -191,7 +191,10 @@ class Runner:
             error = event.error or f"no {objective!r} was reported"
             if event.lost:
                 error = f"{error} (gave up after {self.study.trial(job.trial_id).attempts} attempts)"
-            result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=error)
+            # The study keeps the traceback with the error (`hpo status --trial N`, OptimizeResult);
+            # the console gets the one line, hpo.log both.
+            stored = f"{error}\n{event.traceback.rstrip()}" if event.traceback else error
+            result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=stored)
             self._consecutive_failures += 1
             self._last_error = error
             log.warning("trial %d failed: %s", job.trial_id, error)

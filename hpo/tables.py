@@ -93,7 +93,8 @@ def status_table(trials: Sequence[TrialRow], title: str, objective: str, width: 
     """Every trial of `trials`, one row each; returns (table, whether the config column fits)."""
     rows = []
     for t in trials:
-        detail = t.error if t.error and t.state != TrialState.COMPLETE else config_text(t.config)
+        # An error's first line; its traceback is in `status --trial N`.
+        detail = t.error.splitlines()[0] if t.error and t.state != TrialState.COMPLETE else config_text(t.config)
         state = t.state.value if t.attempts <= 1 else f"{t.state.value} ({t.attempts}x)"
         rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), _value(t.value),
                      detail or ""))
