@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 from faults import SMOKE, hpo
+from test_native_logs import startup_lines, user_cli
 from hpo.space import SearchSpace
 from hpo.study import Study
 
@@ -21,12 +22,27 @@ STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNIN
 
 
 @pytest.fixture(scope="module")
-def study_dir(tmp_path_factory):
+def searched(tmp_path_factory):
+    """The study every test here reads, and its `hpo search` run, as a user runs it."""
     study = tmp_path_factory.mktemp("tb") / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study), "--set", "search.algorithm=bohb",
-               "--set", "search.max_trials=12")
+    done = user_cli("search", SMOKE, "--study-dir", str(study), "--set", "search.algorithm=bohb",
+                    "--set", "search.max_trials=12", cwd=study.parent)
     assert done.returncode == 0, done.stderr[-3000:]
-    return study
+    return study, done
+
+
+@pytest.fixture(scope="module")
+def study_dir(searched):
+    return searched[0]
+
+
+def test_no_tensorflow_start_up_line_reaches_the_console_of_search_or_export(searched, tmp_path):
+    study, search = searched
+    assert "trial 11 finished" in search.stderr                       # the console's own lines are kept
+    export = user_cli("best", str(study), "--export", str(tmp_path / "best.keras"), cwd=tmp_path)
+    assert export.returncode == 0 and "saved" in export.stdout, export.stderr[-3000:]
+    for done in (search, export):
+        assert not startup_lines(done), (startup_lines(done), done.stderr[-3000:])
 
 
 @pytest.fixture(scope="module")
