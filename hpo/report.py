@@ -16,7 +16,6 @@ It reads the study only; matplotlib and scikit-learn, no TensorFlow.
 from __future__ import annotations
 
 import html
-import math
 import logging
 from dataclasses import dataclass
 from pathlib import Path

@@ -14,7 +14,7 @@ CASES = [({"optimizer": "adam", "learning_rate": 0.015}, keras.optimizers.Adam),
          ({"optimizer": "rmsprop", "learning_rate": 0.01, "rho": 0.8}, keras.optimizers.RMSprop)]
 
 
-@pytest.mark.parametrize("params, expected", CASES, ids=lambda c: str(c.get("optimizer", "")) if isinstance(c, dict) else "")
+@pytest.mark.parametrize("params, expected", CASES, ids=["adam", "adamw", "sgd-nesterov", "sgd-no-momentum", "rmsprop"])
 def test_stock_optimizer_has_the_trials_kind_hyperparameters_and_state(params, expected):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     tunable = TunableOptimizer(params, model.trainable_variables)
