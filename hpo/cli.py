@@ -227,8 +227,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     table, config_shown = status_table(trials, title, objective, stdout.width)
     stdout.print(table)
     if not config_shown:
-        stdout.print(f"a trial's config and error (too wide for this terminal): hpo status {args.study_dir} --trial N",
-                     highlight=False, markup=False)
+        stdout.print(f"configs and errors are too wide for this terminal; one trial's:\n"
+                     f"  hpo status {args.study_dir} --trial N", highlight=False, markup=False)
     return 0
 
 
