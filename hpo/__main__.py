@@ -1,9 +1,7 @@
-import os
 import sys
 
-# TensorFlow's C++ start-up chatter is noise for a CLI user; set before TF is imported.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from hpo.cli import main  # noqa: E402
+# TensorFlow's start-up log lines are dropped by `main` (hpo.native_logs.cli_native_logs),
+# the same for `python -m hpo` as for the installed `hpo` command.
+from hpo.cli import main
 
 sys.exit(main())

@@ -1,5 +1,11 @@
 """`hpo best STUDY --export model.keras`: the best trial's model, from its checkpoint, scored
-on the held-out test split that the search never saw."""
+on the held-out test split that the search never saw.
+
+The file is compiled with a stock Keras optimizer of the trial's kind (Adam, AdamW, SGD,
+RMSprop) holding the trial's hyperparameters and its trained state (step count, moments),
+so `keras.models.load_model(path).fit(...)` continues the trial's training without hpo
+installed.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +33,8 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
     from hpo.config import experiment_from_dict
     from hpo.data import load_dataset
     from hpo.models import get_builder
-    from hpo.training.checkpoint import load_model_weights
+    from hpo.training.checkpoint import load_checkpoint
+    from hpo.training.optimizers import TunableOptimizer
     from hpo.training.seeding import seed_trial
 
     study = Study.open(study_dir, read_only=True)
@@ -54,13 +61,56 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
               "learning_rate": training.learning_rate, **experiment.model.params, **best.config}
     seed_trial(0)
     model = get_builder(experiment.model.builder)(params, dataset.input_shape, dataset.num_classes)
-    load_model_weights(checkpoint, model)
-    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    loss, accuracy = model.evaluate(dataset.x_test, np.asarray(dataset.y_test), batch_size=1024, verbose=0)
+    # The trainer's own optimizer reads the checkpoint (weights and optimizer state, in its order);
+    # its state is then handed to a stock Keras optimizer, which is what the file stores.
+    tunable = TunableOptimizer(params, model.trainable_variables)
+    load_checkpoint(checkpoint, model, tunable.optimizer)
+    portable = portable_model(model)
+    optimizer = stock_optimizer(tunable, params, portable.trainable_variables)
+    portable.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                     metrics=["accuracy"])
+    loss, accuracy = portable.evaluate(dataset.x_test, np.asarray(dataset.y_test), batch_size=1024, verbose=0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    portable_model(model).save(path)
+    portable.save(path)
     return ExportedModel(trial=best, path=path, test_loss=float(loss), test_accuracy=float(accuracy),
                          test_examples=len(dataset.x_test), data_source=dataset.source)
+
+
+def stock_optimizer(tunable, params, variables):
+    """A stock Keras optimizer of `tunable`'s kind with its hyperparameters and state (step
+    count, learning rate, slots), built for `variables` (the exported model's trainable ones,
+    in the order `tunable` was built on). Ours keep their hyperparameters in variables and
+    subclass Keras's; a file holding them would need hpo to load."""
+    import keras
+
+    from hpo.training.optimizers import HYPERPARAMETERS
+
+    name = tunable.name
+    values = {key: float(keras.ops.convert_to_numpy(v))
+              for key, v in zip(HYPERPARAMETERS[name], tunable.hyperparameter_variables)}
+    if name == "adam":
+        optimizer = keras.optimizers.Adam(**values)
+    elif name == "adamw":
+        optimizer = keras.optimizers.AdamW(**values)
+    elif name == "sgd":
+        optimizer = keras.optimizers.SGD(**values, nesterov=bool(params.get("nesterov", False)))
+    else:
+        optimizer = keras.optimizers.RMSprop(**values, momentum=float(params.get("momentum", 0.0)))
+    optimizer.build(variables)
+    hyper = tunable.hyperparameter_variables
+    state = [v for v in tunable.optimizer.variables
+             if not any(v is h for h in hyper) or v is tunable.optimizer.learning_rate]
+    # Same layout: iteration, learning rate, then the slots per variable. SGD at momentum 0
+    # has no slots in Keras; ours then hold nothing that carries over (m = -lr * gradient).
+    if len(optimizer.variables) != len(state) and not (name == "sgd" and len(optimizer.variables) == 2):
+        raise RuntimeError(f"cannot map {len(state)} {name} optimizer variables onto Keras's "
+                           f"{len(optimizer.variables)}")
+    for target, source in zip(optimizer.variables, state):
+        if tuple(target.shape) != tuple(source.shape):
+            raise RuntimeError(f"optimizer variable {target.path} has shape {tuple(target.shape)}, "
+                               f"the checkpoint's {source.path} {tuple(source.shape)}")
+        target.assign(source)
+    return optimizer
 
 
 def portable_model(model):
@@ -86,5 +136,4 @@ def portable_model(model):
     for source, target in zip(model.layers, clone.layers):
         if not isinstance(source, TunableDropout) and source.weights:
             target.set_weights(source.get_weights())
-    clone.compile(loss=model.loss, metrics=["accuracy"])
     return clone

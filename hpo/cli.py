@@ -30,9 +30,19 @@ from hpo.errors import UserInputError
 log = logging.getLogger("hpo.cli")
 
 
+STUDY_DIR_HELP = "study folder, as written by `hpo search` (it holds study.sqlite)"
+
+
+def _version() -> str:
+    from hpo import __version__
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpo", description="Hyperparameter optimisation for Keras.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug-level messages")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug-level messages, and TensorFlow's own start-up log lines")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     search = commands.add_parser("search", help="run or resume a study")
@@ -44,10 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start a new study even if one exists (the old one is moved aside)")
 
     status = commands.add_parser("status", help="table of a study's trials")
-    status.add_argument("study_dir")
+    status.add_argument("study_dir", help=STUDY_DIR_HELP)
+    status.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
+    status.add_argument("--top", type=int, metavar="N",
+                        help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
 
     best = commands.add_parser("best", help="the best trial's config and objective")
-    best.add_argument("study_dir")
+    best.add_argument("study_dir", help=STUDY_DIR_HELP)
     best.add_argument("--json", action="store_true", help="machine-readable output")
     best.add_argument("--export", metavar="MODEL.keras",
                       help="save the best trial's model there and score it on the held-out test split")
@@ -59,15 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
                            "imports them from its folder")
 
     report = commands.add_parser("report", help="write report.html with plots of the search")
-    report.add_argument("study_dir")
+    report.add_argument("study_dir", help=STUDY_DIR_HELP)
 
     export = commands.add_parser("export", help="every trial and epoch, as csv or json")
-    export.add_argument("study_dir")
-    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("study_dir", help=STUDY_DIR_HELP)
+    export.add_argument("--format", choices=("csv", "json"), default="csv",
+                        help="csv: one line per trial epoch, config keys as config.NAME columns; "
+                             "json: one record per trial holding its epochs (default: csv)")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     board = commands.add_parser("tensorboard", help="start TensorBoard on a study's logs")
-    board.add_argument("study_dir")
+    board.add_argument("study_dir", help=STUDY_DIR_HELP)
     board.add_argument("extra", nargs=argparse.REMAINDER, help="further tensorboard arguments")
     return parser
 
@@ -97,13 +112,15 @@ def _print_error(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from hpo.console import console, setup_logging
     from hpo.references import add_search_path
+    from hpo.native_logs import cli_native_logs
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     _stop_on_sigterm()
     add_search_path()   # the working folder, as `python -m hpo` has it, for the installed script too
     try:
-        return COMMANDS[args.command](args)
+        with cli_native_logs(args.verbose):
+            return COMMANDS[args.command](args)
     except UserInputError as err:
         _print_error(str(err))
         return 2
@@ -174,6 +191,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                 console.print(f"[bold red]{exc}[/]")
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
+        if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
+            stdout.print(_complete_note(args, experiment, summary.stopped_because), highlight=False, markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
     finally:
@@ -183,10 +202,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         handler.close()
 
 
-def _print_summary(study, objective: str, direction: str, summary) -> None:
-    from rich.table import Table
+def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -> str:
+    """What a rerun of a finished search says, instead of silently doing nothing."""
+    rerun = f"hpo search {args.experiment}" + (f" --study-dir {args.study_dir}" if args.study_dir else "")
+    limit = experiment.search.max_trials
+    if stopped_because == "max_trials" and limit:
+        return (f"the study is complete: it has run search.max_trials={limit} trials. To extend it, "
+                f"run: {rerun} --set search.max_trials={2 * limit}")
+    return (f"the study is complete: {experiment.search.algorithm} has no configuration left to try. "
+            f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
 
+
+def _print_summary(study, objective: str, direction: str, summary) -> None:
     from hpo.console import stdout
+    from hpo.tables import top_table
     trials = study.trials()
     counts = {}
     for t in trials:
@@ -194,15 +223,8 @@ def _print_summary(study, objective: str, direction: str, summary) -> None:
     stdout.print(f"stopped: {summary.stopped_because}; {summary.trials_finished_now} trial(s) finished in "
                  f"{summary.wall_seconds:.1f}s; study: " +
                  ", ".join(f"{n} {state}" for state, n in sorted(counts.items())), highlight=False)
-    done = [t for t in trials if t.value is not None]
-    sign = -1 if direction == "maximize" else 1
-    top = sorted(done, key=lambda t: (-t.budget, sign * t.value))[:5]
-    if top:
-        table = Table(title=f"top trials by {objective} ({direction})")
-        for column in ("trial", "budget", objective, "config"):
-            table.add_column(column)
-        for t in top:
-            table.add_row(str(t.trial_id), f"{t.budget:g}", f"{t.value:.4f}", _config_text(t.config))
+    table = top_table(trials, objective, direction, stdout.width)
+    if table is not None:
         stdout.print(table)
     if summary.best is not None:
         b = summary.best
@@ -223,22 +245,30 @@ def _open(study_dir: str):
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from hpo.console import stdout
+    from hpo.tables import status_table, top_configurations, trial_lines
     study = _open(args.study_dir)
     experiment = study.experiment()
-    objective = experiment["search"]["objective"]
-    table = Table(title=f"{experiment['name']}: {experiment['search']['algorithm']}, objective {objective}")
-    for column in ("trial", "state", "budget", "bracket", "rung", "continues", objective, "epochs", "attempts",
-                   "config / error"):
-        table.add_column(column)
-    for t in study.trials():
-        detail = t.error if t.error and t.state.value != "complete" else _config_text(t.config)
-        table.add_row(str(t.trial_id), t.state.value, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung),
-                      _dash(t.continues), "-" if t.value is None else f"{t.value:.4f}",
-                      f"{t.epochs_trained:g}", str(t.attempts), detail)
+    search = experiment["search"]
+    objective = search["objective"]
+    if args.trial is not None:
+        trial = study.trial(args.trial)
+        if trial is None:
+            raise UserInputError(f"{args.study_dir}: there is no trial {args.trial} "
+                                 f"(the study has {len(study.trials())})")
+        for line in trial_lines(trial, objective):
+            stdout.print(line, highlight=False, markup=False)
+        return 0
+    trials = study.trials()
+    title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
+    if args.top is not None:
+        trials = top_configurations(trials, search["direction"], args.top)
+        title += f"; the {len(trials)} best configurations"
+    table, config_shown = status_table(trials, title, objective, stdout.width)
     stdout.print(table)
+    if not config_shown:
+        stdout.print(f"configs and errors are too wide for this terminal; one trial's:\n"
+                     f"  hpo status {args.study_dir} --trial N", highlight=False, markup=False)
     return 0
 
 

@@ -285,6 +285,12 @@ def apply_overrides(raw: Any, overrides: Sequence[str]) -> dict[str, Any]:
             value = text
         except ConfigError as err:
             raise ConfigError(f"{err.message} (in the value of {item!r})", source="--set", key=key) from None
+        space = raw.get("space")
+        if len(parts) > 2 and parts[0] == "space" and isinstance(space, dict) and parts[1] not in space:
+            # Setting one field would create a parameter with only that field, and the error
+            # would then be about its missing 'type'; a whole new one is `--set space.NAME={...}`.
+            raise ConfigError(f"the space has no parameter '{parts[1]}'{did_you_mean(parts[1], space)}; "
+                              f"it has {one_of(space)}", source="--set", key=key)
         node = raw
         for i, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})

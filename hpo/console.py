@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -33,6 +34,55 @@ def log_to_file(path: Path) -> logging.Handler:
     handler.setFormatter(logging.Formatter(_FILE_FORMAT))
     logging.getLogger("hpo").addHandler(handler)
     return handler
+
+
+@contextlib.contextmanager
+def library_log_file(path: Path):
+    """A study's hpo.log for a library call (`hpo.optimize(study_dir=...)`): every record
+    of the `hpo` loggers, debug ones (tracebacks) included, goes to the file, while the
+    application's own handlers get exactly what they got before (records at or above the
+    `hpo` logger's effective level), so debug lines never leak onto its console."""
+    logger = logging.getLogger("hpo")
+    saved_level, saved_propagate = logger.level, logger.propagate
+    threshold = logger.getEffectiveLevel()
+    handler = log_to_file(path)
+    forward = None
+    if saved_propagate:
+        forward = _Forward(threshold)
+        logger.addHandler(forward)
+        logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved_level)
+        logger.propagate = saved_propagate
+        if forward is not None:
+            logger.removeHandler(forward)
+        logger.removeHandler(handler)
+        handler.close()
+
+
+class _Forward(logging.Handler):
+    """Propagation to the ancestors' handlers, for records at `threshold` or above."""
+
+    def __init__(self, threshold: int):
+        super().__init__(logging.DEBUG)
+        self.threshold = threshold
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < self.threshold:
+            return
+        found = 0
+        parent = logging.getLogger("hpo").parent
+        while parent is not None:              # as Logger.callHandlers walks them
+            for handler in parent.handlers:
+                found += 1
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+            parent = parent.parent if parent.propagate else None
+        if not found and logging.lastResort is not None and record.levelno >= logging.lastResort.level:
+            logging.lastResort.handle(record)
 
 
 def search_progress() -> Progress:

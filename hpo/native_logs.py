@@ -10,6 +10,13 @@ for devices with file descriptor 2 routed through a filter that drops the record
 the level asked for (INFO, WARNING and ERROR are 0, 1 and 2, as before) with their
 continuation lines, and Abseil's notice about it. Anything else written to stderr in that
 window, Python's own output included, passes through unchanged and in order.
+
+A CLI command runs inside `cli_native_logs(verbose)`: without `-v`, and unless the user set
+`TF_CPP_MIN_LOG_LEVEL`, every TensorFlow record short of FATAL is dropped (the CUDA probe's
+`failed call to cuInit` is an ERROR on every machine without a GPU), from this process and
+from the processes it starts (workers, TensorBoard), whichever module imports TensorFlow
+first. Python's own writes to `sys.stderr` go straight to the terminal, so the console
+keeps its colours and live progress bar.
 """
 
 from __future__ import annotations
@@ -53,8 +60,10 @@ def kept_lines(lines: Iterator[bytes], level: int) -> Iterator[bytes]:
 
 
 @contextlib.contextmanager
-def filtered_stderr(level: int | None = None):
-    """Route file descriptor 2 through `kept_lines` for the duration."""
+def filtered_stderr(level: int | None = None, wait: float = 10.0):
+    """Route file descriptor 2 through `kept_lines` for the duration. `wait`: how long to
+    wait at the end for the filter to pass on what is left (a child process that outlives
+    the block keeps the pipe open)."""
     level = min_log_level() if level is None else level
     if level <= 0:
         yield
@@ -77,9 +86,41 @@ def filtered_stderr(level: int | None = None):
     finally:
         sys.stderr.flush()
         os.dup2(original, 2)       # the pipe's last write end closes: the filter reads to its end
-        thread.join(timeout=10)
+        thread.join(timeout=wait)
         if not thread.is_alive():
             os.close(original)
+
+
+QUIET_LEVEL = 3       # drop INFO, WARNING and ERROR records; keep FATAL
+
+
+@contextlib.contextmanager
+def cli_native_logs(verbose: bool = False):
+    """The CLI's setting for TensorFlow's native log lines, for the duration of a command
+    (see the module docstring). `verbose` shows them at the level the user set (default all)."""
+    if verbose or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = str(QUIET_LEVEL)     # children inherit it, and `filtered_stderr`
+    python_stderr = sys.stderr
+    direct = None
+    try:
+        if python_stderr is not None and python_stderr.fileno() == 2:
+            # Python's own output bypasses the filter: same terminal, written in order, isatty kept.
+            direct = open(os.dup(2), "w", encoding=python_stderr.encoding, errors=python_stderr.errors,
+                          buffering=1)
+    except (AttributeError, OSError, ValueError):   # a replaced stream (pytest's capture): leave it
+        direct = None
+    try:
+        if direct is not None:
+            sys.stderr = direct
+        with filtered_stderr(QUIET_LEVEL, wait=2.0):
+            yield
+    finally:
+        if direct is not None:
+            sys.stderr = python_stderr
+            direct.close()
+        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
 
 
 def import_tensorflow():

@@ -11,20 +11,32 @@
 
 With `study_dir` the search is persisted in a study folder exactly like `hpo search`: run the
 same call again and it resumes (finished trials kept, the searcher rebuilt by replay); `hpo
-status DIR`, `hpo best DIR` and `hpo export DIR` work on it.
+status DIR`, `hpo best DIR` and `hpo export DIR` work on it, and its hpo.log keeps every
+message, failed trials' tracebacks included. A call whose space, searcher or budgets differ
+from the stored study's is refused; `fresh=True` starts a new study there instead.
+
+Bad arguments raise `UserInputError` naming the argument of `optimize` (not the YAML key
+the CLI would name).
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from hpo.errors import ConfigError, UserInputError
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
 
 DEFAULT_MAX_TRIALS = 100
+# The experiment key each argument of `optimize` fills, to name the argument in errors.
+ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budget",
+                 "search.max_budget": "max_budget", "search.eta": "eta", "search.max_trials": "max_trials",
+                 "search.time_limit": "time_limit", "search.direction": "direction", "search.objective": "metric",
+                 "search.options": "options", "seed": "seed", "execution.workers": "workers"}
 
 
 @dataclass(frozen=True)
@@ -52,8 +64,8 @@ class OptimizeResult:
 def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: SearchSpace | Mapping[str, Any],
              searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
              max_trials: int | None = None, time_limit: float | None = None, direction: str = "minimize",
-             seed: int = 0, study_dir: str | Path | None = None, workers: int = 1, metric: str = "objective",
-             options: Mapping[str, Any] | None = None) -> OptimizeResult:
+             seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
+             metric: str = "objective", options: Mapping[str, Any] | None = None) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -61,11 +73,13 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     'hyperband', 'asha', 'async_hyperband', 'bohb' or 'async_bohb'; `options` are its extra
     keyword arguments. `max_trials` counts jobs asked, promotions included (default 100
     when neither it nor `time_limit`, in seconds, is given). `workers` > 1 runs calls in a
-    thread pool. With `study_dir` the search persists there and a repeated call resumes it.
+    thread pool. With `study_dir` the search persists there and a repeated call resumes it;
+    `fresh=True` moves a study already there aside (to `<study_dir>.old-<time>`) and starts anew.
     """
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
-    from hpo.runner import run_experiment
+    from hpo.resume import prepare_study
+    from hpo.runner import build_runner
 
     if max_trials is None and time_limit is None:
         max_trials = DEFAULT_MAX_TRIALS
@@ -81,12 +95,27 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                    "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {})},
         "execution": {"backend": "inline", "workers": workers},
     }
-    experiment = experiment_from_dict(raw, source="hpo.optimize()")
+    try:
+        experiment = experiment_from_dict(raw, source="hpo.optimize()")
+    except ConfigError as exc:
+        raise _argument_error(exc) from None
+    if study_dir is not None and not fresh:
+        _check_resumable(Path(study_dir), experiment)
     executor = FunctionExecutor(objective, metric, workers=workers)
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
         folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
-        summary, study = run_experiment(experiment, folder, executor=executor)
+        study = prepare_study(experiment, folder, fresh=fresh)
         try:
+            with contextlib.ExitStack() as stack:
+                if study_dir is not None:
+                    from hpo.console import library_log_file
+                    stack.enter_context(library_log_file(study.log_path))
+                study.acquire_driver_lock()
+                stack.callback(study.release_driver_lock)
+                try:
+                    summary = build_runner(experiment, study, executor).run()
+                except ConfigError as exc:      # e.g. an option the searcher does not take
+                    raise _argument_error(exc) from None
             trials = study.trials()
         finally:
             study.close()
@@ -95,6 +124,40 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           best_budget=best.budget if best else None, trials=trials,
                           stopped_because=summary.stopped_because,
                           study_dir=Path(study_dir) if study_dir is not None else None)
+
+
+def _argument_error(exc: ConfigError) -> ConfigError:
+    """The experiment's error, naming the argument of `optimize` that set the key (a space
+    error keeps its key, the path inside the `space` mapping)."""
+    key = exc.key or ""
+    if key == "space" or key.startswith("space."):
+        return ConfigError(exc.message, key=exc.key, source="hpo.optimize(), argument 'space'")
+    argument = next((arg for prefix, arg in ARGUMENT_KEYS.items() if key == prefix or key.startswith(prefix + ".")),
+                    None)
+    if argument is None:
+        return ConfigError(exc.message, key=exc.key, source="hpo.optimize()")
+    return ConfigError(exc.message, source=f"hpo.optimize(), argument {argument!r}")
+
+
+def _check_resumable(folder: Path, experiment) -> None:
+    """Refuse to resume a study run with another space, searcher or budgets, saying what to
+    do in this API's terms (the CLI's message names its --fresh flag)."""
+    from hpo.config import binding_differences
+    from hpo.study import DB_NAME, Study
+
+    if not (folder / DB_NAME).exists():
+        return
+    study = Study.open(folder)
+    try:
+        blocking = binding_differences(study.experiment(), experiment.to_dict())
+    finally:
+        study.close()
+    if blocking:
+        raise UserInputError(
+            f"{folder}: the study there was run with different settings, so resuming it would mix "
+            f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
+            "\nPass fresh=True to start a new study there (the old one is moved aside to "
+            f"{folder.name}.old-<time>), or another study_dir.")
 
 
 def no_dataset(**_: Any):

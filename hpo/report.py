@@ -1,11 +1,14 @@
 """`hpo report STUDY_DIR`: one HTML page with the plots a search is judged by.
 
-Written to `<study>/report/report.html`, with its PNGs beside it:
+Written to `<study>/report/report.html`, with its PNGs beside it, in this order:
 - best-so-far objective against the epochs spent, and against wall time;
-- parallel coordinates of every configuration at the furthest budget it reached;
+- the Hyperband diagram: which configuration went how far, bracket by bracket;
 - parameter importance: a random forest fitted on the unit-cube configs, scored by
-  permutation importance (impurity importance favours many-valued parameters);
-- the Hyperband diagram: which configuration went how far, bracket by bracket.
+  permutation importance (impurity importance favours many-valued parameters), with a
+  warning when it rests on few configurations;
+- parallel coordinates of every configuration at the furthest budget it reached, each
+  axis labelled with the parameter's values, coloured by the objective;
+- the table of the best configurations, ranked as `hpo best` ranks.
 
 It reads the study only; matplotlib and scikit-learn, no TensorFlow.
 """
@@ -13,16 +16,22 @@ It reads the study only; matplotlib and scikit-learn, no TensorFlow.
 from __future__ import annotations
 
 import html
-import math
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from hpo.space import SearchSpace
+from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
+from hpo.tables import config_text, top_configurations
 from hpo.trial import TrialState
 
+log = logging.getLogger("hpo.report")
+
 INACTIVE_UNIT = -0.25     # where an inactive conditional parameter sits on a [0, 1] axis
+IMPORTANCE_MIN_CONFIGURATIONS = 8     # fewer: no importance at all
+IMPORTANCE_FEW_CONFIGURATIONS = 30    # fewer: importance with a warning
 
 
 def write_report(study_dir: str | Path) -> Path:
@@ -40,24 +49,60 @@ def write_report(study_dir: str | Path) -> Path:
     space = SearchSpace.from_dict(experiment["space"])
     objective, direction = experiment["search"]["objective"], experiment["search"]["direction"]
     done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
-    sections = []
+    sections: list[Section] = []
+    importance = None
     if done:
-        sections.append(("Best so far", _best_so_far(done, objective, direction, out / "best_so_far.png")))
-        sections.append(("Configurations at their furthest budget",
-                         _parallel_coordinates(done, space, objective, out / "parallel_coordinates.png")))
-        importance = _importance(done, space, direction)
-        if importance is not None:
-            sections.append(("Parameter importance", _importance_plot(importance, out / "importance.png")))
-        sections.append(("Hyperband: how far each configuration went",
-                         _brackets(trials, objective, out / "brackets.png")))
+        # Top to bottom: how the search went, how far each configuration got, what mattered,
+        # where the good configurations lie; the table of trials closes the page.
+        sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, direction),
+                                                     out / "best_so_far.png")))
+        sections.append(Section("Hyperband: how far each configuration went",
+                                _save(brackets_figure(trials), out / "brackets.png")))
+        configurations = len(_furthest(done))
+        importance = parameter_importance(done, space, direction)
+        if importance is None:
+            sections.append(Section("Parameter importance", None,
+                                    f"Not computed: it needs at least {IMPORTANCE_MIN_CONFIGURATIONS} "
+                                    f"configurations with a result, and this study has {configurations}."))
+        else:
+            note = None
+            if configurations < IMPORTANCE_FEW_CONFIGURATIONS:
+                note = importance_warning(configurations)
+                log.warning("report: %s", note)
+            sections.append(Section("Parameter importance",
+                                    _save(importance_figure(importance, configurations), out / "importance.png"),
+                                    note))
+        sections.append(Section("Configurations at their furthest budget",
+                                _save(parallel_coordinates_figure(done, space, objective),
+                                      out / "parallel_coordinates.png")))
     page = out / "report.html"
-    page.write_text(_page(experiment, trials, done, objective, direction, sections, importance if done else None))
+    page.write_text(_page(experiment, trials, objective, direction, sections, importance))
     return page
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    image: str | None            # a PNG beside the page
+    note: str | None = None      # a warning or an explanation shown above the image
+
+
+def importance_warning(configurations: int) -> str:
+    return (f"Importance is fitted on only {configurations} configurations: treat the ranking as a rough "
+            f"guide (below {IMPORTANCE_FEW_CONFIGURATIONS}, a random forest's permutation importance "
+            f"changes a lot with the trials that happen to be in the study).")
+
+
+def _save(fig, path: Path) -> str:
+    import matplotlib.pyplot as plt
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
 
 
 # --- the plots ------------------------------------------------------------------------------
 
-def _best_so_far(done: list[TrialRow], objective: str, direction: str, path: Path) -> str:
+def best_so_far_figure(done: list[TrialRow], objective: str, direction: str):
     import matplotlib.pyplot as plt
 
     ordered = sorted(done, key=lambda t: t.finished_at or 0)
@@ -69,19 +114,32 @@ def _best_so_far(done: list[TrialRow], objective: str, direction: str, path: Pat
         epochs.append(spent)
         seconds.append((t.finished_at or start) - start)
         best.append(t.value if not best else better(best[-1], t.value))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"), (axes[1], seconds, "wall time (s)")):
         ax.step(x, best, where="post", color="C0", label="best so far")
-        ax.scatter(x, [t.value for t in ordered], c=[math.log(t.budget) for t in ordered], cmap="viridis",
-                   s=14, alpha=0.7, label="trials (colour: budget)")
+        points = ax.scatter(x, [t.value for t in ordered], c=[t.budget for t in ordered], cmap="viridis",
+                            norm=_budget_norm(ordered), s=14, alpha=0.7, label="a trial")
         ax.set_xlabel(label)
         ax.set_ylabel(objective)
         ax.grid(alpha=0.3)
     axes[0].legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    bar = fig.colorbar(points, ax=axes, label="trial's budget", pad=0.02)
+    _plain_ticks(bar.ax.yaxis, sorted({t.budget for t in ordered}))
+    return fig
+
+
+def _budget_norm(trials: list[TrialRow]):
+    from matplotlib.colors import LogNorm, Normalize
+    low, high = min(t.budget for t in trials), max(t.budget for t in trials)
+    return LogNorm(low, high) if low > 0 and high > low else Normalize(low, high if high > low else low + 1)
+
+
+def _plain_ticks(axis, values: list[float]) -> None:
+    """Ticks at `values`, written as plain numbers (a log axis otherwise reads `2x10^0`)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    axis.set_major_locator(FixedLocator(values))
+    axis.set_major_formatter(lambda value, _: f"{value:g}")
+    axis.set_minor_locator(NullLocator())
 
 
 def _furthest(done: list[TrialRow]) -> list[TrialRow]:
@@ -98,39 +156,74 @@ def _unit_matrix(rows: list[TrialRow], space: SearchSpace) -> np.ndarray:
     return np.where(np.isnan(matrix), INACTIVE_UNIT, matrix)
 
 
-def _parallel_coordinates(done: list[TrialRow], space: SearchSpace, objective: str, path: Path) -> str:
+def axis_ticks(param: Param) -> list[tuple[float, str]]:
+    """(position on the [0, 1] axis, label) for a parallel-coordinates axis: every category
+    of a choice, every integer of a short range, else the two ends and the middle."""
+    if isinstance(param, ChoiceParam):
+        ticks = [(param.to_unit(v), str(v)) for v in param.values]
+    elif isinstance(param, IntParam) and param.high - param.low <= 6:
+        ticks = [(param.to_unit(v), str(v)) for v in range(param.low, param.high + 1)]
+    elif isinstance(param, (IntParam, FloatParam)):
+        ticks = [(u, f"{param.from_unit(u):.3g}") for u in (0.0, 0.5, 1.0)]
+    else:  # pragma: no cover - every Param kind is listed above
+        raise TypeError(param)
+    if param.when:
+        ticks.append((INACTIVE_UNIT, "inactive"))
+    return ticks
+
+
+def parallel_coordinates_figure(done: list[TrialRow], space: SearchSpace, objective: str):
     import matplotlib.pyplot as plt
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
 
     rows = _furthest(done)
     matrix = _unit_matrix(rows, space)
     values = np.array([t.value for t in rows])
-    span = values.max() - values.min() or 1.0
-    scaled_objective = (values - values.min()) / span
-    data = np.column_stack([matrix, scaled_objective])
+    low, high = float(values.min()), float(values.max())
+    span = high - low or 1.0
+    data = np.column_stack([matrix, (values - low) / span])
     names = space.names + [objective]
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names)), 4.5))
-    colours = plt.cm.viridis((values - values.min()) / span)
-    for row, colour, t in sorted(zip(data, colours, rows), key=lambda item: item[2].budget):
-        ax.plot(range(len(names)), row, color=colour, alpha=0.35 + 0.5 * (t.budget == rows[0].budget), lw=1)
-    ax.set_xticks(range(len(names)), names, rotation=20)
-    ax.set_yticks([INACTIVE_UNIT, 0, 1], ["inactive", "low", "high"])
-    ax.set_title(f"{len(rows)} configurations; colour: {objective} ({values.min():.4g} to {values.max():.4g})",
+    fig, ax = plt.subplots(figsize=(max(7, 1.5 * len(names) + 1.5), 4.8), layout="constrained")
+    norm = Normalize(low, high if high > low else low + 1)
+    deepest = max(t.budget for t in rows)
+    # The furthest-trained configurations last, so they are drawn on top; the others paler.
+    for row, t in sorted(zip(data, rows), key=lambda item: item[1].budget):
+        ax.plot(range(len(names)), row, color=plt.cm.viridis(norm(t.value)), lw=1.2 if t.budget == deepest else 0.8,
+                alpha=0.85 if t.budget == deepest else 0.35)
+    for i, param in enumerate(space):
+        _axis(ax, i, axis_ticks(param))
+    objective_ticks = [(u, f"{low + u * span:.4g}") for u in (0.0, 0.5, 1.0)] if high > low else [(0.0, f"{low:.4g}")]
+    _axis(ax, len(names) - 1, objective_ticks)
+    ax.set_xticks(range(len(names)), names, rotation=15)
+    ax.set_yticks([])
+    ax.set_xlim(-0.2, len(names) - 0.4)
+    ax.set_ylim(INACTIVE_UNIT - 0.1 if any(p.when for p in space) else -0.06, 1.06)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"{len(rows)} configurations at their furthest budget (the deepest, {deepest:g}, drawn bold)",
                  fontsize=9)
-    ax.grid(axis="x", alpha=0.4)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    fig.colorbar(ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label=objective, pad=0.01)
+    return fig
 
 
-def _importance(done: list[TrialRow], space: SearchSpace, direction: str) -> dict[str, float] | None:
+def _axis(ax, x: float, ticks: list[tuple[float, str]]) -> None:
+    """A vertical axis at `x` with its own labelled ticks."""
+    ax.axvline(x, color="0.3", lw=0.8, zorder=0)
+    for y, label in ticks:
+        ax.plot([x - 0.03, x], [y, y], color="0.3", lw=0.8)
+        ax.text(x + 0.04, y, label, fontsize=7, va="center", ha="left",
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7})
+
+
+def parameter_importance(done: list[TrialRow], space: SearchSpace, direction: str) -> dict[str, float] | None:
     """Permutation importance of each parameter for the objective, on the configurations'
-    furthest results with the budget as an extra feature; None with too few trials."""
+    furthest results with the budget as an extra feature; None with too few configurations."""
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.inspection import permutation_importance
 
     rows = _furthest(done)
-    if len(rows) < 8 or len(space) == 0:
+    if len(rows) < IMPORTANCE_MIN_CONFIGURATIONS or len(space) == 0:
         return None
     x = np.column_stack([_unit_matrix(rows, space), np.log([t.budget for t in rows])])
     y = np.array([t.value for t in rows]) * (-1 if direction == "maximize" else 1)
@@ -141,75 +234,89 @@ def _importance(done: list[TrialRow], space: SearchSpace, direction: str) -> dic
     return dict(sorted(zip(space.names, params / total), key=lambda kv: -kv[1]))
 
 
-def _importance_plot(importance: dict[str, float], path: Path) -> str:
+def importance_figure(importance: dict[str, float], configurations: int):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 0.4 * len(importance) + 1))
+    fig, ax = plt.subplots(figsize=(6, 0.4 * len(importance) + 1.3))
     names = list(importance)[::-1]
     ax.barh(names, [importance[n] for n in names], color="C1")
     ax.set_xlabel("share of permutation importance")
+    few = configurations < IMPORTANCE_FEW_CONFIGURATIONS
+    ax.set_title(f"fitted on {configurations} configurations" + ("; few: a rough guide" if few else ""),
+                 fontsize=9, color="C3" if few else "black")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return fig
 
 
-def _brackets(trials: list[TrialRow], objective: str, path: Path) -> str:
+def brackets_figure(trials: list[TrialRow]):
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     lineages: dict[int, list[TrialRow]] = {}
     for t in trials:
         lineages.setdefault(t.lineage, []).append(t)
     order = sorted(lineages, key=lambda n: (-(lineages[n][0].bracket or 0), n))
-    fig, ax = plt.subplots(figsize=(8, max(3, 0.08 * len(order) + 2)))
+    fig, ax = plt.subplots(figsize=(8.5, max(3, 0.08 * len(order) + 2)))
+    brackets: dict[int | None, str] = {}
+    failed = False
     for y, lineage in enumerate(order):
         steps = sorted(lineages[lineage], key=lambda t: t.budget)
-        bracket = steps[0].bracket or 0
-        budgets = [0.0] + [t.budget for t in steps]
-        ax.plot(budgets[1:], [y] * len(steps), color=f"C{bracket % 10}", lw=1.5, marker="o", ms=2.5)
+        bracket = steps[0].bracket
+        colour = f"C{(bracket or 0) % 10}"
+        brackets.setdefault(bracket, colour)
+        ax.plot([t.budget for t in steps], [y] * len(steps), color=colour, lw=1.5, marker="o", ms=2.5)
         for t in steps:
             if t.state == TrialState.FAILED:
                 ax.plot(t.budget, y, "x", color="red", ms=5)
+                failed = True
     ax.set_xscale("log")
+    _plain_ticks(ax.xaxis, sorted({t.budget for t in trials}))
     ax.set_xlabel("budget reached (log scale)")
     ax.set_ylabel("configuration (grouped by bracket)")
     ax.set_yticks([])
-    ax.set_title("one line per configuration; colour: bracket; red x: failed", fontsize=9)
+    handles = [Line2D([], [], color=colour, marker="o", ms=3, lw=1.5,
+                      label="no bracket" if bracket is None else f"bracket {bracket}")
+               for bracket, colour in sorted(brackets.items(), key=lambda kv: -1 if kv[0] is None else kv[0])]
+    if failed:
+        handles.append(Line2D([], [], color="red", marker="x", lw=0, label="failed"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="bracket",
+              title_fontsize=8, frameon=False)
+    ax.set_title("one line per configuration, from its first budget to the furthest it reached", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return fig
 
 
 # --- the page -------------------------------------------------------------------------------
 
-def _page(experiment, trials, done, objective, direction, sections, importance) -> str:
+def _page(experiment, trials, objective, direction, sections, importance) -> str:
     esc = html.escape
     counts: dict[str, int] = {}
     for t in trials:
         counts[t.state.value] = counts.get(t.state.value, 0) + 1
-    sign = -1 if direction == "maximize" else 1
-    top = sorted(_furthest(done), key=lambda t: (-t.budget, sign * t.value))[:10] if done else []
-    rows = "".join(f"<tr><td>{t.trial_id}</td><td>{t.budget:g}</td><td>{t.value:.4f}</td>"
-                   f"<td>{esc(_config_text(t.config))}</td></tr>" for t in top)
+    top = top_configurations(trials, direction, 10)
     parts = [f"<h1>{esc(experiment['name'])}: {esc(experiment['search']['algorithm'])}</h1>",
              f"<p>objective <b>{esc(objective)}</b> ({direction}); trials: "
              + ", ".join(f"{n} {esc(s)}" for s, n in sorted(counts.items())) + "</p>"]
-    if top:
-        parts.append(f"<h2>Top configurations</h2><table><tr><th>trial</th><th>budget</th>"
-                     f"<th>{esc(objective)}</th><th>config</th></tr>{rows}</table>")
-    else:
+    if not top:
         parts.append("<p>No trial has completed yet.</p>")
-    for title, image in sections:
-        parts.append(f"<h2>{esc(title)}</h2><img src='{esc(image)}' alt='{esc(title)}'>")
-    if importance:
-        parts.append("<table><tr><th>parameter</th><th>importance</th></tr>" + "".join(
-            f"<tr><td>{esc(k)}</td><td>{v:.3f}</td></tr>" for k, v in importance.items()) + "</table>")
+    for section in sections:
+        parts.append(f"<h2>{esc(section.title)}</h2>")
+        if section.note:
+            parts.append(f"<p class='note'>{esc(section.note)}</p>")
+        if section.image:
+            parts.append(f"<img src='{esc(section.image)}' alt='{esc(section.title)}'>")
+        if section.title == "Parameter importance" and importance:
+            parts.append("<table><tr><th>parameter</th><th>importance</th></tr>" + "".join(
+                f"<tr><td>{esc(k)}</td><td>{v:.3f}</td></tr>" for k, v in importance.items()) + "</table>")
+    if top:
+        rows = "".join(f"<tr><td>{t.trial_id}</td><td>{t.budget:g}</td><td>{t.value:.4f}</td>"
+                       f"<td>{esc(config_text(t.config))}</td></tr>" for t in top)
+        parts.append(f"<h2>Top configurations</h2><p>Each configuration once, at the furthest budget it "
+                     f"reached, ranked as <code>hpo best</code> ranks (budget first, then {esc(objective)})."
+                     f"</p><table><tr><th>trial</th><th>budget</th><th>{esc(objective)}</th><th>config</th></tr>"
+                     f"{rows}</table>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}img{max-width:100%}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}")
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+             ".note{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(experiment['name'])} report</title>"
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
-
-
-def _config_text(config) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())

@@ -135,8 +135,7 @@ class Runner:
             checkpoint_in = str(self._checkpoint(job.continues))
         end_epoch = max(epochs_for(job.budget), start_epoch + 1)
         hparams = trial_hparams(self.experiment.space, job.config, trial_id=run_name(lineage),
-                                budget=float(end_epoch), bracket=-1 if job.bracket is None else job.bracket,
-                                rung=-1 if job.rung is None else job.rung)
+                                bracket=-1 if job.bracket is None else job.bracket)
         task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
@@ -184,7 +183,10 @@ class Runner:
             error = event.error or f"no {objective!r} was reported"
             if event.lost:
                 error = f"{error} (gave up after {self.study.trial(job.trial_id).attempts} attempts)"
-            result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=error)
+            # The study keeps the traceback with the error (`hpo status --trial N`, OptimizeResult);
+            # the console gets the one line, hpo.log both.
+            stored = f"{error}\n{event.traceback.rstrip()}" if event.traceback else error
+            result = TrialResult(value=None, state=TrialState.FAILED, metrics=metrics, error=stored)
             self._consecutive_failures += 1
             self._last_error = error
             log.warning("trial %d failed: %s", job.trial_id, error)

@@ -1,8 +1,13 @@
 """TensorBoard output: per-trial curves and HParams rows, and the study-wide HParams config.
 
-Layout under <study>/tensorboard/: the `hparams_config` summary at the root, and one run
-folder per configuration (`trial_0007`, named after the config's first trial), which
-promotions keep extending so a config's curve stays one line with step = epoch.
+Layout under <study>/tensorboard/: the `search` run, which also holds the `hparams_config`
+summary (a summary at the root would show as a run named `.`), and one run folder per
+configuration (`trial_0007`, named after the config's first trial), which promotions keep
+extending so a config's curve stays one line with step = epoch.
+
+The HParams dashboard lists the space's parameters first, then the trial's place in the
+schedule (`trial_id`, `bracket`). What changes as a configuration is promoted (the budget
+reached, `hpo/budget`) is a metric: a run's hparams are those of its first trial.
 """
 
 from __future__ import annotations
@@ -26,14 +31,16 @@ def hparam_value(value: Any) -> Any:
 
 
 SEARCH_RUN = "search"          # the run with the search as a whole
-TRIAL_FIELDS = ("trial_id", "budget", "bracket", "rung")   # hparams every trial row carries
+TRIAL_FIELDS = ("trial_id", "bracket")   # hparams every trial row carries besides the space's
 
 
 def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str) -> None:
-    """The HParams experiment: every space parameter with its domain, the trial's place in
-    the schedule, and the metrics, `hpo/objective` first."""
+    """The HParams experiment, in the `search` run under `logdir`: every space parameter
+    with its domain, the trial's place in the schedule, and the metrics, `hpo/objective`
+    first."""
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
+    from tensorboard.plugins.hparams import plugin_data_pb2
 
     hparams = []
     for p in space:
@@ -53,15 +60,23 @@ def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str)
             raise TypeError(p)
         hparams.append(hp.HParam(p.name, domain))
     hparams += [hp.HParam("trial_id", description="the configuration's TensorBoard run (its first trial)"),
-                hp.HParam("budget", hp.RealInterval(0.0, 1e9), description="epochs trained, promotions included"),
-                hp.HParam("bracket", hp.IntInterval(-1, 1000), description="Hyperband bracket (-1: none)"),
-                hp.HParam("rung", hp.IntInterval(-1, 1000), description="rung within the bracket (-1: none)")]
+                hp.HParam("bracket", hp.IntInterval(-1, 1000), description="Hyperband bracket (-1: none)")]
     metrics = [hp.Metric(OBJECTIVE_TAG, display_name=f"objective ({objective})",
                          description=f"{objective} at the end of the trial's budget; what the search ranks on"),
-               hp.Metric(BUDGET_TAG, display_name="budget (epochs)",
-                         description="epochs this configuration has been trained for")]
-    with tf.summary.create_file_writer(str(logdir)).as_default():
-        hp.hparams_config(hparams=hparams, metrics=metrics)
+               hp.Metric(BUDGET_TAG, display_name="budget reached (epochs)",
+                         description="epochs this configuration has been trained for, promotions included")]
+    summary = hp.hparams_config_pb(hparams=hparams, metrics=metrics)
+    # TensorBoard orders the dashboard's columns by `differs` (true first), then by name, and
+    # shows only the first few checked: marking the space's parameters puts them first.
+    value = summary.value[0]
+    data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+    for info in data.experiment.hparam_infos:
+        info.differs = info.name in space.names
+    value.metadata.plugin_data.content = data.SerializeToString()
+    writer = tf.summary.create_file_writer(str(Path(logdir) / SEARCH_RUN))
+    with writer.as_default(), tf.name_scope("hparams_config"):
+        tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=0)
+    writer.close()
 
 
 def write_trial_hparams(writer, run: str, hparams: Mapping[str, Any]) -> None:
@@ -84,7 +99,7 @@ def _when_text(when) -> str:
 
 def trial_hparams(space: SearchSpace, config: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """A trial's HParams row: every space parameter (inactive ones marked, not dropped,
-    so the dashboard can filter on them) plus its place in the schedule."""
+    so the dashboard can filter on them) plus its place in the schedule (`TRIAL_FIELDS`)."""
     row = {p.name: config[p.name] if p.name in config else INACTIVE for p in space}
     row.update({k: v for k, v in config.items() if k not in row})
     row.update(fields)

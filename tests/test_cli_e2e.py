@@ -51,8 +51,10 @@ def test_tensorboard_logs_hold_curves_and_hparams(smoke_study):
     study_dir, _ = smoke_study
     study = Study.open(study_dir)
     tb = study_dir / "tensorboard"
-    root = EventAccumulator(str(tb), size_guidance={"tensors": 0}).Reload()
-    assert "_hparams_/experiment" in root.Tags()["tensors"]
+    search = EventAccumulator(str(tb / "search"), size_guidance={"tensors": 0}).Reload()
+    assert "_hparams_/experiment" in search.Tags()["tensors"]
+    assert not [p for p in tb.iterdir() if p.is_file()]            # nothing at the root: no run named '.'
+
     lineages = {t.lineage for t in study.trials()}
     assert {p.name for p in tb.iterdir() if p.is_dir()} == {f"trial_{n:04d}" for n in lineages} | {"search"}
     for lineage in lineages:
@@ -63,7 +65,8 @@ def test_tensorboard_logs_hold_curves_and_hparams(smoke_study):
         assert "hpo/objective" in run.Tags()["tensors"]
         start = run.SummaryMetadata("_hparams_/session_start_info").plugin_data.content
         info = plugin_data_pb2.HParamsPluginData.FromString(start).session_start_info
-        assert {"layers", "units", "learning_rate", "optimizer", "budget", "rung"} <= set(info.hparams)
+        assert {"layers", "units", "learning_rate", "optimizer", "trial_id", "bracket"} <= set(info.hparams)
+        assert not {"budget", "rung"} & set(info.hparams)         # they change on promotion: metrics instead
 
 
 def test_best_json_parses_and_matches_status(smoke_study):

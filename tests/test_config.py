@@ -130,6 +130,16 @@ def test_malformed_override_is_an_error():
         apply_overrides(MINIMAL, ["search.max_trials"])
 
 
+def test_overriding_a_field_of_a_parameter_the_space_lacks_names_that_parameter():
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(MINIMAL, ["space.unitz.low=0"])
+    message = str(caught.value)
+    assert "no parameter 'unitz'" in message and "did you mean 'units'" in message and "'type'" not in message
+    assert apply_overrides(MINIMAL, ["space.units.low=0"])["space"]["units"]["low"] == 0
+    added = apply_overrides(MINIMAL, ["space.width={type: int, low: 1, high: 4}"])    # a whole new one is fine
+    assert experiment_from_dict(added).space.names == ["units", "width"]
+
+
 def test_missing_file_is_user_error(tmp_path):
     with pytest.raises(UserInputError, match="not found"):
         load_experiment(tmp_path / "nope.yaml")

@@ -62,3 +62,33 @@ def test_importing_tensorflow_through_it_prints_no_info_records():
     assert done.stdout.strip() == b"3"
     assert not [line for line in done.stderr.splitlines() if line[:1] in (b"I", b"W") and line[1:5].isdigit()]
     assert b"absl::InitializeLog" not in done.stderr
+
+
+STARTUP_LINES = ("failed call to cuInit", "All log messages before absl::InitializeLog()", "Could not find cuda drivers")
+
+
+def user_cli(*args, cwd) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it: no TF_CPP_MIN_LOG_LEVEL of their own."""
+    from faults import ROOT
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+def startup_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in STARTUP_LINES if line in done.stdout + done.stderr]
+
+
+def test_no_tensorflow_start_up_line_reaches_the_console_from_a_process_the_cli_starts(tmp_path):
+    """`hpo tensorboard` runs TensorBoard, which imports TensorFlow, in a process of its own.
+    (`hpo search` and `hpo best --export` are checked on tests/test_study_outputs.py's study.)"""
+    from hpo.study import Study
+    Study.create(tmp_path / "study", {"name": "empty"}).close()
+    done = user_cli("tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
+    import tensorboard
+    assert done.returncode == 0 and done.stdout.strip() == tensorboard.__version__, done.stderr[-3000:]
+    assert not startup_lines(done), done.stderr[-3000:]
+    verbose = user_cli("-v", "tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    assert "Could not find cuda drivers" in verbose.stderr              # -v shows TensorFlow's records

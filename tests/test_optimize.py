@@ -8,6 +8,7 @@ import time
 import pytest
 
 import hpo
+import hpo.errors
 from hpo.errors import ConfigError
 from hpo.space import SearchSpace
 
@@ -118,3 +119,38 @@ def test_importing_hpo_and_optimizing_never_loads_tensorflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_wrong_searcher_names_the_argument_not_the_yaml_key():
+    with pytest.raises(ConfigError) as caught:
+        hpo.optimize(bowl, SPACE, searcher="bohbb", min_budget=1, max_budget=3)
+    assert "argument 'searcher'" in str(caught.value) and "did you mean 'bohb'" in str(caught.value)
+    assert "search.algorithm" not in str(caught.value)
+
+
+def test_a_changed_space_under_study_dir_says_to_pass_fresh_and_fresh_starts_anew(tmp_path):
+    study = tmp_path / "study"
+    hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=3, study_dir=study)
+    changed = {**SPACE, "x": {"type": "float", "low": -1.0, "high": 1.0}}
+    with pytest.raises(hpo.errors.UserInputError) as caught:
+        hpo.optimize(bowl, changed, "random", min_budget=1, max_budget=1, max_trials=3, study_dir=study)
+    assert "fresh=True" in str(caught.value) and "--fresh" not in str(caught.value)
+    result = hpo.optimize(bowl, changed, "random", min_budget=1, max_budget=1, max_trials=3, study_dir=study,
+                          fresh=True)
+    assert len(result.trials) == 3 and all(-1 <= t.config["x"] <= 1 for t in result.trials)
+    assert len(list(tmp_path.glob("study.old-*"))) == 1               # the old study is kept beside it
+
+
+def test_an_objective_that_raises_keeps_its_traceback_in_the_trial_error_and_hpo_log(tmp_path):
+    def deep_failure(config, budget):
+        return {}["missing key"]
+
+    def objective(config, budget):
+        return deep_failure(config, budget)
+    study = tmp_path / "study"
+    result = hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=2, study_dir=study)
+    error = result.trials[0].error
+    assert error.splitlines()[0] == "KeyError: 'missing key'"
+    assert "Traceback (most recent call last)" in error and "in deep_failure" in error
+    log = (study / "hpo.log").read_text()
+    assert "trial 0 failed: KeyError: 'missing key'" in log and "in deep_failure" in log

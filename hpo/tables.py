@@ -1,0 +1,122 @@
+"""The CLI's tables of trials: `hpo status`, the summary after `hpo search`, `status --trial N`.
+
+Tables fit the terminal: numbers never wrap or lose digits; the config column wraps, and
+where fewer than `MIN_CONFIG_WIDTH` columns are left for it, it moves to `status --trial N`.
+Rankings are `Study.best`'s: the largest budget reached first, then the objective, then the
+trial id, with each configuration once, at its deepest completed rung.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from hpo.study import TrialRow
+from hpo.trial import TrialState
+
+MIN_CONFIG_WIDTH = 30      # narrower than this, a wrapped config is a column of fragments
+
+
+def config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+
+
+def deepest_per_configuration(trials: Iterable[TrialRow]) -> list[TrialRow]:
+    """Each configuration (lineage) once: its completed trial at the largest budget."""
+    deepest: dict[int, TrialRow] = {}
+    for t in trials:
+        if t.state != TrialState.COMPLETE or t.value is None:
+            continue
+        if t.lineage not in deepest or t.budget > deepest[t.lineage].budget:
+            deepest[t.lineage] = t
+    return list(deepest.values())
+
+
+def ranked(trials: Iterable[TrialRow], direction: str) -> list[TrialRow]:
+    """Completed trials in `Study.best`'s order: budget (largest first), objective, trial id."""
+    sign = -1 if direction == "maximize" else 1
+    done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+    return sorted(done, key=lambda t: (-t.budget, sign * t.value, t.trial_id))
+
+
+def top_configurations(trials: Iterable[TrialRow], direction: str, limit: int | None = None) -> list[TrialRow]:
+    """The best configurations, each once at its deepest rung; the first is `hpo best`'s."""
+    return ranked(deepest_per_configuration(trials), direction)[:limit]
+
+
+def _value(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]], width: int,
+           config_header: str):
+    """A rich Table of `columns` (all kept whole) plus a wrapping config column when it gets
+    at least MIN_CONFIG_WIDTH characters of `width`; returns (table, whether config is shown)."""
+    from rich import box
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    def build(with_config: bool) -> Table:
+        table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", show_edge=False, pad_edge=False)
+        for i, name in enumerate(columns):
+            table.add_column(name, no_wrap=True, justify="left" if i < 2 else "right")
+        if with_config:
+            table.add_column(config_header, overflow="fold", ratio=1)
+        for row in rows:
+            table.add_row(*row[:len(columns)], *(row[len(columns):] if with_config else ()))
+        return table
+
+    plain = build(False)
+    measure = Console(width=10_000)
+    needed = Measurement.get(measure, measure.options, plain).maximum
+    if width - needed - 3 < MIN_CONFIG_WIDTH:     # 3: the gap and the new column's padding
+        return plain, False
+    return build(True), True
+
+
+def top_table(trials: Iterable[TrialRow], objective: str, direction: str, width: int, limit: int = 5):
+    """The summary after a search: the best configurations, each once."""
+    top = top_configurations(trials, direction, limit)
+    if not top:
+        return None
+    rows = [(str(t.trial_id), f"{t.budget:g}", _value(t.value), config_text(t.config)) for t in top]
+    table, _ = _table(f"top configurations by {objective} ({direction}), at their deepest budget",
+                      ("trial", "budget", objective), rows, width, "config")
+    return table
+
+
+def status_table(trials: Sequence[TrialRow], title: str, objective: str, width: int):
+    """Every trial of `trials`, one row each; returns (table, whether the config column fits)."""
+    rows = []
+    for t in trials:
+        # An error's first line; its traceback is in `status --trial N`.
+        detail = t.error.splitlines()[0] if t.error and t.state != TrialState.COMPLETE else config_text(t.config)
+        state = t.state.value if t.attempts <= 1 else f"{t.state.value} ({t.attempts}x)"
+        rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), _value(t.value),
+                     detail or ""))
+    return _table(title, ("trial", "state", "budget", "bracket", "rung", objective), rows, width,
+                  "config / error")
+
+
+def trial_lines(trial: TrialRow, objective: str) -> list[str]:
+    """`hpo status DIR --trial N`: one trial in full, one fact a line."""
+    lines = [f"trial {trial.trial_id}: {trial.state.value}, {objective}={_value(trial.value)} "
+             f"at budget {trial.budget:g} ({trial.epochs_trained:g} epochs trained here)",
+             f"  configuration: lineage {trial.lineage} (its TensorBoard run trial_{trial.lineage:04d})"
+             + (f", continues trial {trial.continues}" if trial.continues is not None else ""),
+             f"  bracket {_dash(trial.bracket)}, rung {_dash(trial.rung)}, attempts {trial.attempts}"]
+    if trial.duration is not None:
+        lines.append(f"  duration {trial.duration:.1f}s")
+    lines.append("  config:")
+    lines += [f"    {k}: {v}" for k, v in trial.config.items()]
+    if trial.metrics:
+        lines.append("  metrics at its last epoch:")
+        lines += [f"    {k}: {v:.6g}" if isinstance(v, float) else f"    {k}: {v}" for k, v in trial.metrics.items()]
+    if trial.error:
+        lines.append("  error:")
+        lines += [f"    {line}" for line in trial.error.splitlines()]
+    return lines
