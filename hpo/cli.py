@@ -310,11 +310,12 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
     """Import a stored loader or builder that is not built in only with the user's consent:
     a study folder names code but carries none, and one received from someone else must
     not run code by being opened."""
-    from hpo.config import BUILDERS, DATASETS, load_experiment
+    from hpo.config import load_experiment, registered_names
     from hpo.references import is_built_in
 
-    named = {"data.dataset": (stored["data"]["dataset"], DATASETS),
-             "model.builder": (stored["model"]["builder"], BUILDERS)}
+    names = registered_names()
+    named = {"data.dataset": (stored["data"]["dataset"], names["datasets"]),
+             "model.builder": (stored["model"]["builder"], names["builders"])}
     foreign = {key: ref for key, (ref, registry) in named.items() if not is_built_in(ref, registry)}
     if not foreign or args.trust_code:
         return

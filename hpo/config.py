@@ -320,14 +320,26 @@ def _line_for(key: str | None, lines: Mapping[str, int]) -> int | None:
 
 # --- validation ---------------------------------------------------------------------------
 
-class _Section:
-    """Reads one mapping, checking types and refusing keys it was not asked about."""
+_FIELD_DEFAULT = object()     # `_Section.get`: the dataclass field's own default
 
-    def __init__(self, raw: Any, key: str, known: Sequence[str]):
+
+class _Section:
+    """Reads one mapping, checking types and refusing keys it was not asked about. Given a
+    dataclass, its fields are the keys and their defaults the values of keys left out: the
+    dataclasses are the one place defaults are written."""
+
+    def __init__(self, raw: Any, key: str, known: Sequence[str] | type):
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise ConfigTypeError(f"expected a mapping, got {raw!r}", key=key or None)
+        self.defaults: dict[str, Any] = {}
+        if isinstance(known, type):
+            fields = dataclasses.fields(known)
+            self.defaults = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                             for f in fields
+                             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+            known = [f.name for f in fields]
         self.raw, self.key = raw, key
         for name in raw:
             if name not in known:
@@ -337,14 +349,14 @@ class _Section:
     def _path(self, name: str) -> str:
         return f"{self.key}.{name}" if self.key else name
 
-    def get(self, name: str, kind: str, default: Any = None, *, required: bool = False,
+    def get(self, name: str, kind: str, default: Any = _FIELD_DEFAULT, *, required: bool = False,
             choices: Sequence[str] | None = None, minimum: float | None = None,
             maximum: float | None = None, custom_ok: bool = False) -> Any:
         key = self._path(name)
         if name not in self.raw or self.raw[name] is None:
             if required:
                 raise ConfigError(f"missing required key; expected {_KIND_TEXT[kind]}", key=key)
-            return default
+            return self.defaults.get(name) if default is _FIELD_DEFAULT else default
         value = self.raw[name]
         if not _is_kind(value, kind):
             raise ConfigTypeError(f"expected {_KIND_TEXT[kind]}, got {value!r}", key=key)
@@ -419,38 +431,38 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
                           f"got {name!r}", key="name")
     seed = top.get("seed", "int", 0, minimum=0)
 
-    d = _Section(raw.get("data"), "data", ["dataset", "validation_split", "test_split", "limit", "options"])
+    d = _Section(raw.get("data"), "data", DataConfig)
     data = DataConfig(
         dataset=d.get("dataset", "str", required=True, choices=registered_names()["datasets"], custom_ok=True),
-        validation_split=d.get("validation_split", "number", 0.1, minimum=0.01, maximum=0.9),
-        test_split=d.get("test_split", "number", 0.1, minimum=0.0, maximum=0.9),
-        limit=d.get("limit", "int", None, minimum=10),
-        options=dict(d.get("options", "mapping", {})),
+        validation_split=d.get("validation_split", "number", minimum=0.01, maximum=0.9),
+        test_split=d.get("test_split", "number", minimum=0.0, maximum=0.9),
+        limit=d.get("limit", "int", minimum=10),
+        options=dict(d.get("options", "mapping")),
     )
     if data.validation_split + data.test_split >= 1:
         raise ConfigError(f"expected validation_split + test_split < 1 (something must be left to train on), "
                           f"got {data.validation_split:g} + {data.test_split:g}", key="data.test_split")
 
-    m = _Section(raw.get("model"), "model", ["builder", "params"])
-    model = ModelConfig(builder=m.get("builder", "str", "mlp", choices=registered_names()["builders"], custom_ok=True),
-                        params=dict(m.get("params", "mapping", {})))
+    m = _Section(raw.get("model"), "model", ModelConfig)
+    model = ModelConfig(builder=m.get("builder", "str", choices=registered_names()["builders"], custom_ok=True),
+                        params=dict(m.get("params", "mapping")))
 
     if "space" not in raw:
         raise ConfigError("missing required key; expected a mapping of parameters", key="space")
     space = SearchSpace.from_dict(raw["space"])
 
-    e = _Section(raw.get("execution"), "execution", [f.name for f in dataclasses.fields(ExecutionConfig)])
-    execution = ExecutionConfig(backend=e.get("backend", "str", "inline", choices=BACKENDS),
-                                workers=e.get("workers", "workers", "auto"),
-                                scheduler=e.get("scheduler", "str", None),
-                                max_retries=e.get("max_retries", "int", 2, minimum=0),
-                                recycle_after=e.get("recycle_after", "int", 100, minimum=1))
+    e = _Section(raw.get("execution"), "execution", ExecutionConfig)
+    execution = ExecutionConfig(backend=e.get("backend", "str", choices=BACKENDS),
+                                workers=e.get("workers", "workers"),
+                                scheduler=e.get("scheduler", "str"),
+                                max_retries=e.get("max_retries", "int", minimum=0),
+                                recycle_after=e.get("recycle_after", "int", minimum=1))
     if execution.scheduler is not None and execution.backend != "dask":
         raise ConfigError(f"a scheduler address only applies to backend 'dask', but the backend is "
                           f"{execution.backend!r}", key="execution.scheduler")
 
-    s = _Section(raw.get("search"), "search", [f.name for f in dataclasses.fields(SearchConfig)])
-    objective = s.get("objective", "str", "val_accuracy")
+    s = _Section(raw.get("search"), "search", SearchConfig)
+    objective = s.get("objective", "str")
     default_direction = "maximize" if objective.endswith(("accuracy", "auc")) else "minimize"
     search = SearchConfig(
         # Several workers would idle at synchronous Hyperband's rung barriers.
@@ -458,14 +470,14 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
                         choices=registered_names()["algorithms"]),
         objective=objective,
         direction=s.get("direction", "str", default_direction, choices=DIRECTIONS),
-        min_budget=s.get("min_budget", "number", 1.0, minimum=1e-9),
-        max_budget=s.get("max_budget", "number", 27.0, minimum=1e-9),
-        eta=s.get("eta", "number", 3.0),
+        min_budget=s.get("min_budget", "number", minimum=1e-9),
+        max_budget=s.get("max_budget", "number", minimum=1e-9),
+        eta=s.get("eta", "number"),
         # An explicit null means no limit: stop by time_limit (or Ctrl-C) instead.
-        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int", 50, minimum=1),
-        time_limit=s.get("time_limit", "number", None, minimum=1),
-        max_consecutive_failures=s.get("max_consecutive_failures", "int", 10, minimum=1),
-        options=dict(s.get("options", "mapping", {})),
+        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int", minimum=1),
+        time_limit=s.get("time_limit", "number", minimum=1),
+        max_consecutive_failures=s.get("max_consecutive_failures", "int", minimum=1),
+        options=dict(s.get("options", "mapping")),
     )
     if search.min_budget > search.max_budget:
         raise ConfigError(f"expected min_budget <= max_budget, got min_budget={search.min_budget:g} "
@@ -473,22 +485,22 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
     if search.eta < 2:
         raise ConfigError(f"expected eta >= 2 (the halving rate), got {search.eta:g}", key="search.eta")
 
-    t = _Section(raw.get("training"), "training", [f.name for f in dataclasses.fields(TrainingConfig)])
+    t = _Section(raw.get("training"), "training", TrainingConfig)
     training = TrainingConfig(
-        compile=t.get("compile", "str", "auto", choices=registered_names()["compile_modes"]),
-        device=t.get("device", "str", "auto"),
-        batch_size=t.get("batch_size", "int", 64, minimum=1),
-        optimizer=t.get("optimizer", "str", "adam", choices=OPTIMIZERS),
-        learning_rate=t.get("learning_rate", "number", 1e-3, minimum=0),
-        steps_per_call=t.get("steps_per_call", "int", 32, minimum=1),
-        checkpoint_every=t.get("checkpoint_every", "int", 1, minimum=0),
-        checkpoint_seconds=t.get("checkpoint_seconds", "number", 10.0, minimum=0),
-        fuse=t.get("fuse", "fuse", 1),
+        compile=t.get("compile", "str", choices=registered_names()["compile_modes"]),
+        device=t.get("device", "str"),
+        batch_size=t.get("batch_size", "int", minimum=1),
+        optimizer=t.get("optimizer", "str", choices=OPTIMIZERS),
+        learning_rate=t.get("learning_rate", "number", minimum=0),
+        steps_per_call=t.get("steps_per_call", "int", minimum=1),
+        checkpoint_every=t.get("checkpoint_every", "int", minimum=0),
+        checkpoint_seconds=t.get("checkpoint_seconds", "number", minimum=0),
+        fuse=t.get("fuse", "fuse"),
     )
     _check_space_values(space)
 
-    o = _Section(raw.get("output"), "output", ["dir"])
-    output = OutputConfig(dir=o.get("dir", "str", None))
+    o = _Section(raw.get("output"), "output", OutputConfig)
+    output = OutputConfig(dir=o.get("dir", "str"))
     if output.dir is not None and Path(output.dir).name in ("", ".", ".."):
         raise ConfigError(f"expected a named study folder, got {output.dir!r}", key="output.dir")
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterator, Mapping
 
-from hpo.config import BUILDERS, Experiment
+from hpo.config import Experiment
+from hpo.models import BUILDERS
 from hpo.errors import ConfigError, did_you_mean
 
 log = logging.getLogger("hpo.preflight")
