@@ -246,7 +246,7 @@ def run_hpbandster(algorithm: str) -> Callable[[Problem, int, float], Trace]:
                     return {"loss": float("inf"), "info": "budget spent"}
                 return {"loss": trace.evaluate(typed(problem, config), float(budget)), "info": {}}
 
-        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=None)
+        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=0)   # a free port: runs side by side must not clash
         host, port = server.start()
         worker = BenchWorker(nameserver=host, nameserver_port=port, run_id=run_id)
         worker.run(background=True)
@@ -287,6 +287,7 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo asha": run_ours(ASHA),
     "hpo bohb": run_ours(BOHB),
     "hpo bohb (paper kde)": run_ours(functools.partial(BOHB, model="kde")),
+    "hpo bohb (deepest-first)": run_ours(functools.partial(BOHB, rungs="deepest")),
     "optuna tpe+hyperband": run_optuna(pruned=True),
     "optuna tpe": run_optuna(pruned=False),
     "hpbandster bohb": run_hpbandster("bohb"),

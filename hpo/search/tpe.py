@@ -8,7 +8,13 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 - **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
   once, at the largest budget it reached; configurations are ordered by that budget (deeper
   is better: the schedule promoted it) and then by loss. The best `top_n_percent` form l(x),
-  the rest g(x).
+  the rest g(x). Two guards (`rungs="reliable"`, the default) keep a budget whose ranking
+  misleads (a learning rate that wins after one epoch and loses after thirty) from filling
+  l(x): a config in the worse half of the results at its deepest budget ranks after every
+  config in the better half, however deep it got; and where the configs promoted from a
+  budget lose most pairings (AUC < 0.25) against configs that started on the budget above,
+  that budget and every one below it are left out of the model. `rungs="deepest"` is the
+  plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
@@ -30,6 +36,11 @@ from scipy.special import ndtr, ndtri
 from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
 from hpo.space import SearchSpace
+
+RUNG_MODES = ("reliable", "deepest")
+MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
+AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
+
 
 class ParzenEstimator:
     """Truncated-Gaussian mixture on [0, 1] with neighbour-gap bandwidths and a uniform prior."""
@@ -82,32 +93,90 @@ class CategoryEstimator:
         return rng.choice(len(self.p), size=m, p=self.p)
 
 
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Rank correlation of two equally long vectors (0 when either is constant)."""
+    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(float)
+    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(float)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    denominator = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
+    return float((ra * rb).sum() / denominator) if denominator > 0 else 0.0
+
+
+class _RungModel:
+    """l(x) and g(x) of one rung: its results split by loss (best `gamma` are good)."""
+
+    def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float):
+        order = np.argsort(losses, kind="stable")
+        n_good = max(1, int(math.ceil(gamma * len(order))))
+        self.good = _estimators(vectors[order[:n_good]], dims, min_bandwidth)
+        self.bad = _estimators(vectors[order[n_good:]], dims, min_bandwidth)
+        self.dims = dims
+
+    def log_ratio(self, points: np.ndarray) -> np.ndarray:
+        """Per-dimension log l/g (m x d); NaN (inactive) entries give 0."""
+        out = np.zeros(points.shape)
+        for j, dim in enumerate(self.dims):
+            column = points[:, j]
+            active = ~np.isnan(column)
+            if not active.any():
+                continue
+            x = column[active]
+            if dim.kind == "u":
+                x = dim.snap(x)
+            out[active, j] = self.good[j].log_pdf(x) - self.bad[j].log_pdf(x)
+        return out
+
+
+def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
+    per_dim = []
+    for j, dim in enumerate(dims):
+        column = part[:, j]
+        column = column[~np.isnan(column)]        # inactive conditionals say nothing here
+        if dim.kind == "u":
+            per_dim.append(CategoryEstimator(dim.snap(column) if column.size else np.empty(0, int), len(dim.levels)))
+        else:
+            per_dim.append(ParzenEstimator(column, min_bandwidth))
+    return per_dim
+
+
 class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
-                 random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None):
+                 random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
+                 rungs: str = "reliable"):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
+        if rungs not in RUNG_MODES:
+            raise ValueError(f"rungs must be one of {list(RUNG_MODES)}, got {rungs!r}")
         self.top_n_percent = top_n_percent
         self.num_samples = num_samples
         self.random_fraction = random_fraction
         self.min_bandwidth = min_bandwidth
         self.n_startup = max(10, len(space) + 2) if n_startup is None else int(n_startup)
+        self.rungs = rungs
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
+        self.by_budget: dict[float, dict[str, tuple[float, np.ndarray]]] = {}   # budget -> config -> (loss, vector)
         self.seen: set[str] = set()
-        self._model: tuple[int, list, list] | None = None
+        self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
+        self._model = None
+        self._model_key: tuple | None = None
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
+        vector = self.space.to_unit(config)
+        self.by_budget.setdefault(budget, {})[key] = (loss, vector)
         known = self.deepest.get(key)
         if known is None or budget >= known[0]:
-            self.deepest[key] = (budget, loss, self.space.to_unit(config))
-            self._model = None
+            self.deepest[key] = (budget, loss, vector)
 
     def stats(self) -> dict[str, float]:
         budgets = [b for b, _, _ in self.deepest.values()]
-        return {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
+        stats = {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
+        for budget, weight in self.rung_trusted.items():
+            stats[f"rung_trusted/{budget:g}"] = weight
+        return stats
 
     def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
         # Always draw the coin, so the random stream does not depend on whether a model exists.
@@ -120,59 +189,82 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.seen.add(config_key(config))
         return config
 
-    def _fit(self) -> tuple[list, list]:
-        if self._model is not None and self._model[0] == len(self.deepest):
-            return self._model[1], self._model[2]
-        ranked = sorted(self.deepest.values(), key=lambda item: (-item[0], item[1]))
-        vectors = np.array([vector for _, _, vector in ranked])
-        n_good = max(1, int(math.ceil(self.top_n_percent * len(ranked) / 100)))
-        good, bad = vectors[:n_good], vectors[n_good:]
-        models = []
-        for part in (good, bad):
-            per_dim = []
-            for j, dim in enumerate(self.dims):
-                column = part[:, j]
-                column = column[~np.isnan(column)]        # inactive conditionals say nothing here
-                if dim.kind == "u":
-                    per_dim.append(CategoryEstimator(dim.snap(column) if column.size else np.empty(0, int),
-                                                     len(dim.levels)))
-                else:
-                    per_dim.append(ParzenEstimator(column, self.min_bandwidth))
-            models.append(per_dim)
-        self._model = (len(self.deepest), models[0], models[1])
-        return models[0], models[1]
+    # --- the model ------------------------------------------------------------------------
+    def _fit(self) -> "_RungModel":
+        """l(x) and g(x) from the ranking, refitted only when an observation arrived."""
+        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        if self._model is not None and self._model_key == key:
+            return self._model
+        gamma = self.top_n_percent / 100
+        if self.rungs == "reliable":
+            ranked = self._ranked_reliable()
+        else:
+            ranked = sorted(self.deepest.values(), key=lambda item: (-item[0], item[1]))
+        vectors = np.array([v for _, _, v in ranked])
+        # Losses in ranked order make the split take the first `gamma` of the ranking as good.
+        model = _RungModel(vectors, np.arange(len(ranked), dtype=float), gamma, self.dims, self.min_bandwidth)
+        self._model, self._model_key = model, key
+        return model
+
+    def _reliability(self) -> dict[float, float]:
+        """Per budget, 1 if its ranking can be trusted, else 0. A budget's winners are the
+        configs promoted from it; at the next budget up they compete with configs that
+        started there. If they lose to those in more than 1 - AUC_MIN of the pairs, the lower
+        budget's ranking points the wrong way (a learning rate that wins early and loses
+        late), and so does every budget below it (the chain of promotions went through it).
+        Needs MIN_PAIRS of each kind; until then a budget is trusted."""
+        budgets = sorted(self.by_budget)
+        reliability = {b: 1.0 for b in budgets}
+        trust = 1.0
+        for lower, upper in zip(reversed(budgets[:-1]), reversed(budgets[1:])):
+            promoted, fresh = [], []
+            for key, (loss, _) in self.by_budget[upper].items():
+                (promoted if key in self.by_budget[lower] else fresh).append(loss)
+            if len(promoted) >= MIN_PAIRS and len(fresh) >= MIN_PAIRS:
+                p, f = np.array(promoted)[:, None], np.array(fresh)[None, :]
+                auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
+                trust *= 0.0 if auc < AUC_MIN else 1.0
+            reliability[lower] = trust
+        return reliability
+
+    def _ranked_reliable(self) -> list[tuple[float, float, np.ndarray]]:
+        """One TPE over every config at its deepest budget, deeper first and then by loss,
+        with two guards against budgets whose ranking misleads: configs whose deepest budget
+        is unreliable (see `_reliability`) are left out, and a config in the worse half of
+        its deepest budget's results is never good, however deep it got."""
+        reliability = self._reliability()
+        self.rung_trusted = reliability
+        median = {b: float(np.median([loss for loss, _ in obs.values()])) for b, obs in self.by_budget.items()}
+        kept = [(b, loss, v) for b, loss, v in self.deepest.values() if reliability.get(b, 1.0) > 0]
+        if not kept:
+            kept = list(self.deepest.values())
+        ranked = sorted(kept, key=lambda item: (item[1] > median[item[0]], -item[0], item[1]))
+        return ranked
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
-        good, bad = self._fit()
-        m = self.num_samples
-        candidates = np.empty((m, len(self.dims)))
-        scores = np.empty((m, len(self.dims)))
+        model = self._fit()
+        candidates = self._sample_good(rng, model, self.num_samples)
+        if self._conditional:
+            configs = [self.space.from_unit(row) for row in candidates]
+            # Score only what is active in each candidate: an inactive value says nothing.
+            candidates = np.array([self.space.to_unit(c) for c in configs])
+        total = model.log_ratio(candidates).sum(axis=1)
+        taken = self.seen | {config_key(c) for c in pending}
+        for index in np.argsort(-total, kind="stable"):
+            config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
+            if config_key(config) not in taken:
+                return config
+        return None
+
+    def _sample_good(self, rng: np.random.Generator, model: _RungModel, m: int) -> np.ndarray:
+        out = np.empty((m, len(self.dims)))
         for j, dim in enumerate(self.dims):
             if dim.kind == "u":
-                index = good[j].sample(rng, m)
-                candidates[:, j] = dim.levels[index]
-                scores[:, j] = good[j].log_pdf(index) - bad[j].log_pdf(index)
+                out[:, j] = dim.levels[model.good[j].sample(rng, m)]
             else:
-                x = good[j].sample(rng, m)
-                if dim.kind == "o":                       # ordinal: onto the nearest level
-                    x = dim.levels[dim.snap(x)]
-                candidates[:, j] = x
-                scores[:, j] = good[j].log_pdf(x) - bad[j].log_pdf(x)
-        taken = self.seen | {config_key(c) for c in pending}
-        if not self._conditional:
-            total = scores.sum(axis=1)
-            for index in np.argsort(-total, kind="stable"):
-                config = self.space.from_unit(candidates[index])
-                if config_key(config) not in taken:
-                    return config
-            return None
-        configs = [self.space.from_unit(row) for row in candidates]
-        active = np.array([[name in config for name in self.space.names] for config in configs])
-        total = np.where(active, scores, 0.0).sum(axis=1)            # log l(x)/g(x) over active dims
-        for index in np.argsort(-total, kind="stable"):
-            if config_key(configs[index]) not in taken:
-                return configs[index]
-        return None
+                x = model.good[j].sample(rng, m)
+                out[:, j] = dim.levels[dim.snap(x)] if dim.kind == "o" else x
+        return out
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
         return unseen_sample(self.space, rng, self.seen, pending)
