@@ -18,12 +18,16 @@ __all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigS
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
-                  max_budget: float, eta: float, options=None) -> Searcher:
-    """Build a searcher by its config name (`search.algorithm`)."""
+                  max_budget: float, eta: float, options=None, initial_configs=()) -> Searcher:
+    """Build a searcher by its config name (`search.algorithm`), with `initial_configs`
+    (`search.initial_configs`) enqueued to run first."""
     options = dict(options or {})
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
     registry = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
                 "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB}
     if algorithm not in registry:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(registry)}")
-    return registry[algorithm](space, **common, **options)
+    searcher = registry[algorithm](space, **common, **options)
+    for config in initial_configs or ():
+        searcher.enqueue(config)
+    return searcher

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.asha import AsyncHyperband
-from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key
 from hpo.search.hyperband import Hyperband
 from hpo.search.kde import KDE, dimensions_of, impute
 from hpo.space import SearchSpace
@@ -42,7 +42,6 @@ class KDESampler(ConfigSampler):
         self.min_bandwidth = min_bandwidth
         self.dims = dimensions_of(space)
         self.observations: dict[float, list[tuple[np.ndarray, float]]] = {}
-        self.seen: set[str] = set()
         self.model_budget: float | None = None     # the budget the last model was fitted on
         self._models: tuple[float, int, KDE, KDE] | None = None
 
@@ -101,7 +100,7 @@ class KDESampler(ConfigSampler):
         return None
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
-        return unseen_sample(self.space, rng, self.seen, pending)
+        return self.fresh(rng, pending)
 
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any]) -> ConfigSampler:

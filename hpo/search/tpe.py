@@ -23,6 +23,9 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   scoring only the dimensions active in that candidate.
 - Random configurations: the first `n_startup` (at least 10, and d + 2) and then a
   `random_fraction` (default 0: the prior component already explores).
+- User priors (`prior:` on a parameter): random configurations are drawn around them for a
+  learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
+  n_startup / n keeps drawing there.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key
 from hpo.search.kde import dimensions_of
 from hpo.space import SearchSpace
 
@@ -158,7 +161,6 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._conditional = any(p.when for p in space)
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
         self.by_budget: dict[float, dict[str, tuple[float, np.ndarray]]] = {}   # budget -> config -> (loss, vector)
-        self.seen: set[str] = set()
         self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
         self._model = None
         self._model_key: tuple | None = None
@@ -183,7 +185,12 @@ class MultiFidelityTPESampler(ConfigSampler):
         use_random = rng.random() < self.random_fraction
         config = None
         if not use_random and len(self.deepest) >= self.n_startup:
-            config = self._best_candidate(rng, pending)
+            # Priors keep a share that fades as results pile up (the model has learnt from
+            # the prior-drawn configs by then), and shrinks faster when they lose.
+            if self.priors.enabled and rng.random() < self.priors.share * self.n_startup / len(self.deepest):
+                config = self.prior_draw(rng, pending)
+            else:
+                config = self._best_candidate(rng, pending)
         if config is None:
             config = self._fresh_random(rng, pending)
         self.seen.add(config_key(config))
@@ -267,4 +274,4 @@ class MultiFidelityTPESampler(ConfigSampler):
         return out
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
-        return unseen_sample(self.space, rng, self.seen, pending)
+        return self.fresh(rng, pending)
