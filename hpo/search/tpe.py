@@ -160,18 +160,19 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
-        self.by_budget: dict[float, dict[str, tuple[float, np.ndarray]]] = {}   # budget -> config -> (loss, vector)
+        # budget -> config -> (loss, the budget it was promoted from or NaN)
+        self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
         self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
         self._model = None
         self._model_key: tuple | None = None
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
-        vector = self.space.to_unit(config)
-        self.by_budget.setdefault(budget, {})[key] = (loss, vector)
         known = self.deepest.get(key)
+        promoted_from = known[0] if known is not None and known[0] < budget else math.nan
+        self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         if known is None or budget >= known[0]:
-            self.deepest[key] = (budget, loss, vector)
+            self.deepest[key] = (budget, loss, known[2] if known is not None else self.space.to_unit(config))
 
     def stats(self) -> dict[str, float]:
         budgets = [b for b, _, _ in self.deepest.values()]
@@ -203,13 +204,16 @@ class MultiFidelityTPESampler(ConfigSampler):
         if self._model is not None and self._model_key == key:
             return self._model
         gamma = self.top_n_percent / 100
+        entries = list(self.deepest.values())
+        budgets = np.array([b for b, _, _ in entries])
+        losses = np.array([loss for _, loss, _ in entries])
+        vectors = np.array([v for _, _, v in entries])
         if self.rungs == "reliable":
-            ranked = self._ranked_reliable()
+            order = self._ranked_reliable(budgets, losses)
         else:
-            ranked = sorted(self.deepest.values(), key=lambda item: (-item[0], item[1]))
-        vectors = np.array([v for _, _, v in ranked])
+            order = np.lexsort((losses, -budgets))           # deeper first, then by loss
         # Losses in ranked order make the split take the first `gamma` of the ranking as good.
-        model = _RungModel(vectors, np.arange(len(ranked), dtype=float), gamma, self.dims, self.min_bandwidth)
+        model = _RungModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
         self._model, self._model_key = model, key
         return model
 
@@ -224,29 +228,32 @@ class MultiFidelityTPESampler(ConfigSampler):
         reliability = {b: 1.0 for b in budgets}
         trust = 1.0
         for lower, upper in zip(reversed(budgets[:-1]), reversed(budgets[1:])):
-            promoted, fresh = [], []
-            for key, (loss, _) in self.by_budget[upper].items():
-                (promoted if key in self.by_budget[lower] else fresh).append(loss)
-            if len(promoted) >= MIN_PAIRS and len(fresh) >= MIN_PAIRS:
-                p, f = np.array(promoted)[:, None], np.array(fresh)[None, :]
+            results = self._results(upper)
+            promoted = results[:, 1] == lower
+            if promoted.sum() >= MIN_PAIRS and (~promoted).sum() >= MIN_PAIRS:
+                p, f = results[promoted, 0][:, None], results[~promoted, 0][None, :]
                 auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
             reliability[lower] = trust
         return reliability
 
-    def _ranked_reliable(self) -> list[tuple[float, float, np.ndarray]]:
-        """One TPE over every config at its deepest budget, deeper first and then by loss,
-        with two guards against budgets whose ranking misleads: configs whose deepest budget
-        is unreliable (see `_reliability`) are left out, and a config in the worse half of
-        its deepest budget's results is never good, however deep it got."""
+    def _results(self, budget: float) -> np.ndarray:
+        """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
+        return np.array(list(self.by_budget[budget].values()), dtype=float).reshape(-1, 2)
+
+    def _ranked_reliable(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Indices of the configs (at their deepest budget) in rank order, deeper first and
+        then by loss, with two guards against budgets whose ranking misleads: configs whose
+        deepest budget is unreliable (see `_reliability`) are left out, and a config in the
+        worse half of its deepest budget's results ranks after every config in a better half,
+        however deep it got."""
         reliability = self._reliability()
         self.rung_trusted = reliability
-        median = {b: float(np.median([loss for loss, _ in obs.values()])) for b, obs in self.by_budget.items()}
-        kept = [(b, loss, v) for b, loss, v in self.deepest.values() if reliability.get(b, 1.0) > 0]
-        if not kept:
-            kept = list(self.deepest.values())
-        ranked = sorted(kept, key=lambda item: (item[1] > median[item[0]], -item[0], item[1]))
-        return ranked
+        median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
+        worse = losses > np.array([median[b] for b in budgets])
+        order = np.lexsort((losses, -budgets, worse))
+        kept = order[np.array([reliability.get(b, 1.0) > 0 for b in budgets[order]], dtype=bool)]
+        return kept if kept.size else order
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
