@@ -158,3 +158,20 @@ def test_tpe_handles_conditionals_and_concentrates_on_the_good_region():
 def test_unknown_model_is_refused():
     with pytest.raises(ValueError, match="model must be one of"):
         BOHB(SPACE, model="gp")
+
+
+def test_configs_starting_at_a_budget_few_have_reached_are_random_probes():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    rng = np.random.default_rng(0)
+    for probes, spread in ((True, 0.2), (False, 0.0)):
+        sampler = MultiFidelityTPESampler(space, n_startup=5, probe_budgets=probes)
+        for i in range(30):                                  # budget 1 only: small x is good
+            sampler.observe({"x": i / 30}, 1.0, i / 30)
+        low = [sampler.propose(rng, 1.0, [])["x"] for _ in range(30)]
+        high = [sampler.propose(rng, 27.0, [])["x"] for _ in range(30)]
+        assert np.mean(low) < 0.3                              # the model, at the budget it knows
+        if probes:
+            assert np.std(high) > spread and np.mean(high) > 0.3    # uniform probes at budget 27
+        else:
+            assert np.mean(high) < 0.3

@@ -118,7 +118,7 @@ class BOHB(Hyperband):
     paper's KDE on the largest budget with enough results). `model_options` go to it: for
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup."""
+    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):

@@ -21,8 +21,11 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   keeps some density. Choices get smoothed category counts (add one).
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
   scoring only the dimensions active in that candidate.
-- Random configurations: the first `n_startup` (at least 10, and d + 2) and then a
-  `random_fraction` (default 0: the prior component already explores).
+- Random configurations: the first `n_startup` (at least 10, and d + 2), and with
+  `probe_budgets` (default) every new config that starts at a budget fewer than
+  `n_startup` configs have reached (Hyperband's later brackets start higher): these
+  probes are what shows a misleading lower budget up. Then a `random_fraction` (default
+  0: the prior component already explores).
 - User priors (`prior:` on a parameter): random configurations are drawn around them for a
   learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
   n_startup / n keeps drawing there.
@@ -146,7 +149,7 @@ def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
 class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
-                 rungs: str = "reliable"):
+                 rungs: str = "reliable", probe_budgets: bool = True):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
         if rungs not in RUNG_MODES:
@@ -157,14 +160,14 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.min_bandwidth = min_bandwidth
         self.n_startup = max(10, len(space) + 2) if n_startup is None else int(n_startup)
         self.rungs = rungs
+        self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
         # budget -> config -> (loss, the budget it was promoted from or NaN)
         self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
         self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
-        self._model = None
-        self._model_key: tuple | None = None
+        self._model: tuple[tuple, _RungModel] | None = None          # (data key, model)
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
@@ -185,7 +188,12 @@ class MultiFidelityTPESampler(ConfigSampler):
         # Always draw the coin, so the random stream does not depend on whether a model exists.
         use_random = rng.random() < self.random_fraction
         config = None
-        if not use_random and len(self.deepest) >= self.n_startup:
+        # Probes: until n_startup configs reached the budget this one starts at, it is random.
+        # Configs that start high are what tells a misleading lower budget apart (see
+        # `_reliability`), and a model fitted on that budget's winners would only echo them.
+        floor = budget if self.probe_budgets else -math.inf
+        usable = sum(1 for b, _, _ in self.deepest.values() if b >= floor)
+        if not use_random and usable >= self.n_startup:
             # Priors keep a share that fades as results pile up (the model has learnt from
             # the prior-drawn configs by then), and shrinks faster when they lose.
             if self.priors.enabled and rng.random() < self.priors.share * self.n_startup / len(self.deepest):
@@ -201,8 +209,8 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _fit(self) -> "_RungModel":
         """l(x) and g(x) from the ranking, refitted only when an observation arrived."""
         key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
-        if self._model is not None and self._model_key == key:
-            return self._model
+        if self._model is not None and self._model[0] == key:
+            return self._model[1]
         gamma = self.top_n_percent / 100
         entries = list(self.deepest.values())
         budgets = np.array([b for b, _, _ in entries])
@@ -214,7 +222,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             order = np.lexsort((losses, -budgets))           # deeper first, then by loss
         # Losses in ranked order make the split take the first `gamma` of the ranking as good.
         model = _RungModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
-        self._model, self._model_key = model, key
+        self._model = (key, model)
         return model
 
     def _reliability(self) -> dict[float, float]:
