@@ -324,8 +324,9 @@ class PeerCache:
     tuned, and they are the slow part of the benchmark. One file per peer and problem (so runs
     split by problem can fill one cache side by side), keyed by seed and budget."""
 
-    def __init__(self, folder: str | None):
+    def __init__(self, folder: str | None, only_cached: bool = False):
         self.folder = Path(folder) if folder else None
+        self.only_cached = only_cached
         self._data: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _file(self, name: str, problem: str) -> Path:
@@ -337,10 +338,13 @@ class PeerCache:
             self._data[name, problem] = json.loads(path.read_text()) if path.exists() else {}
         return self._data[name, problem]
 
-    def get(self, name: str, problem: Problem, seed: int, total: float) -> Outcome:
+    def get(self, name: str, problem: Problem, seed: int, total: float) -> Outcome | None:
+        """The outcome (None: not in the cache and `only_cached`)."""
         if self.folder is None or name not in PEERS:
             return run_once(name, problem, seed, total)
         data, key = self._load(name, problem.name), f"{seed}|{total:g}"
+        if key not in data and self.only_cached:
+            return None
         if key not in data:
             outcome = run_once(name, problem, seed, total)
             data[key] = {"regret": [[f, r] for f, r in outcome.regret.items()], "overhead_ms": outcome.overhead_ms}
@@ -364,13 +368,15 @@ def worst_ratio(problems, names, outcomes) -> float | None:
         if (problem.name, "hpo bohb") not in outcomes:
             continue
         ours = mean_final(outcomes[problem.name, "hpo bohb"])
-        peers = [mean_final(outcomes[problem.name, p]) for p in PEERS if p in names]
+        peers = [mean_final(outcomes[problem.name, p]) for p in PEERS if (problem.name, p) in outcomes]
         if not peers:
             continue
         best_peer = min(peers)
         ratio = ours / best_peer if best_peer > 0 else (1.0 if ours <= best_peer else math.inf)
         ratios.append(ratio)
-        print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} -> ratio {ratio:.3f}")
+        which = min((p for p in PEERS if (problem.name, p) in outcomes),
+                    key=lambda p: mean_final(outcomes[problem.name, p]))
+        print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f}")
     return max(ratios) if ratios else None
 
 
@@ -387,6 +393,8 @@ def main() -> None:
                         help="the problems the defaults may be tuned on, the held-out ones, or both")
     parser.add_argument("--cache", default=None,
                         help="a folder keeping the peers' outcomes between runs (they are the slow part)")
+    parser.add_argument("--only-cached", action="store_true",
+                        help="leave a peer out of a problem unless the cache holds all its seeds there")
     parser.add_argument("--no-latency", action="store_true", help="skip the ask() latency measurement")
     parser.add_argument("--png", default="benchmarks/searchers_regret.png")
     args = parser.parse_args()
@@ -396,7 +404,7 @@ def main() -> None:
     names = args.only or list(SEARCHERS)
     chosen = {"all": ALL_PROBLEMS, "tuning": TUNING, "heldout": HELD_OUT_PROBLEMS}[args.set]
     problems = [chosen[n] for n in (args.problems or chosen)]
-    cache = PeerCache(args.cache)
+    cache = PeerCache(args.cache, args.only_cached)
     print(f"total budget {total:g} per run ({full_evals:g} full-budget evaluations), {args.seeds} seeds, "
           f"budgets {MIN_BUDGET:g}..{MAX_BUDGET:g}, eta {ETA}")
 
@@ -404,7 +412,12 @@ def main() -> None:
     for problem in problems:
         for name in names:
             started = time.perf_counter()
-            outcomes[problem.name, name] = [cache.get(name, problem, seed, total) for seed in range(args.seeds)]
+            runs = [cache.get(name, problem, seed, total) for seed in range(args.seeds)]
+            if any(run is None for run in runs):
+                print(f"  {problem.name:20s} {name:22s} left out: {sum(r is not None for r in runs)} of "
+                      f"{args.seeds} seeds in the cache", flush=True)
+                continue
+            outcomes[problem.name, name] = runs
             print(f"  {problem.name:20s} {name:22s} {time.perf_counter() - started:6.1f}s", flush=True)
 
     print("\nMean ± std regret of the incumbent at 25%, 50% and 100% of the budget; overhead per evaluation "
@@ -415,6 +428,9 @@ def main() -> None:
         print("| searcher | 25% | 50% | 100% | overhead ms/eval |")
         print("| --- | --- | --- | --- | --- |")
         for name in names:
+            if (problem.name, name) not in outcomes:
+                print(f"| {name} | n/a | n/a | n/a | n/a |")
+                continue
             runs = outcomes[problem.name, name]
             cells = []
             for fraction in FRACTIONS:
@@ -432,15 +448,14 @@ def main() -> None:
     if args.png:
         _plot(outcomes, names, problems, total, args.png)
 
-    tuned = [p for p in problems if p.name not in HELD_OUT_PROBLEMS]
     held = [p for p in problems if p.name in HELD_OUT_PROBLEMS]
+    print("Every problem:")
     overall = worst_ratio(problems, names, outcomes)
-    print()
+    print("\nHeld out only:")
     heldout = worst_ratio(held, names, outcomes)
     if overall is not None:
         tail = f" worst_ratio_heldout={heldout:.3f}" if heldout is not None else " worst_ratio_heldout=n/a"
         print(f"worst_ratio_bohb_vs_best_peer={overall:.3f}{tail}")
-    del tuned
 
 
 def _plot(outcomes, names, problems, total, path) -> None:
@@ -453,6 +468,8 @@ def _plot(outcomes, names, problems, total, path) -> None:
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.8 * rows), squeeze=False)
     for ax, problem in zip(axes.flat, problems):
         for name in names:
+            if (problem.name, name) not in outcomes:
+                continue
             runs = outcomes[problem.name, name]
             mean = [np.mean([o.regret[f] for o in runs]) for f in GRID]
             ax.plot(np.array(GRID) * total, np.maximum(mean, 1e-9), label=name,
