@@ -168,14 +168,29 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
         self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
         self._model: tuple[tuple, _RungModel] | None = None          # (data key, model)
+        self._rows: dict[str, int] = {}                     # config -> row of _table
+        self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
+        self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
+        self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
         known = self.deepest.get(key)
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
+        self._arrays.pop(budget, None)
         if known is None or budget >= known[0]:
-            self.deepest[key] = (budget, loss, known[2] if known is not None else self.space.to_unit(config))
+            vector = known[2] if known is not None else self.space.to_unit(config)
+            self.deepest[key] = (budget, loss, vector)
+            # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
+            row = self._rows.setdefault(key, len(self._rows))
+            if row == len(self._table):
+                self._table = np.concatenate([self._table, np.empty((max(64, row), self._table.shape[1]))])
+            self._table[row, :2] = (budget, loss)
+            self._table[row, 2:] = vector
+            if known is not None:
+                self._reached[known[0]] -= 1
+            self._reached[budget] = self._reached.get(budget, 0) + 1
 
     def stats(self) -> dict[str, float]:
         budgets = [b for b, _, _ in self.deepest.values()]
@@ -192,7 +207,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         # Configs that start high are what tells a misleading lower budget apart (see
         # `_reliability`), and a model fitted on that budget's winners would only echo them.
         floor = budget if self.probe_budgets else -math.inf
-        usable = sum(1 for b, _, _ in self.deepest.values() if b >= floor)
+        usable = sum(n for b, n in self._reached.items() if b >= floor)
         if not use_random and usable >= self.n_startup:
             # Priors keep a share that fades as results pile up (the model has learnt from
             # the prior-drawn configs by then), and shrinks faster when they lose.
@@ -212,10 +227,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         if self._model is not None and self._model[0] == key:
             return self._model[1]
         gamma = self.top_n_percent / 100
-        entries = list(self.deepest.values())
-        budgets = np.array([b for b, _, _ in entries])
-        losses = np.array([loss for _, loss, _ in entries])
-        vectors = np.array([v for _, _, v in entries])
+        table = self._table[:len(self._rows)]
+        budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
         if self.rungs == "reliable":
             order = self._ranked_reliable(budgets, losses)
         else:
@@ -247,7 +260,9 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
-        return np.array(list(self.by_budget[budget].values()), dtype=float).reshape(-1, 2)
+        if budget not in self._arrays:
+            self._arrays[budget] = np.array(list(self.by_budget[budget].values()), dtype=float).reshape(-1, 2)
+        return self._arrays[budget]
 
     def _ranked_reliable(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Indices of the configs (at their deepest budget) in rank order, deeper first and
@@ -260,7 +275,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
         worse = losses > np.array([median[b] for b in budgets])
         order = np.lexsort((losses, -budgets, worse))
-        kept = order[np.array([reliability.get(b, 1.0) > 0 for b in budgets[order]], dtype=bool)]
+        untrusted = [b for b, trust in reliability.items() if trust <= 0]
+        kept = order[~np.isin(budgets[order], untrusted)] if untrusted else order
         return kept if kept.size else order
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
