@@ -287,7 +287,7 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo asha": run_ours(ASHA),
     "hpo bohb": run_ours(BOHB),
     "hpo bohb (paper kde)": run_ours(functools.partial(BOHB, model="kde")),
-    "hpo bohb (deepest-first)": run_ours(functools.partial(BOHB, rungs="deepest")),
+    "hpo bohb (deepest-first)": run_ours(functools.partial(BOHB, rungs="deepest", probe_budgets=False)),
     "optuna tpe+hyperband": run_optuna(pruned=True),
     "optuna tpe": run_optuna(pruned=False),
     "hpbandster bohb": run_hpbandster("bohb"),
