@@ -39,13 +39,14 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from hpo.search.base import ConfigSampler, check_model_options, config_key
+from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
-AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
+AUC_MIN = 0.25
+SPREAD_CANDIDATES = 8  # uniform draws a start-up or probe config is picked from (the farthest)       # promoted configs winning fewer pairs than this: the budget below misleads
 
 
 class ParzenEstimator:
@@ -216,9 +217,32 @@ class MultiFidelityTPESampler(ConfigSampler):
             else:
                 config = self._best_candidate(rng, pending)
         if config is None:
-            config = self._fresh_random(rng, pending)
+            # A probe (lower budgets have results to check against): spread over the choices.
+            probe = not use_random and any(b < floor for b in self._reached)
+            config = self._spread(rng, pending, floor) if probe else self._fresh_random(rng, pending)
         self.seen.add(config_key(config))
         return config
+
+    def _spread(self, rng: np.random.Generator, pending, floor: float) -> dict[str, Any]:
+        """A random config for a probe. Where the space has choices: of
+        SPREAD_CANDIDATES uniform draws, the one whose choices are the rarest among the
+        configs that reached `floor`, so that a handful of probes covers every branch rather
+        than what chance gives. Numbers stay uniform (a farthest-point rule would
+        push them to the bounds)."""
+        unordered = np.array([dim.kind == "u" for dim in self.dims])
+        if self.priors.enabled or not unordered.any():
+            return self._fresh_random(rng, pending)
+        candidates = [unseen_sample(self.space, rng, self.seen, pending) for _ in range(SPREAD_CANDIDATES)]
+        table = self._table[:len(self._rows)]
+        reached = table[table[:, 0] >= floor][:, 2:][:, unordered]
+        if not len(reached):
+            return candidates[0]
+        points = np.array([self.space.to_unit(c) for c in candidates])[:, unordered]
+        # How often each candidate's choices (inactive counts as a value of its own) occur
+        # among those configs: the rarest combination wins.
+        same = np.isclose(points[:, None, :], reached[None, :, :]) | (
+            np.isnan(points)[:, None, :] & np.isnan(reached)[None, :, :])
+        return candidates[int(np.argmin(same.mean(axis=1).sum(axis=1)))]
 
     # --- the model ------------------------------------------------------------------------
     def _fit(self) -> "_RungModel":
