@@ -175,3 +175,17 @@ def test_configs_starting_at_a_budget_few_have_reached_are_random_probes():
             assert np.std(high) > spread and np.mean(high) > 0.3    # uniform probes at budget 27
         else:
             assert np.mean(high) < 0.3
+
+
+def test_probes_spread_over_the_branches_of_a_choice():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"branch": {"type": "choice", "values": ["a", "b", "c"]},
+                                   "x": {"type": "float", "low": 0, "high": 1}})
+    sampler = MultiFidelityTPESampler(space, n_startup=5)
+    for i in range(20):
+        sampler.observe({"branch": "a", "x": i / 20}, 1.0, i / 20)
+    rng = np.random.default_rng(0)
+    pending = []
+    for _ in range(3):                                # three probes asked together at budget 27
+        pending.append(sampler.propose(rng, 27.0, pending))
+    assert sorted(c["branch"] for c in pending) == ["a", "b", "c"]

@@ -226,7 +226,7 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _spread(self, rng: np.random.Generator, pending, floor: float) -> dict[str, Any]:
         """A random config for a probe. Where the space has choices: of
         SPREAD_CANDIDATES uniform draws, the one whose choices are the rarest among the
-        configs that reached `floor`, so that a handful of probes covers every branch rather
+        configs that reached `floor` and the pending ones, so that a handful of probes covers every branch rather
         than what chance gives. Numbers stay uniform (a farthest-point rule would
         push them to the bounds)."""
         unordered = np.array([dim.kind == "u" for dim in self.dims])
@@ -234,7 +234,10 @@ class MultiFidelityTPESampler(ConfigSampler):
             return self._fresh_random(rng, pending)
         candidates = [unseen_sample(self.space, rng, self.seen, pending) for _ in range(SPREAD_CANDIDATES)]
         table = self._table[:len(self._rows)]
-        reached = table[table[:, 0] >= floor][:, 2:][:, unordered]
+        reached = table[table[:, 0] >= floor][:, 2:]
+        if pending:        # probes asked together (a bracket's rung) spread among themselves too
+            reached = np.vstack([reached, [self.space.to_unit(c) for c in pending]])
+        reached = reached[:, unordered]
         if not len(reached):
             return candidates[0]
         points = np.array([self.space.to_unit(c) for c in candidates])[:, unordered]
