@@ -281,6 +281,30 @@ def run_dehb(problem: Problem, seed: int, total: float) -> Trace:
     return trace.finish()
 
 
+# --- SMAC3 -------------------------------------------------------------------------------------
+
+def run_smac(problem: Problem, seed: int, total: float) -> Trace:
+    """SMAC3's multi-fidelity facade: Hyperband with a random forest (each evaluation from
+    scratch, so the trace counts a re-run config's budget increment as for everyone)."""
+    from smac import MultiFidelityFacade, Scenario
+    from smac.runhistory.dataclasses import TrialValue
+
+    for name in ("smac", "ConfigSpace"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    trace = Trace(problem, seed, total)
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Scenario(_configspace(problem, seed), deterministic=True, n_trials=10 ** 6, min_budget=MIN_BUDGET,
+                            max_budget=MAX_BUDGET, seed=seed, output_directory=Path(tmp))
+        intensifier = MultiFidelityFacade.get_intensifier(scenario, eta=ETA)
+        smac = MultiFidelityFacade(scenario, target_function=lambda config, seed=0, budget=1.0: 0.0,
+                                   intensifier=intensifier, overwrite=True, logging_level=40)
+        while not trace.exhausted:
+            info = smac.ask()
+            value = trace.evaluate(typed(problem, dict(info.config)), float(info.budget))
+            smac.tell(info, TrialValue(cost=value))
+    return trace.finish()
+
+
 SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo random": run_ours(RandomSearch),
     "hpo hyperband": run_ours(Hyperband),
@@ -293,6 +317,7 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpbandster bohb": run_hpbandster("bohb"),
     "hpbandster hyperband": run_hpbandster("hyperband"),
     "dehb": run_dehb,
+    "smac3 hyperband+rf": run_smac,
 }
 PEERS = [name for name in SEARCHERS if not name.startswith("hpo ")]
 FRACTIONS = (0.25, 0.5, 1.0)
