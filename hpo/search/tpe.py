@@ -24,8 +24,9 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
   `probe_budgets` (default) every new config that starts at a budget fewer than
   `n_startup` configs have reached (Hyperband's later brackets start higher): these
-  probes are what shows a misleading lower budget up. Then a `random_fraction` (default
-  0: the prior component already explores).
+  probes are what shows a misleading lower budget up; where the space has choices, each
+  probe is the draw (of 8) with the choices rarest at its budget, so a few probes cover
+  every branch. Then a `random_fraction` (default 0: the prior component already explores).
 - User priors (`prior:` on a parameter): random configurations are drawn around them for a
   learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
   n_startup / n keeps drawing there.
@@ -45,8 +46,8 @@ from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
-AUC_MIN = 0.25
-SPREAD_CANDIDATES = 8  # uniform draws a start-up or probe config is picked from (the farthest)       # promoted configs winning fewer pairs than this: the budget below misleads
+AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
+SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
 
 
 class ParzenEstimator:
@@ -100,18 +101,8 @@ class CategoryEstimator:
         return rng.choice(len(self.p), size=m, p=self.p)
 
 
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Rank correlation of two equally long vectors (0 when either is constant)."""
-    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(float)
-    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(float)
-    ra -= ra.mean()
-    rb -= rb.mean()
-    denominator = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
-    return float((ra * rb).sum() / denominator) if denominator > 0 else 0.0
-
-
-class _RungModel:
-    """l(x) and g(x) of one rung: its results split by loss (best `gamma` are good)."""
+class _SplitModel:
+    """l(x) and g(x): the points split by loss (the best `gamma` are good)."""
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float):
         order = np.argsort(losses, kind="stable")
@@ -168,7 +159,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         # budget -> config -> (loss, the budget it was promoted from or NaN)
         self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
         self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
-        self._model: tuple[tuple, _RungModel] | None = None          # (data key, model)
+        self._model: tuple[tuple, _SplitModel] | None = None          # (data key, model)
         self._rows: dict[str, int] = {}                     # config -> row of _table
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
@@ -248,7 +239,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         return candidates[int(np.argmin(same.mean(axis=1).sum(axis=1)))]
 
     # --- the model ------------------------------------------------------------------------
-    def _fit(self) -> "_RungModel":
+    def _fit(self) -> "_SplitModel":
         """l(x) and g(x) from the ranking, refitted only when an observation arrived."""
         key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
         if self._model is not None and self._model[0] == key:
@@ -261,7 +252,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         else:
             order = np.lexsort((losses, -budgets))           # deeper first, then by loss
         # Losses in ranked order make the split take the first `gamma` of the ranking as good.
-        model = _RungModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
+        model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
         self._model = (key, model)
         return model
 
@@ -321,7 +312,7 @@ class MultiFidelityTPESampler(ConfigSampler):
                 return config
         return None
 
-    def _sample_good(self, rng: np.random.Generator, model: _RungModel, m: int) -> np.ndarray:
+    def _sample_good(self, rng: np.random.Generator, model: _SplitModel, m: int) -> np.ndarray:
         out = np.empty((m, len(self.dims)))
         for j, dim in enumerate(self.dims):
             if dim.kind == "u":
