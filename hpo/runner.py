@@ -259,7 +259,8 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     try:
         searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
                                  direction=search.direction, min_budget=search.min_budget,
-                                 max_budget=search.max_budget, eta=search.eta, options=search.options)
+                                 max_budget=search.max_budget, eta=search.eta, options=search.options,
+                                 initial_configs=search.initial_configs)
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None

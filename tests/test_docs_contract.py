@@ -31,6 +31,8 @@ def documented_default(cell: str):
         return None
     if cell == "{}":
         return {}
+    if cell == "[]":
+        return ()
     try:
         return float(cell)
     except ValueError:
