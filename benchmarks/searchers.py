@@ -246,7 +246,8 @@ def run_hpbandster(algorithm: str) -> Callable[[Problem, int, float], Trace]:
                     return {"loss": float("inf"), "info": "budget spent"}
                 return {"loss": trace.evaluate(typed(problem, config), float(budget)), "info": {}}
 
-        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=0)   # a free port: runs side by side must not clash
+        # A free port: runs side by side must not clash.
+        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=0)
         host, port = server.start()
         worker = BenchWorker(nameserver=host, nameserver_port=port, run_id=run_id)
         worker.run(background=True)

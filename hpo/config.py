@@ -191,7 +191,7 @@ def _check_node(node: Any, path: str, sizes: dict[int, int], visiting: set[int],
     visiting.add(ident)
     size = 1
     if isinstance(node, yaml.SequenceNode):
-        for i, child in enumerate(node.value):
+        for child in node.value:
             size += _check_node(child, path, sizes, visiting, lines)
             _check_size(size, node)
     elif isinstance(node, yaml.MappingNode):

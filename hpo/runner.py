@@ -16,11 +16,11 @@ from typing import Callable
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
+from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
 from hpo.tensorboard_logs import run_name, trial_hparams
-from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.trial import Job, TrialResult, TrialState
 
 log = logging.getLogger("hpo.runner")
@@ -252,7 +252,7 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
 
     search = experiment.search
     if executor is None:
-        from hpo.training.trainer import METRICS     # TensorFlow: only when training Keras models
+        from hpo.training.trainer import METRICS  # TensorFlow: only when training Keras models
     if executor is None and search.objective not in METRICS:
         raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)

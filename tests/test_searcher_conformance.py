@@ -96,7 +96,7 @@ def check_replay(build, workers):
     live = build()
     events = []
     pending = []
-    for step in range(70):
+    for _ in range(70):
         while len(pending) < workers:
             job = live.ask()
             if job is None:

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("flags, expected", [
     ("", f"--xla_backend_extra_options={OPTION}"),
     ("--xla_cpu_enable_fast_math=false", f"--xla_cpu_enable_fast_math=false --xla_backend_extra_options={OPTION}"),
-    ("--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x", f"--xla_backend_extra_options=a=1,{OPTION} --xla_dump_to=/tmp/x"),
+    ("--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x",
+     f"--xla_backend_extra_options=a=1,{OPTION} --xla_dump_to=/tmp/x"),
     (f"--xla_backend_extra_options={OPTION}", f"--xla_backend_extra_options={OPTION}"),
 ])
 def test_the_option_joins_the_users_xla_flags(flags, expected):

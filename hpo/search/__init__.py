@@ -13,8 +13,9 @@ from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.trial import Job, TrialResult, TrialState
 
-__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
-           "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets", "make_searcher"]
+__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job",
+           "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets",
+           "make_searcher"]
 
 
 # `search.algorithm` names; config validation reads its choices from here.

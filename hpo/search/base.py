@@ -219,7 +219,7 @@ class Searcher(abc.ABC):
     @abc.abstractmethod
     def _next_job(self) -> Job | None: ...
 
-    def _on_result(self, job: Job, loss: float) -> None:
+    def _on_result(self, job: Job, loss: float) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Scheduling reaction to a finished job (promotions and the like)."""
 
     # --- reporting ----------------------------------------------------------------------
