@@ -311,6 +311,20 @@ def _with_prior(param: Param, body: Mapping[str, Any], key: str) -> Param:
     return dataclasses.replace(param, prior=prior, prior_confidence=confidence)
 
 
+def _number_from_text(value: Any) -> Any:
+    """`1e-3` read by PyYAML's YAML 1.1 resolver is the string '1e-3' (it wants `1.0e-3`); a
+    bound that reads as a number in YAML 1.2 is taken as one, as the CLI's loader does."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        if not math.isfinite(number):
+            return value
+        return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
+    return value
+
+
 def _param_from_dict(name: str, body: Any) -> Param:
     key = f"space.{name}"
     if not isinstance(body, Mapping):
@@ -332,8 +346,9 @@ def _param_from_dict(name: str, body: Any) -> Param:
             raise ConfigError(f"'values' has duplicates: {list(values)!r}", key=f"{key}.values")
         return _with_prior(ChoiceParam(name=name, when=when, values=tuple(values)), body, key)
 
+    body = dict(body)
     for bound in ("low", "high"):
-        value = body.get(bound)
+        value = body[bound] = _number_from_text(body.get(bound))
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"'{bound}' must be a number, got {value!r}", key=f"{key}.{bound}")
         if kind == "int" and not float(value).is_integer():

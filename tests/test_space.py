@@ -90,3 +90,16 @@ def test_when_value_must_be_a_parent_value():
 def test_dict_round_trip(space_dict):
     space = SearchSpace.from_dict(space_dict)
     assert SearchSpace.from_dict(space.to_dict()).to_dict() == space.to_dict()
+
+
+def test_numeric_strings_from_a_yaml_1_1_loader_are_numbers():
+    """`yaml.safe_load` reads `1e-4` as a string; a library caller passing its space straight
+    to `from_dict` gets the number the CLI's loader would read. NaN and text stay errors."""
+    import yaml
+
+    raw = yaml.safe_load("lr: {type: float, low: 1e-4, high: 1e-1, log: true}\nu: {type: int, low: '8', high: 64}")
+    space = SearchSpace.from_dict(raw)
+    assert space.to_dict()["lr"]["low"] == 1e-4 and space.to_dict()["u"]["low"] == 8
+    for bad in ("nan", "inf", "ten"):
+        with pytest.raises(ConfigError, match="'low' must be a number"):
+            SearchSpace.from_dict({"x": {"type": "float", "low": bad, "high": 1.0}})
