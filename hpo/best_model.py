@@ -53,7 +53,7 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
         raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
     # The same loader and seed give the same split the search used; its test part was never seen.
-    dataset = load_dataset(experiment.data, seed=experiment.seed)
+    dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
     if len(dataset.x_test) == 0:
         raise UserInputError(f"{study_dir}: the experiment has data.test_split 0, so there is no held-out test set")
     training = experiment.training
