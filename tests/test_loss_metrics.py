@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from faults import hpo
+
 from hpo import metric_names
 from hpo.config import TrainingConfig, binding_differences, experiment_from_dict
 from hpo.errors import ConfigError
@@ -106,6 +106,7 @@ def test_a_study_made_before_the_keys_existed_resumes_at_their_defaults():
 
 def test_from_logits_follows_the_output_activation():
     import loss_tasks
+
     from hpo.models import get_builder
     from hpo.training.loss_metrics import output_activation
 
@@ -121,6 +122,7 @@ def test_a_softmax_model_is_scored_on_its_probabilities_without_a_keras_warning(
 
     import keras
     import loss_tasks
+
     from hpo.training.loss_metrics import LossAndMetrics
 
     model = loss_tasks.softmax_mlp({}, (8,), 3)
@@ -145,6 +147,7 @@ def test_a_softmax_model_is_scored_on_its_probabilities_without_a_keras_warning(
 
 def test_fusion_refuses_what_its_step_does_not_compute():
     import loss_tasks
+
     from hpo.fusion.program import fusable, unfusable_measures
 
     assert unfusable_measures(TrainingConfig()) is None
@@ -217,6 +220,22 @@ def test_a_regression_ranked_by_val_mae(tmp_path):
     content = search.SummaryMetadata("_hparams_/experiment").plugin_data.content
     metric_tags = [m.name.tag for m in plugin_data_pb2.HParamsPluginData.FromString(content).experiment.metric_infos]
     assert {"val_mae", "val_half_absolute_error", "val_loss", "mae"} <= set(metric_tags)
+
+    # The exported model is scored with the experiment's metrics on the held-out test split.
+    model_path = tmp_path / "best.keras"
+    done = hpo("best", str(study_dir), "--export", str(model_path), "--experiment", str(experiment), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    export = json.loads(done.stdout)["export"]
+    assert set(export["test_metrics"]) == {"mae", "half_absolute_error"} and export["test_accuracy"] is None
+    import keras
+    import loss_tasks
+
+    from hpo.config import DataConfig
+    from hpo.data import split
+    x, y, _ = loss_tasks.regression()
+    test = split("r", "", x, y, DataConfig(dataset="r", validation_split=0.25, test_split=0.1), seed=0)
+    predicted = keras.models.load_model(model_path, compile=False).predict(test.x_test, verbose=0)[:, 0]
+    assert export["test_metrics"]["mae"] == pytest.approx(float(np.mean(np.abs(predicted - test.y_test))), rel=1e-4)
 
     assert hpo("report", str(study_dir)).returncode == 0
     page = (study_dir / "report" / "report.html").read_text()

@@ -196,6 +196,32 @@ def _metric_object(identifier: str, resolved: str):
         raise ConfigError(f"Keras does not know the metric {identifier!r}: {exc}", key="training.metrics") from None
 
 
+def score(measures: LossAndMetrics, model, x, y, batch: int = 1024) -> tuple[float, dict[str, float]]:
+    """(mean loss, metrics by logged name) of `model` on arrays, with the validation metrics."""
+    measures.reset()
+    total = 0.0
+    for first in range(0, len(x), batch):
+        outputs = model(x[first:first + batch], training=False)
+        total += float(measures.summed_loss(y[first:first + batch], outputs))
+        measures.update(measures.val_metrics, y[first:first + batch], outputs)
+    return total / max(1, len(x)), measures.results(validation=True)
+
+
+def keras_loss(loss: str, model):
+    """The loss for Keras's own `compile` (an exported model): a cross-entropy with the
+    model's `from_logits`, else the identifier or the referenced function."""
+    import keras
+
+    if loss in _PROBABILITY_LOSSES:
+        return type(_loss_function(loss, outputs_logits(model)))(from_logits=outputs_logits(model))
+    return resolve(loss, key="training.loss") if ":" in loss else keras.losses.get(loss)
+
+
+def keras_metric(metric: str):
+    """A metric for Keras's own `compile`: the identifier, or the referenced function."""
+    return resolve(metric, key="training.metrics") if ":" in metric else metric
+
+
 def check_on_batch(measures: LossAndMetrics, model, x, y) -> str | None:
     """None when the loss and every metric compute on this batch, else which failed and why
     (the pre-flight's check that the targets, outputs, loss and metrics fit together)."""
