@@ -30,6 +30,7 @@ def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, m
         if on_trace is not None:
             on_trace[0] += 1
         total_loss = tf.constant(0.0)
+        sums = measures.start_sums()
         for i in tf.range(tf.shape(batch_indices)[0]):
             idx = batch_indices[i]
             xb = tf.gather(x_train, idx)
@@ -43,7 +44,8 @@ def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, m
             with tf.name_scope(UPDATE_SCOPE):      # so a profile can tell the update's ops apart
                 optimizer.apply_gradients(zip(grads, variables))
             total_loss += tf.cast(loss, tf.float32)
-            measures.update(measures.train_metrics, yb, outputs)
+            sums = measures.accumulate(sums, yb, outputs)
+        measures.commit_sums(sums)
         return (total_loss,)
 
     return _compile(train_steps, mode, tf.TensorSpec([None, None], tf.int32))

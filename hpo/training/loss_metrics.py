@@ -72,6 +72,13 @@ class LossAndMetrics:
         activation = _PROBABILITY_LOSSES.get(loss) if self.from_logits else None
         needs_probabilities = any(r not in _ARGMAX_METRICS for r in self._resolved)
         self._to_probabilities = activation if needs_probabilities else None
+        # Plain means of a per-example function (keras's MeanMetricWrapper, as the accuracies,
+        # errors and cross-entropies are) are summed across a call's steps; the rest update per step.
+        import keras
+        plain = [type(m).update_state is keras.metrics.MeanMetricWrapper.update_state
+                 and hasattr(m, "_fn") for m in self.train_metrics]
+        self._summed = [m for m, p in zip(self.train_metrics, plain) if p]
+        self._updated = [m for m, p in zip(self.train_metrics, plain) if not p]
 
     def mean_loss(self, y, outputs):
         """The batch's mean loss (a scalar), what the gradient is taken of."""
@@ -99,6 +106,40 @@ class LossAndMetrics:
             outputs = getattr(keras.activations, self._to_probabilities)(outputs)
         for metric in metrics:
             metric.update_state(y, outputs)
+
+    def start_sums(self) -> tuple:
+        """Loop-carried sums for the training metrics that are means of per-example values
+        (accuracy, MAE, ...): a compiled step adds each batch to these tensors and commits them
+        to the metric variables once per call (`commit_sums`), which in graph mode costs far
+        less than two variable updates per metric per step. Other metrics (AUC, precision,
+        ...) are updated in place by `accumulate`."""
+        import tensorflow as tf
+        return tuple((tf.constant(0.0), tf.constant(0.0)) for _ in self._summed)
+
+    def accumulate(self, sums: tuple, y, outputs) -> tuple:
+        """`sums` ((total, count) per summed metric) with one batch added; the metrics that
+        are not plain means are updated on the batch directly."""
+        import keras
+        import tensorflow as tf
+
+        if self._to_probabilities is not None:
+            outputs = getattr(keras.activations, self._to_probabilities)(outputs)
+        added = []
+        for (total, count), metric in zip(sums, self._summed):
+            values = tf.cast(metric._fn(y, outputs, **metric._fn_kwargs), tf.float32)
+            if values.shape.rank is not None and values.shape.rank > 1:
+                values = tf.reduce_mean(values, axis=list(range(1, values.shape.rank)))
+            # As keras's Mean counts: one per example, or one for a function that returns a scalar.
+            examples = tf.cast(tf.size(values), tf.float32) if values.shape.rank != 0 else tf.constant(1.0)
+            added.append((total + tf.reduce_sum(values), count + examples))
+        for metric in self._updated:
+            metric.update_state(y, outputs)
+        return tuple(added)
+
+    def commit_sums(self, sums: tuple) -> None:
+        for (total, count), metric in zip(sums, self._summed):
+            metric.total.assign_add(total)
+            metric.count.assign_add(count)
 
     def reset(self) -> None:
         for metric in (*self.train_metrics, *self.val_metrics):
