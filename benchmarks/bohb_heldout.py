@@ -58,6 +58,8 @@ def final_regret(make, name: str, seed: int) -> float:
 
 def main(seeds: int = 20) -> None:
     makers = {"random": RandomSearch, "hyperband": Hyperband, "bohb (default, tpe)": BOHB,
+              "bohb (tpe, deepest-first, no probes)":
+                  lambda *a, **k: BOHB(*a, rungs="deepest", probe_budgets=False, **k),
               "bohb (paper kde)": lambda *a, **k: BOHB(*a, model="kde", **k)}
     print("| searcher | " + " | ".join(PROBLEMS) + " |")
     print("| --- | " + " | ".join("---" for _ in PROBLEMS) + " |")

@@ -35,9 +35,9 @@ from benchmarks.kt_comparison import N_TRAIN, N_VAL  # noqa: E402
 from benchmarks.machine import cpu_description  # noqa: E402
 from hpo.config import DataConfig, TrainingConfig  # noqa: E402
 from hpo.data import load_dataset  # noqa: E402
-from hpo.models import get_builder  # noqa: E402
 from hpo.fusion.group_trainer import group_size, train_fused  # noqa: E402
 from hpo.jobs import TrainTask  # noqa: E402
+from hpo.models import get_builder  # noqa: E402
 from hpo.training.trainer import Trainer  # noqa: E402
 
 EPOCHS = 2
@@ -108,7 +108,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for k in ks:
             times: dict[tuple[str, str], list[float]] = {}
-            for mode, trainer in trainers.items():
+            for trainer in trainers.values():
                 sequential(trainer, 1, 999, folder)      # warm-ups: the traces are not timed
                 fused(trainer, k, 999, folder)
             for repeat in range(repeats):
@@ -121,7 +121,8 @@ def main() -> None:
             rows.append((k, median, seq, fus))
             print(f"K={k:2d}: " + ", ".join(f"{a} {b} {t:.2f}s" for (a, b), t in median.items())
                   + f"; best vs best speedup {seq / fus:.2f}", flush=True)
-    print("\n| K | sequential trials/h (graph / XLA) | fused trials/h (graph / XLA) | speedup, graph | speedup, XLA | speedup, best vs best |")
+    print("\n| K | sequential trials/h (graph / XLA) | fused trials/h (graph / XLA) | speedup, graph "
+          "| speedup, XLA | speedup, best vs best |")
     print("| --- | --- | --- | --- | --- | --- |")
     for k, median, seq, fus in rows:
         rate = {key: k / t * 3600 for key, t in median.items()}

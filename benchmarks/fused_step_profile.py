@@ -51,8 +51,8 @@ import numpy as np  # noqa: E402
 import benchmarks.fused as fused_bench  # noqa: E402
 from benchmarks.machine import cpu_description  # noqa: E402
 from benchmarks.matmul_rates import big, rate  # noqa: E402
-from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
 from hpo.fusion.group_trainer import prepare_group  # noqa: E402
+from hpo.training.compiled_step import UPDATE_SCOPE  # noqa: E402
 
 ROLES = ("matmul, forward", "matmul, backward", "optimizer update", "copies", "other")
 _MATMUL_OPS = re.compile(r"MatMul|Einsum|Conv2D|conv")

@@ -115,10 +115,10 @@ def main() -> None:
 
     results: dict[str, list[tuple[float, float, int]]] = {"hpo_hyperband": [], "hpo_bohb": [], "keras_tuner": []}
     for seed in seeds:
-        runs = [("keras_tuner", lambda: run_keras_tuner(seed, max_epochs, data)),
-                ("hpo_hyperband", lambda: run_hpo("hyperband", seed, max_epochs, args.backend))]
+        runs = [("keras_tuner", lambda seed=seed: run_keras_tuner(seed, max_epochs, data)),
+                ("hpo_hyperband", lambda seed=seed: run_hpo("hyperband", seed, max_epochs, args.backend))]
         if not args.no_bohb:
-            runs.append(("hpo_bohb", lambda: run_hpo("bohb", seed, max_epochs, args.backend)))
+            runs.append(("hpo_bohb", lambda seed=seed: run_hpo("bohb", seed, max_epochs, args.backend)))
         for name, run in runs:
             wall, best, trials = run()
             results[name].append((wall, best, trials))

@@ -91,3 +91,155 @@ COUNTING_ONES = Problem(
     optimum=-16.0, evaluate=counting_ones, exact=counting_ones_expected)
 
 PROBLEMS = {p.name: p for p in (BRANIN, HARTMANN6, COUNTING_ONES)}
+
+
+# --- Problems of the robustness suite ------------------------------------------------------------
+# Every family below comes in several instances. The TUNING instances may be looked at while
+# choosing a searcher's defaults; the HELD_OUT instances are only ever reported, so a default
+# that was fitted to the tuning set shows it there.
+
+def _noise(run_seed: int, config: Mapping[str, Any], budget: float) -> np.random.Generator:
+    """Noise seeded by the evaluation: the same config at the same budget in a run repeats."""
+    key = f"{run_seed}|{sorted(config.items())!r}|{budget:.6g}"
+    return np.random.default_rng(zlib.crc32(key.encode()))
+
+
+def flat(space: Mapping[str, Any]) -> dict[str, Any]:
+    """The space as peers without conditionals see it: every parameter always present."""
+    return {name: {k: v for k, v in spec.items() if k != "when"} for name, spec in space.items()}
+
+
+def branch_reversal(name: str, branches: int, strength: float, conditional: bool, seed: int) -> Problem:
+    """A categorical `branch` picks which two continuous parameters matter. At the full budget
+    branch 0 is best and branch k-1 worst (offsets 0, 0.6, 1.2, ...); at budget 1 the offsets
+    are scaled by 1 - 2 * strength: strength 0.5 ties the branches there, 1 reverses their
+    order exactly, 1.5 reverses it with 2x the spread. Within a branch a bowl whose centre
+    drifts with the fidelity, plus a learning-curve term equal for every config."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.15, 0.85, size=(branches, 2))
+    drift = rng.uniform(-0.15, 0.15, size=(branches, 2))
+    widths = rng.uniform(1.5, 4.0, size=branches)
+    offsets = 0.6 * np.arange(branches)
+    labels = [f"b{i}" for i in range(branches)]
+
+    def evaluate(config: Mapping[str, Any], budget: float, run_seed: int = 0) -> float:
+        z = fidelity(budget)
+        i = labels.index(config["branch"])
+        x = np.array([config[f"{labels[i]}_x"], config[f"{labels[i]}_y"]])
+        centre = centres[i] + drift[i] * (1 - z)
+        bowl = widths[i] * float(((x - centre) ** 2).sum()) - 0.1 * math.cos(8 * (x[0] - centre[0]))
+        offset = offsets[i] * (1 - 2 * strength * (1 - z))
+        return bowl + offset + 1.5 * (1 - z) + 0.1
+
+    space: dict[str, Any] = {"branch": {"type": "choice", "values": labels}}
+    for label in labels:
+        for axis in ("x", "y"):
+            space[f"{label}_{axis}"] = {"type": "float", "low": 0.0, "high": 1.0,
+                                        **({"when": {"branch": label}} if conditional else {})}
+    best = min(_grid_minimum(lambda x, y, i=i: evaluate({"branch": labels[i], f"{labels[i]}_x": x,
+                                                         f"{labels[i]}_y": y}, MAX_BUDGET))
+               for i in range(branches))
+    return Problem(name=name, space=space, optimum=best, evaluate=evaluate,
+                   exact=lambda c: evaluate(c, MAX_BUDGET))
+
+
+def lr_trap(name: str, dims: int, strength: float, seed: int) -> Problem:
+    """A log-scale `lr` whose best value moves with the budget, as a learning rate that wins
+    after one epoch and loses after thirty: the optimum in log10(lr) sits at -3 at the full
+    budget and at -3 + 2 * strength at budget 1. The other `dims - 1` parameters form a
+    rotated quadratic whose curvature depends on lr (too large an lr also hurts them)."""
+    rng = np.random.default_rng(seed)
+    centre = rng.uniform(0.2, 0.8, size=dims - 1)
+    rotation, _ = np.linalg.qr(rng.normal(size=(dims - 1, dims - 1)))
+    scales = np.geomspace(1.0, 8.0, dims - 1)
+
+    def evaluate(config: Mapping[str, Any], budget: float, run_seed: int = 0) -> float:
+        z = fidelity(budget)
+        log_lr = math.log10(config["lr"])
+        best_lr = -3.0 + 2.0 * strength * (1 - z)
+        x = np.array([config[f"w{j}"] for j in range(dims - 1)])
+        quad = float((scales * (rotation @ (x - centre)) ** 2).sum())
+        return 0.4 * (log_lr - best_lr) ** 2 + quad * (1 + 0.3 * max(0.0, log_lr + 3.0)) + 2.0 * (1 - z)
+
+    space = {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
+             **{f"w{j}": {"type": "float", "low": 0.0, "high": 1.0} for j in range(dims - 1)}}
+    optimum = evaluate({"lr": 1e-3, **{f"w{j}": float(centre[j]) for j in range(dims - 1)}}, MAX_BUDGET)
+    return Problem(name=name, space=space, optimum=optimum, evaluate=evaluate,
+                   exact=lambda c: evaluate(c, MAX_BUDGET))
+
+
+def shifted(name: str, function: Callable[[np.ndarray], float], bounds: list[tuple[float, float]],
+            optimum: float, shift: float, noise: float = 0.0) -> Problem:
+    """A smooth function; budget b sees it at x + shift (1 - z) (in units of each range) with
+    Gaussian noise of sd `noise` / sqrt(b), seeded by the evaluation."""
+    names = [f"x{i + 1}" for i in range(len(bounds))]
+    span = np.array([hi - lo for lo, hi in bounds])
+
+    def evaluate(config: Mapping[str, Any], budget: float, run_seed: int = 0) -> float:
+        x = np.array([config[n] for n in names]) + shift * (1 - fidelity(budget)) * span
+        value = function(x)
+        if noise:
+            value += float(_noise(run_seed, config, budget).normal(0.0, noise / math.sqrt(budget)))
+        return value
+
+    def exact(config: Mapping[str, Any]) -> float:
+        return function(np.array([config[n] for n in names]))
+
+    space = {n: {"type": "float", "low": float(lo), "high": float(hi)} for n, (lo, hi) in zip(names, bounds)}
+    return Problem(name=name, space=space, optimum=optimum, evaluate=evaluate, exact=exact)
+
+
+def _grid_minimum(f: Callable[[float, float], float], n: int = 201) -> float:
+    grid = np.linspace(0.0, 1.0, n)
+    coarse = min((f(x, y), x, y) for x in grid for y in grid)
+    # refine around the best grid point
+    _, x0, y0 = coarse
+    fine = np.linspace(-1.0 / n, 1.0 / n, 41)
+    return min(f(min(1.0, max(0.0, x0 + dx)), min(1.0, max(0.0, y0 + dy))) for dx in fine for dy in fine)
+
+
+_A3 = np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]])
+_P3 = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547], [381, 5743, 8828]])
+
+
+def hartmann3(x: np.ndarray) -> float:
+    return float(-(_ALPHA * np.exp(-(_A3 * (x - _P3) ** 2).sum(axis=1))).sum())
+
+
+def branin(x: np.ndarray) -> float:
+    return branin_mf({"x1": x[0], "x2": x[1]}, MAX_BUDGET)
+
+
+def six_hump_camel(x: np.ndarray) -> float:
+    a, b = x
+    return float((4 - 2.1 * a ** 2 + a ** 4 / 3) * a ** 2 + a * b + (-4 + 4 * b ** 2) * b ** 2)
+
+
+def styblinski_tang(x: np.ndarray) -> float:
+    return float(0.5 * (x ** 4 - 16 * x ** 2 + 5 * x).sum())
+
+
+def rosenbrock(x: np.ndarray) -> float:
+    return float(sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1)))
+
+
+_TUNING_NEW = [
+    branch_reversal("branch3_rev", 3, 1.0, conditional=True, seed=1),
+    branch_reversal("branch3_rev_flat", 3, 1.0, conditional=False, seed=1),
+    lr_trap("lr_trap3", 3, 1.0, seed=2),
+    shifted("hartmann3_mf", hartmann3, [(0, 1)] * 3, -3.86278, shift=0.05),
+    shifted("noisy_branin", branin, [(-5, 10), (0, 15)], 0.397887, shift=0.02, noise=3.0),
+]
+HELD_OUT = [
+    branch_reversal("branch4_strong", 4, 1.5, conditional=True, seed=11),
+    branch_reversal("branch4_strong_flat", 4, 1.5, conditional=False, seed=11),
+    branch_reversal("branch3_mild", 3, 0.6, conditional=True, seed=12),
+    lr_trap("lr_trap4_mild", 4, 0.6, seed=13),
+    lr_trap("lr_trap2_strong", 2, 1.5, seed=14),
+    shifted("camel2_mf", six_hump_camel, [(-2, 2), (-1, 1)], -1.031628, shift=0.04),
+    shifted("noisy_styblinski3", styblinski_tang, [(-5, 5)] * 3, -39.16617 * 3, shift=0.03, noise=4.0),
+    shifted("rosenbrock3_mf", rosenbrock, [(-2, 2)] * 3, 0.0, shift=0.05),
+]
+TUNING = {p.name: p for p in (BRANIN, HARTMANN6, COUNTING_ONES, *_TUNING_NEW)}
+HELD_OUT_PROBLEMS = {p.name: p for p in HELD_OUT}
+ALL_PROBLEMS = {**TUNING, **HELD_OUT_PROBLEMS}

@@ -1,15 +1,24 @@
 """Searchers on synthetic multi-fidelity problems: ours against the published implementations.
 
     bash benchmarks/setup_bench_env.sh              # once: a venv with the peers (DEHB pins numpy<2)
-    .venv-bench/bin/python benchmarks/searchers.py [--quick]
+    nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache
 
 Ours: random, Hyperband, ASHA, BOHB. Peers: Optuna TPE with HyperbandPruner, plain Optuna
 TPE, HpBandSter BOHB and Hyperband (name server on 127.0.0.1), DEHB. Every searcher gets
 the same total budget (counted as the sum of budgets, only the increment where a config
-already ran at a lower budget) on branin_mf, hartmann6_mf and counting_ones, over 10 seeds.
-Regret is that of the incumbent: the best config evaluated at the full budget (until the
-first full-budget evaluation, the best at the highest budget reached), measured with the
-noise-free function at full fidelity.
+already ran at a lower budget), over 20 seeds. Regret is that of the incumbent: the best
+config evaluated at the full budget (until the first full-budget evaluation, the best at
+the highest budget reached), measured with the noise-free function at full fidelity.
+
+Problems (`benchmarks/mf_problems.py`): the tuning set, which a default may be chosen on
+(branin_mf, hartmann6_mf, counting_ones, a branch-reversal problem declared with `when`
+and flat, a learning-rate trap, hartmann3, a noisy Branin), and a held-out set of other
+instances of the same families (other strengths, dimensions and seeds, other smooth
+functions), reported separately: `worst_ratio_heldout=` on the last line. On conditional
+problems the peers see the flat space; ours see it as declared.
+
+`--cache DIR` keeps the peers' outcomes on disk (per peer, problem, seed and budget): they
+are the slow part and do not change while ours are tuned.
 
 "Overhead" is measured the same way for every searcher: the run's wall time minus the time
 spent inside the objective, per evaluation. For ours it is also shown for ask() alone.
@@ -18,7 +27,9 @@ spent inside the objective, per evaluation. For ours it is also shown for ask() 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import json
 import logging
 import math
 import os
@@ -35,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.mf_problems import MAX_BUDGET, PROBLEMS, Problem  # noqa: E402
+from benchmarks.mf_problems import ALL_PROBLEMS, HELD_OUT_PROBLEMS, MAX_BUDGET, TUNING, Problem, flat  # noqa: E402
 from hpo.search import ASHA, BOHB, Hyperband, RandomSearch, rung_budgets  # noqa: E402
 
 ETA, MIN_BUDGET = 3, 1.0
@@ -128,7 +139,7 @@ def run_ours(cls) -> Callable[[Problem, int, float], Trace]:
 def ask_latency_ms(cls, observations: int = 1000, repeats: int = 200) -> tuple[float, float]:
     """Median ask() time with `observations` finished jobs (hartmann6 space): over all asks,
     and over the asks that proposed a new config (the model-based ones; promotions are cheap)."""
-    problem = PROBLEMS["hartmann6_mf"]
+    problem = ALL_PROBLEMS["hartmann6_mf"]
     searcher = cls(problem.space, seed=0, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET, eta=ETA)
     for _ in range(observations):
         job = searcher.ask()
@@ -235,7 +246,8 @@ def run_hpbandster(algorithm: str) -> Callable[[Problem, int, float], Trace]:
                     return {"loss": float("inf"), "info": "budget spent"}
                 return {"loss": trace.evaluate(typed(problem, config), float(budget)), "info": {}}
 
-        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=None)
+        # A free port: runs side by side must not clash.
+        server = hpns.NameServer(run_id=run_id, host="127.0.0.1", port=0)
         host, port = server.start()
         worker = BenchWorker(nameserver=host, nameserver_port=port, run_id=run_id)
         worker.run(background=True)
@@ -270,98 +282,233 @@ def run_dehb(problem: Problem, seed: int, total: float) -> Trace:
     return trace.finish()
 
 
+# --- SMAC3 -------------------------------------------------------------------------------------
+
+def run_smac(problem: Problem, seed: int, total: float) -> Trace:
+    """SMAC3's multi-fidelity facade: Hyperband with a random forest (each evaluation from
+    scratch, so the trace counts a re-run config's budget increment as for everyone)."""
+    from smac import MultiFidelityFacade, Scenario
+    from smac.runhistory.dataclasses import TrialValue
+
+    for name in ("smac", "ConfigSpace"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    trace = Trace(problem, seed, total)
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Scenario(_configspace(problem, seed), deterministic=True, n_trials=10 ** 6, min_budget=MIN_BUDGET,
+                            max_budget=MAX_BUDGET, seed=seed, output_directory=Path(tmp))
+        intensifier = MultiFidelityFacade.get_intensifier(scenario, eta=ETA)
+        smac = MultiFidelityFacade(scenario, target_function=lambda config, seed=0, budget=1.0: 0.0,
+                                   intensifier=intensifier, overwrite=True, logging_level=40)
+        while not trace.exhausted:
+            info = smac.ask()
+            value = trace.evaluate(typed(problem, dict(info.config)), float(info.budget))
+            smac.tell(info, TrialValue(cost=value))
+    return trace.finish()
+
+
 SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo random": run_ours(RandomSearch),
     "hpo hyperband": run_ours(Hyperband),
     "hpo asha": run_ours(ASHA),
     "hpo bohb": run_ours(BOHB),
     "hpo bohb (paper kde)": run_ours(functools.partial(BOHB, model="kde")),
+    "hpo bohb (deepest-first)": run_ours(functools.partial(BOHB, rungs="deepest", probe_budgets=False)),
     "optuna tpe+hyperband": run_optuna(pruned=True),
     "optuna tpe": run_optuna(pruned=False),
     "hpbandster bohb": run_hpbandster("bohb"),
     "hpbandster hyperband": run_hpbandster("hyperband"),
     "dehb": run_dehb,
+    "smac3 hyperband+rf": run_smac,
 }
 PEERS = [name for name in SEARCHERS if not name.startswith("hpo ")]
 FRACTIONS = (0.25, 0.5, 1.0)
+GRID = tuple(float(f) for f in np.round(np.linspace(0.02, 1.0, 50), 4))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the tables and the plot need from one run."""
+
+    regret: dict[float, float]           # fraction of the total budget -> incumbent regret
+    overhead_ms: float
+
+    @classmethod
+    def of(cls, trace: Trace) -> "Outcome":
+        return cls({f: trace.regret_at(f) for f in sorted(set(FRACTIONS) | set(GRID))}, trace.overhead_ms)
+
+
+def run_once(name: str, problem: Problem, seed: int, total: float) -> Outcome:
+    # Peers have no conditionals: they see every parameter and the objective ignores the
+    # inactive ones. Ours see the space as declared (with `when` on the conditional problems).
+    if name not in PEERS:
+        return Outcome.of(SEARCHERS[name](problem, seed, total))
+    return Outcome.of(SEARCHERS[name](dataclasses.replace(problem, space=flat(problem.space)), seed, total))
+
+
+class PeerCache:
+    """Peers' outcomes on disk, one JSON file per peer: they do not change while ours are
+    tuned, and they are the slow part of the benchmark. One file per peer and problem (so runs
+    split by problem can fill one cache side by side), keyed by seed and budget."""
+
+    def __init__(self, folder: str | None, only_cached: bool = False):
+        self.folder = Path(folder) if folder else None
+        self.only_cached = only_cached
+        self._data: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def _file(self, name: str, problem: str) -> Path:
+        return self.folder / ("".join(c if c.isalnum() else "_" for c in f"{name}-{problem}") + ".json")
+
+    def _load(self, name: str, problem: str) -> dict[str, Any]:
+        if (name, problem) not in self._data:
+            path = self._file(name, problem)
+            self._data[name, problem] = json.loads(path.read_text()) if path.exists() else {}
+        return self._data[name, problem]
+
+    def get(self, name: str, problem: Problem, seed: int, total: float) -> Outcome | None:
+        """The outcome (None: not in the cache and `only_cached`)."""
+        if self.folder is None or name not in PEERS:
+            return run_once(name, problem, seed, total)
+        data, key = self._load(name, problem.name), f"{seed}|{total:g}"
+        if key not in data and self.only_cached:
+            return None
+        if key not in data:
+            outcome = run_once(name, problem, seed, total)
+            data[key] = {"regret": [[f, r] for f, r in outcome.regret.items()], "overhead_ms": outcome.overhead_ms}
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self._file(name, problem.name)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data))
+            tmp.replace(path)
+        entry = data[key]
+        return Outcome({f: r for f, r in entry["regret"]}, entry["overhead_ms"])
+
+
+def mean_final(outcomes: list[Outcome]) -> float:
+    return float(np.mean([o.regret[1.0] for o in outcomes]))
+
+
+def worst_ratio(problems, names, outcomes) -> float | None:
+    """max over problems of mean final regret of hpo bohb / that of the best peer."""
+    ratios = []
+    for problem in problems:
+        if (problem.name, "hpo bohb") not in outcomes:
+            continue
+        ours = mean_final(outcomes[problem.name, "hpo bohb"])
+        peers = [mean_final(outcomes[problem.name, p]) for p in PEERS if (problem.name, p) in outcomes]
+        if not peers:
+            continue
+        best_peer = min(peers)
+        ratio = ours / best_peer if best_peer > 0 else (1.0 if ours <= best_peer else math.inf)
+        ratios.append(ratio)
+        which = min((p for p in PEERS if (problem.name, p) in outcomes),
+                    key=lambda p: mean_final(outcomes[problem.name, p]))
+        print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f}")
+    return max(ratios) if ratios else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smaller total budget (about 5 minutes)")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--quick", action="store_true",
+                        help="20 full-budget evaluations of budget per run instead of 40")
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--full-evals", type=float, default=None,
                         help="total budget in full-budget evaluations (default 40, quick 20)")
     parser.add_argument("--only", nargs="*", help="run only these searchers")
+    parser.add_argument("--problems", nargs="*", help="run only these problems")
+    parser.add_argument("--set", choices=("all", "tuning", "heldout"), default="all",
+                        help="the problems the defaults may be tuned on, the held-out ones, or both")
+    parser.add_argument("--cache", default=None,
+                        help="a folder keeping the peers' outcomes between runs (they are the slow part)")
+    parser.add_argument("--only-cached", action="store_true",
+                        help="leave a peer out of a problem unless the cache holds all its seeds there")
+    parser.add_argument("--no-latency", action="store_true", help="skip the ask() latency measurement")
     parser.add_argument("--png", default="benchmarks/searchers_regret.png")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     full_evals = args.full_evals or (20 if args.quick else 40)
     total = full_evals * MAX_BUDGET
     names = args.only or list(SEARCHERS)
+    chosen = {"all": ALL_PROBLEMS, "tuning": TUNING, "heldout": HELD_OUT_PROBLEMS}[args.set]
+    problems = [chosen[n] for n in (args.problems or chosen)]
+    cache = PeerCache(args.cache, args.only_cached)
     print(f"total budget {total:g} per run ({full_evals:g} full-budget evaluations), {args.seeds} seeds, "
           f"budgets {MIN_BUDGET:g}..{MAX_BUDGET:g}, eta {ETA}")
 
-    traces: dict[tuple[str, str], list[Trace]] = {}
-    for problem in PROBLEMS.values():
+    outcomes: dict[tuple[str, str], list[Outcome]] = {}
+    for problem in problems:
         for name in names:
             started = time.perf_counter()
-            traces[problem.name, name] = [SEARCHERS[name](problem, seed, total) for seed in range(args.seeds)]
-            print(f"  {problem.name:13s} {name:22s} {time.perf_counter() - started:6.1f}s", flush=True)
+            runs = [cache.get(name, problem, seed, total) for seed in range(args.seeds)]
+            if any(run is None for run in runs):
+                print(f"  {problem.name:20s} {name:22s} left out: {sum(r is not None for r in runs)} of "
+                      f"{args.seeds} seeds in the cache", flush=True)
+                continue
+            outcomes[problem.name, name] = runs
+            print(f"  {problem.name:20s} {name:22s} {time.perf_counter() - started:6.1f}s", flush=True)
 
     print("\nMean ± std regret of the incumbent at 25%, 50% and 100% of the budget; overhead per evaluation "
-          "(median over runs, ms)\n")
-    for problem in PROBLEMS.values():
-        print(f"**{problem.name}**\n")
+          "(median over runs, ms). Problems marked (held out) were never used to choose a default.\n")
+    for problem in problems:
+        mark = " (held out)" if problem.name in HELD_OUT_PROBLEMS else ""
+        print(f"**{problem.name}**{mark}\n")
         print("| searcher | 25% | 50% | 100% | overhead ms/eval |")
         print("| --- | --- | --- | --- | --- |")
         for name in names:
-            runs = traces[problem.name, name]
+            if (problem.name, name) not in outcomes:
+                print(f"| {name} | n/a | n/a | n/a | n/a |")
+                continue
+            runs = outcomes[problem.name, name]
             cells = []
             for fraction in FRACTIONS:
-                values = [t.regret_at(fraction) for t in runs]
+                values = [o.regret[fraction] for o in runs]
                 cells.append(f"{np.mean(values):.4g} ± {np.std(values):.2g}")
-            overhead = statistics.median(t.overhead_ms for t in runs)
+            overhead = statistics.median(o.overhead_ms for o in runs)
             print(f"| {name} | " + " | ".join(cells) + f" | {overhead:.3f} |")
         print()
 
-    for cls in (BOHB, Hyperband, RandomSearch):
-        every, fresh = ask_latency_ms(cls)
-        print(f"{cls.__name__} ask() median with 1,000 finished trials: {every:.3f} ms "
-              f"(new configs only: {fresh:.3f} ms)")
-    _plot(traces, names, total, args.png)
+    if not args.no_latency:
+        for cls in (BOHB, Hyperband, RandomSearch):
+            every, fresh = ask_latency_ms(cls)
+            print(f"{cls.__name__} ask() median with 1,000 finished trials: {every:.3f} ms "
+                  f"(new configs only: {fresh:.3f} ms)")
+    if args.png:
+        _plot(outcomes, names, problems, total, args.png)
 
-    ratios = []
-    for problem in PROBLEMS.values():
-        ours = np.mean([t.regret_at(1.0) for t in traces.get((problem.name, "hpo bohb"), [])] or [np.nan])
-        peers = [np.mean([t.regret_at(1.0) for t in traces[problem.name, p]]) for p in PEERS if p in names]
-        if peers:
-            best_peer = min(peers)
-            ratios.append(ours / best_peer if best_peer > 0 else (1.0 if ours <= best_peer else math.inf))
-            print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} -> ratio {ratios[-1]:.3f}")
-    if ratios:
-        print(f"worst_ratio_bohb_vs_best_peer={max(ratios):.3f}")
+    held = [p for p in problems if p.name in HELD_OUT_PROBLEMS]
+    print("Every problem:")
+    overall = worst_ratio(problems, names, outcomes)
+    print("\nHeld out only:")
+    heldout = worst_ratio(held, names, outcomes)
+    if overall is not None:
+        tail = f" worst_ratio_heldout={heldout:.3f}" if heldout is not None else " worst_ratio_heldout=n/a"
+        print(f"worst_ratio_bohb_vs_best_peer={overall:.3f}{tail}")
 
 
-def _plot(traces, names, total, path) -> None:
+def _plot(outcomes, names, problems, total, path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    grid = np.linspace(0.02, 1.0, 50)
-    fig, axes = plt.subplots(1, len(PROBLEMS), figsize=(6 * len(PROBLEMS), 4.5))
-    for ax, problem in zip(np.atleast_1d(axes), PROBLEMS.values()):
+    columns = min(4, len(problems))
+    rows = int(math.ceil(len(problems) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.8 * rows), squeeze=False)
+    for ax, problem in zip(axes.flat, problems):
         for name in names:
-            runs = traces[problem.name, name]
-            mean = [np.mean([t.regret_at(f) for t in runs]) for f in grid]
-            ax.plot(grid * total, np.maximum(mean, 1e-9), label=name, linestyle="-" if name.startswith("hpo") else "--")
+            if (problem.name, name) not in outcomes:
+                continue
+            runs = outcomes[problem.name, name]
+            mean = [np.mean([o.regret[f] for o in runs]) for f in GRID]
+            ax.plot(np.array(GRID) * total, np.maximum(mean, 1e-9), label=name,
+                    linestyle="-" if name.startswith("hpo") else "--")
         ax.set_yscale("log")
-        ax.set_title(problem.name)
+        ax.set_title(problem.name + (" (held out)" if problem.name in HELD_OUT_PROBLEMS else ""))
         ax.set_xlabel("budget spent (sum of epochs)")
         ax.set_ylabel("mean regret of incumbent")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
+    for ax in list(axes.flat)[len(problems):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90)
     print(f"plot: {path}")
 
 

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The searcher benchmark's own environment. DEHB pins numpy<2, which TensorFlow's ml-dtypes
+# The searcher benchmark's own environments. DEHB pins numpy<2, which TensorFlow's ml-dtypes
 # and mlxtend cannot live with, so the peers get a venv of their own; hpo's searchers need
 # only numpy, scipy and PyYAML, so hpo goes in without its (TensorFlow) dependencies.
+# SMAC3 wants numpy>=2 and a newer ConfigSpace than HpBandSter lives with: a second venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv-bench
 .venv-bench/bin/pip install -q --upgrade pip
 .venv-bench/bin/pip install -q --no-deps -e .
 .venv-bench/bin/pip install -q "numpy<2" scipy PyYAML matplotlib optuna hpbandster dehb
-echo "ready: .venv-bench/bin/python benchmarks/searchers.py --quick"
+if [ "${WITH_SMAC:-1}" = 1 ]; then
+  python3 -m venv .venv-bench-smac
+  .venv-bench-smac/bin/pip install -q --upgrade pip
+  .venv-bench-smac/bin/pip install -q --no-deps -e .
+  .venv-bench-smac/bin/pip install -q smac PyYAML matplotlib
+fi
+echo "ready: nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache"
+echo "       nice -n 10 .venv-bench-smac/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'smac3 hyperband+rf'"

@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 
 from hpo.config import TrainingConfig  # noqa: E402
 from hpo.data import Dataset  # noqa: E402
-from hpo.models import get_builder  # noqa: E402
 from hpo.jobs import TrainTask  # noqa: E402
+from hpo.models import get_builder  # noqa: E402
 from hpo.training.trainer import Trainer  # noqa: E402
 
 BATCH = 64

@@ -10,7 +10,6 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
-import keras_tuner as kt  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 
 import hpo.keras_tuner  # noqa: E402

@@ -105,14 +105,15 @@ def _print_error(message: str) -> None:
     """Errors are printed unwrapped and unstyled inside, so paths and quoted keys stay intact
     (rich would otherwise wrap at the terminal width and read '[...]' in messages as markup)."""
     from rich.text import Text
+
     from hpo.console import console
     console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from hpo.console import console, setup_logging
-    from hpo.references import add_search_path
     from hpo.native_logs import cli_native_logs
+    from hpo.references import add_search_path
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)

@@ -60,6 +60,7 @@ class SearchConfig:
     time_limit: float | None = None   # seconds
     max_consecutive_failures: int = 10
     options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
+    initial_configs: tuple[Mapping[str, Any], ...] = ()      # run first, before any proposed config
 
 
 FUSE_AUTO_CEILING = 32     # the most jobs `training.fuse: auto` takes in flight and fuses
@@ -197,7 +198,7 @@ def _check_node(node: Any, path: str, sizes: dict[int, int], visiting: set[int],
     visiting.add(ident)
     size = 1
     if isinstance(node, yaml.SequenceNode):
-        for i, child in enumerate(node.value):
+        for child in node.value:
             size += _check_node(child, path, sizes, visiting, lines)
             _check_size(size, node)
     elif isinstance(node, yaml.MappingNode):
@@ -487,6 +488,7 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         time_limit=s.get("time_limit", "number", minimum=1),
         max_consecutive_failures=s.get("max_consecutive_failures", "int", minimum=1),
         options=dict(s.get("options", "mapping")),
+        initial_configs=_initial_configs((raw.get("search") or {}).get("initial_configs"), space),
     )
     if search.min_budget > search.max_budget:
         raise ConfigError(f"expected min_budget <= max_budget, got min_budget={search.min_budget:g} "
@@ -562,6 +564,25 @@ def _check_finite(value: Any, key: str) -> None:
     elif isinstance(value, (list, tuple)):
         for v in value:
             _check_finite(v, key)
+
+
+def _initial_configs(value: Any, space: SearchSpace) -> tuple[dict[str, Any], ...]:
+    """`search.initial_configs`: a list of configs of the space, each checked here."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"expected a list of configs (mappings of parameter -> value), got {value!r}",
+                          key="search.initial_configs")
+    configs = []
+    for i, config in enumerate(value):
+        key = f"search.initial_configs[{i}]"
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"expected a mapping of parameter -> value, got {config!r}", key=key)
+        problem = space.why_not(dict(config))
+        if problem:
+            raise ConfigError(f"not a config of the space: {problem}", key=key)
+        configs.append(dict(config))
+    return tuple(configs)
 
 
 def _check_space_values(space: SearchSpace) -> None:

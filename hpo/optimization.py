@@ -65,7 +65,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
              searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
              max_trials: int | None = None, time_limit: float | None = None, direction: str = "minimize",
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
-             metric: str = "objective", options: Mapping[str, Any] | None = None) -> OptimizeResult:
+             metric: str = "objective", options: Mapping[str, Any] | None = None,
+             initial_configs: list[Mapping[str, Any]] | None = None) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -75,6 +76,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     when neither it nor `time_limit`, in seconds, is given). `workers` > 1 runs calls in a
     thread pool. With `study_dir` the search persists there and a repeated call resumes it;
     `fresh=True` moves a study already there aside (to `<study_dir>.old-<time>`) and starts anew.
+    `initial_configs`: known-good configs, run first at the schedule's budgets.
     """
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
@@ -92,7 +94,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "space": space_dict,
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
-                   "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {})},
+                   "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {}),
+                   "initial_configs": [dict(c) for c in initial_configs or ()]},
         "execution": {"backend": "inline", "workers": workers},
     }
     try:
@@ -128,15 +131,17 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
 
 def _argument_error(exc: ConfigError) -> ConfigError:
     """The experiment's error, naming the argument of `optimize` that set the key (a space
-    error keeps its key, the path inside the `space` mapping)."""
+    error keeps its key, the path inside the `space` mapping). A wrong type stays a
+    `ConfigTypeError`, so callers can catch it as a `TypeError`."""
+    kind = type(exc)
     key = exc.key or ""
     if key == "space" or key.startswith("space."):
-        return ConfigError(exc.message, key=exc.key, source="hpo.optimize(), argument 'space'")
+        return kind(exc.message, key=exc.key, source="hpo.optimize(), argument 'space'")
     argument = next((arg for prefix, arg in ARGUMENT_KEYS.items() if key == prefix or key.startswith(prefix + ".")),
                     None)
     if argument is None:
-        return ConfigError(exc.message, key=exc.key, source="hpo.optimize()")
-    return ConfigError(exc.message, source=f"hpo.optimize(), argument {argument!r}")
+        return kind(exc.message, key=exc.key, source="hpo.optimize()")
+    return kind(exc.message, source=f"hpo.optimize(), argument {argument!r}")
 
 
 def _check_resumable(folder: Path, experiment) -> None:

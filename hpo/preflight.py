@@ -15,9 +15,9 @@ import logging
 from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
-from hpo.models import BUILDERS
 from hpo.errors import ConfigError, did_you_mean
 from hpo.metric_names import DEFAULT_LOSS, objective_names
+from hpo.models import BUILDERS
 
 log = logging.getLogger("hpo.preflight")
 

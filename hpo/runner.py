@@ -16,12 +16,12 @@ from typing import Callable
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
+from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import objective_names
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
 from hpo.tensorboard_logs import run_name, trial_hparams
-from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.trial import Job, TrialResult, TrialState
 
 log = logging.getLogger("hpo.runner")
@@ -259,7 +259,8 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     try:
         searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
                                  direction=search.direction, min_budget=search.min_budget,
-                                 max_budget=search.max_budget, eta=search.eta, options=search.options)
+                                 max_budget=search.max_budget, eta=search.eta, options=search.options,
+                                 initial_configs=search.initial_configs)
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None

@@ -8,6 +8,7 @@ config dict and NaN in the unit vector.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -17,6 +18,11 @@ import numpy as np
 from hpo.errors import ConfigError, did_you_mean, one_of
 
 PARAM_TYPES = ("float", "int", "choice")
+PRIOR_CONFIDENCES = ("low", "medium", "high")
+# How tightly a prior is sampled around: the sd of a Gaussian in the unit interval for numbers,
+# and the probability of the prior's own value for choices (else any other, uniformly).
+PRIOR_SD = {"low": 0.25, "medium": 0.12, "high": 0.05}
+PRIOR_KEEP = {"low": 0.5, "medium": 0.7, "high": 0.9}
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,9 @@ class Param:
     name: str
     # parent name -> the parent values under which this parameter is active
     when: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    # the user's guess at a good value (None: no guess), and how sure they are of it
+    prior: Any = None
+    prior_confidence: str = "medium"
 
     def is_active(self, config: Mapping[str, Any]) -> bool:
         return all(parent in config and config[parent] in allowed
@@ -36,9 +45,22 @@ class Param:
     def to_dict(self) -> dict[str, Any]: raise NotImplementedError
 
     def _when_dict(self) -> dict[str, Any]:
-        if not self.when:
-            return {}
-        return {"when": {k: (list(v) if len(v) > 1 else v[0]) for k, v in self.when.items()}}
+        out: dict[str, Any] = {}
+        if self.when:
+            out["when"] = {k: (list(v) if len(v) > 1 else v[0]) for k, v in self.when.items()}
+        if self.prior is not None:
+            out["prior"] = self.prior
+            out["prior_confidence"] = self.prior_confidence
+        return out
+
+    def sample_prior(self, u: float, z: float) -> Any:
+        """A value around the prior from two uniform draws (u, z in [0, 1)): a Gaussian of
+        PRIOR_SD in the unit interval for numbers (folded back inside), the prior value with
+        probability PRIOR_KEEP for choices."""
+        centre = self.to_unit(self.prior)
+        x = centre + PRIOR_SD[self.prior_confidence] * math.sqrt(2) * _erfinv(2 * u - 1)
+        x = abs(x) % 2.0                              # fold into [0, 1]: mass stays near the prior
+        return self.from_unit(2.0 - x if x > 1 else x)
 
 
 @dataclass(frozen=True)
@@ -122,6 +144,12 @@ class ChoiceParam(Param):
         """The YAML / `from_dict` form."""
         return {"type": "choice", "values": list(self.values), **self._when_dict()}
 
+    def sample_prior(self, u: float, z: float) -> Any:
+        if u < PRIOR_KEEP[self.prior_confidence] or len(self.values) == 1:
+            return self.prior
+        others = [v for v in self.values if v != self.prior]
+        return others[min(int(z * len(others)), len(others) - 1)]
+
 
 class SearchSpace:
     """An ordered set of parameters; parents always come before their children."""
@@ -186,12 +214,41 @@ class SearchSpace:
                 return False
         return set(config) <= set(self._by_name)
 
+    def why_not(self, config: Mapping[str, Any]) -> str | None:
+        """Why `config` is not a config of this space (None if it is), naming the parameter."""
+        for name in config:
+            if name not in self._by_name:
+                return f"unknown parameter '{name}'{did_you_mean(name, self._by_name)}"
+        for p in self.params:
+            active = p.is_active(config)
+            if active and p.name not in config:
+                return f"parameter '{p.name}' is missing"
+            if not active and p.name in config:
+                return f"parameter '{p.name}' is inactive here (its 'when' is not met) and must be left out"
+            if active and not p.contains(config[p.name]):
+                return f"{config[p.name]!r} is not a possible value of '{p.name}' ({p.to_dict()})"
+        return None
+
     # --- sampling and the unit hypercube --------------------------------------------------
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
         """A uniform random config (inactive conditionals left out)."""
         # Draw a full vector so one sample always consumes the same amount of randomness,
         # whatever is active: replayed and live searchers stay in step.
         return self.from_unit(rng.random(len(self.params)))
+
+    @property
+    def has_prior(self) -> bool:
+        return any(p.prior is not None for p in self.params)
+
+    def sample_prior(self, rng: np.random.Generator) -> dict[str, Any]:
+        """A config drawn around the priors (uniform where a parameter has none)."""
+        # Fixed draws per parameter, whatever is active, as in `sample`.
+        u, z = rng.random(len(self.params)), rng.random(len(self.params))
+        config: dict[str, Any] = {}
+        for p, ui, zi in zip(self.params, u, z):
+            if p.is_active(config):
+                config[p.name] = p.from_unit(ui) if p.prior is None else p.sample_prior(ui, zi)
+        return config
 
     def from_unit(self, vector: Sequence[float]) -> dict[str, Any]:
         config: dict[str, Any] = {}
@@ -221,9 +278,37 @@ def _parents_first(params: list[Param]) -> tuple[Param, ...]:
     return tuple(ordered)
 
 
-_KEYS = {"float": {"type", "low", "high", "log", "when"},
-         "int": {"type", "low", "high", "log", "when"},
-         "choice": {"type", "values", "when"}}
+_KEYS = {"float": {"type", "low", "high", "log", "when", "prior", "prior_confidence"},
+         "int": {"type", "low", "high", "log", "when", "prior", "prior_confidence"},
+         "choice": {"type", "values", "when", "prior", "prior_confidence"}}
+
+
+def _erfinv(y: float) -> float:
+    from scipy.special import erfinv
+    return float(erfinv(min(max(y, -1 + 1e-12), 1 - 1e-12)))
+
+
+def _with_prior(param: Param, body: Mapping[str, Any], key: str) -> Param:
+    """Check `prior` / `prior_confidence` against the parameter and attach them."""
+    confidence = body.get("prior_confidence", "medium")
+    if confidence not in PRIOR_CONFIDENCES:
+        raise ConfigError(f"'prior_confidence' must be one of {one_of(PRIOR_CONFIDENCES)}, got {confidence!r}"
+                          f"{did_you_mean(str(confidence), PRIOR_CONFIDENCES)}", key=f"{key}.prior_confidence")
+    if "prior" not in body or body["prior"] is None:
+        if "prior_confidence" in body:
+            raise ConfigError("'prior_confidence' needs a 'prior' value beside it", key=f"{key}.prior_confidence")
+        return param
+    prior = body["prior"]
+    if isinstance(param, FloatParam) and isinstance(prior, int) and not isinstance(prior, bool):
+        prior = float(prior)
+    if isinstance(param, IntParam) and isinstance(prior, float) and prior.is_integer():
+        prior = int(prior)
+    if not param.contains(prior):
+        expected = (f"one of {list(param.values)!r}" if isinstance(param, ChoiceParam)
+                    else f"a {'whole number' if isinstance(param, IntParam) else 'number'} in "
+                         f"[{param.low}, {param.high}]")
+        raise ConfigError(f"'prior' must be {expected}, got {prior!r}", key=f"{key}.prior")
+    return dataclasses.replace(param, prior=prior, prior_confidence=confidence)
 
 
 def _param_from_dict(name: str, body: Any) -> Param:
@@ -245,7 +330,7 @@ def _param_from_dict(name: str, body: Any) -> Param:
             raise ConfigError(f"'values' must be a non-empty list, got {values!r}", key=f"{key}.values")
         if len(set(map(repr, values))) != len(values):
             raise ConfigError(f"'values' has duplicates: {list(values)!r}", key=f"{key}.values")
-        return ChoiceParam(name=name, when=when, values=tuple(values))
+        return _with_prior(ChoiceParam(name=name, when=when, values=tuple(values)), body, key)
 
     for bound in ("low", "high"):
         value = body.get(bound)
@@ -263,8 +348,8 @@ def _param_from_dict(name: str, body: Any) -> Param:
     if log and low <= 0:
         raise ConfigError(f"a log-scale parameter needs low > 0, got low={low}", key=f"{key}.low")
     if kind == "int":
-        return IntParam(name=name, when=when, low=int(low), high=int(high), log=log)
-    return FloatParam(name=name, when=when, low=float(low), high=float(high), log=log)
+        return _with_prior(IntParam(name=name, when=when, low=int(low), high=int(high), log=log), body, key)
+    return _with_prior(FloatParam(name=name, when=when, low=float(low), high=float(high), log=log), body, key)
 
 
 def _parse_when(when: Any, key: str) -> dict[str, tuple[Any, ...]]:

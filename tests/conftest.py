@@ -16,7 +16,12 @@ def tf_logical_cpus():
     """TensorFlow with the CPU split into LOGICAL_CPUS logical devices, as GPU slots would be.
 
     This must happen before TensorFlow initialises its devices, and any in-process search
-    initialises them, so it runs once at the start of every session."""
+    initialises them, so it runs once at the start of every session. It also requests XLA's
+    multi-output fusion, as a Trainer does when it starts: XLA reads its flags at the
+    process's first compilation, and tests that compile XLA before making a trainer would
+    otherwise decide for every later test whether Adam runs in one pass."""
+    from hpo.training.xla_fusion import request_multi_output_fusion
+    request_multi_output_fusion()
     import tensorflow as tf
     cpus = tf.config.list_physical_devices("CPU")
     try:

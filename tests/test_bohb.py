@@ -97,16 +97,46 @@ def test_parzen_density_integrates_to_one_and_keeps_a_prior():
 def test_tpe_ranks_each_config_at_its_deepest_budget():
     from hpo.search.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
-    sampler = MultiFidelityTPESampler(space, top_n_percent=5)
+    sampler = MultiFidelityTPESampler(space, top_n_percent=5, rungs="deepest")
     # Ten configs at budget 1 with small losses, one promoted to budget 9 with a large loss:
     # the promoted one ranks first (deeper is better), so it alone forms l(x).
     for i in range(10):
         sampler.observe({"x": 0.05 + 0.01 * i}, 1.0, 0.1)
     sampler.observe({"x": 0.9}, 1.0, 0.5)
     sampler.observe({"x": 0.9}, 9.0, 0.8)
-    good, bad = sampler._fit()
-    assert list(good[0].mus[:-1]) == [0.9] and len(bad[0].mus) == 11
+    model = sampler._fit()
+    assert list(model.good[0].mus[:-1]) == [0.9] and len(model.bad[0].mus) == 11
     assert sampler.stats() == {"model_observations": 11.0, "model_budget": 9.0}
+
+
+def test_reliable_ranking_keeps_the_worse_half_of_a_deep_budget_out_of_the_good_set():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    sampler = MultiFidelityTPESampler(space, top_n_percent=10)
+    for i in range(18):
+        sampler.observe({"x": 0.01 * i}, 1.0, 0.1 + 0.01 * i)
+    sampler.observe({"x": 0.5}, 9.0, 0.2)             # deep and good
+    sampler.observe({"x": 0.9}, 9.0, 0.8)             # deep but the worse half of budget 9
+    model = sampler._fit()
+    assert list(model.good[0].mus[:-1]) == [0.0, 0.5]    # budget 9's better half, then budget 1's best
+
+
+def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    sampler = MultiFidelityTPESampler(space, top_n_percent=20)
+    # At budget 1 small x looks best; the winners, promoted to 9, lose to every config that
+    # started at 9 (where large x is best): budget 1 misleads and drops out.
+    for i in range(12):
+        sampler.observe({"x": 0.05 * i}, 1.0, 0.05 * i)
+    for i in range(4):
+        sampler.observe({"x": 0.05 * i}, 9.0, 1.0 - 0.05 * i)
+        sampler.observe({"x": 0.8 + 0.05 * i}, 9.0, 0.1 + 0.01 * i)
+    model = sampler._fit()
+    assert sampler.rung_trusted == {1.0: 0.0, 9.0: 1.0}
+    assert len(model.good[0].mus) - 1 + len(model.bad[0].mus) - 1 == 8      # budget-9 results only
+    assert all(mu >= 0.8 for mu in model.good[0].mus[:-1])
+    assert sampler.stats()["rung_trusted/1"] == 0.0
 
 
 def test_tpe_handles_conditionals_and_concentrates_on_the_good_region():
@@ -128,3 +158,34 @@ def test_tpe_handles_conditionals_and_concentrates_on_the_good_region():
 def test_unknown_model_is_refused():
     with pytest.raises(ValueError, match="model must be one of"):
         BOHB(SPACE, model="gp")
+
+
+def test_configs_starting_at_a_budget_few_have_reached_are_random_probes():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    rng = np.random.default_rng(0)
+    for probes, spread in ((True, 0.2), (False, 0.0)):
+        sampler = MultiFidelityTPESampler(space, n_startup=5, probe_budgets=probes)
+        for i in range(30):                                  # budget 1 only: small x is good
+            sampler.observe({"x": i / 30}, 1.0, i / 30)
+        low = [sampler.propose(rng, 1.0, [])["x"] for _ in range(30)]
+        high = [sampler.propose(rng, 27.0, [])["x"] for _ in range(30)]
+        assert np.mean(low) < 0.3                              # the model, at the budget it knows
+        if probes:
+            assert np.std(high) > spread and np.mean(high) > 0.3    # uniform probes at budget 27
+        else:
+            assert np.mean(high) < 0.3
+
+
+def test_probes_spread_over_the_branches_of_a_choice():
+    from hpo.search.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"branch": {"type": "choice", "values": ["a", "b", "c"]},
+                                   "x": {"type": "float", "low": 0, "high": 1}})
+    sampler = MultiFidelityTPESampler(space, n_startup=5)
+    for i in range(20):
+        sampler.observe({"branch": "a", "x": i / 20}, 1.0, i / 20)
+    rng = np.random.default_rng(0)
+    pending = []
+    for _ in range(3):                                # three probes asked together at budget 27
+        pending.append(sampler.propose(rng, 27.0, pending))
+    assert sorted(c["branch"] for c in pending) == ["a", "b", "c"]

@@ -47,6 +47,7 @@ def test_search_records_every_trial(smoke_study):
 def test_tensorboard_logs_hold_curves_and_hparams(smoke_study):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
+
     from hpo.study import Study
     study_dir, _ = smoke_study
     study = Study.open(study_dir)

@@ -1,6 +1,7 @@
 """The dask backend on a LocalCluster of two worker processes, loopback only."""
 
 from faults import SMOKE, assert_parallel_smoke_run, hpo, query
+
 from hpo.study import Study
 
 
@@ -24,9 +25,8 @@ def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):
     The other two pick up from their progress checkpoints as a group of two, so no epoch of
     theirs is trained twice, and nothing more comes back for the cancelled trial."""
     from hpo.config import load_experiment
-    from hpo.jobs import EpochDone, TrialDone
     from hpo.executors.dask_cluster import DaskExecutor
-    from hpo.jobs import TrainTask
+    from hpo.jobs import EpochDone, TrainTask, TrialDone
 
     experiment = load_experiment(SMOKE, ["model.params={layers: 1, units: 16}", "training.fuse=4",
                                          "training.compile=graph", "training.checkpoint_seconds=0",

@@ -8,6 +8,7 @@ import sys
 import time
 
 from faults import ROOT, SMOKE, cli_env
+
 from hpo.study import Study
 
 

@@ -52,7 +52,8 @@ def test_every_key_is_documented_with_the_dataclass_default():
             if cell.startswith("inferred") or "(`inline`)" in cell:
                 continue       # resolved from other keys when the experiment is read
             default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-            expected = float(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else default
+            numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+            expected = float(default) if numeric else default
             assert documented_default(cell) == expected, key
 
 

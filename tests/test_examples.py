@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from faults import ROOT, cli_env, hpo
+
 from hpo.study import Study
 
 

@@ -5,8 +5,8 @@ when a trial is part-way through its epochs.
 """
 
 import pytest
-
 from faults import SMOKE, hpo, kill, query, running_trial_with_epochs, start_hpo, wait_for, worker_processes
+
 from hpo.study import Study
 
 EPOCHS = 30
@@ -173,10 +173,10 @@ def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_gr
     """A worker fusing 4 trials dies: all 4 come back lost and run again from the group's
     progress checkpoints, and each epoch of each trial is recorded once."""
     study_dir = tmp_path / "study"
-    progress_at_kill = kill_a_worker_mid_trial(study_dir, 1, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, "
-                                               "log: true}}", "--set", "model.params={layers: 1, units: 16}",
-                            "--set", f"execution.backend={backend}", "--set", "execution.workers=1",
-                            "--set", "training.fuse=4", "--set", "execution.max_retries=1")
+    progress_at_kill = kill_a_worker_mid_trial(
+        study_dir, 1, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
+        "--set", "model.params={layers: 1, units: 16}", "--set", f"execution.backend={backend}",
+        "--set", "execution.workers=1", "--set", "training.fuse=4", "--set", "execution.max_retries=1")
     trials = all_complete_with_every_epoch_once(study_dir)
     assert [t.attempts for t in trials] == [2, 2, 2, 2]
     fused = query(study_dir, "SELECT COUNT(*) FROM epochs WHERE metrics LIKE '%fused_trials%'")

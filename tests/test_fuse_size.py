@@ -4,12 +4,21 @@ import keras
 import pytest
 
 from hpo.config import TrainingConfig
-from hpo.models import get_builder
 from hpo.fusion import group_size as fuse_size
-from hpo.fusion.group_size import (AUTO_CEILING, CPU_ONE_THREAD_PROVISIONAL_MAX_MACS, CPU_PROVISIONAL_MAX_MACS,
-                                    PROVISIONAL_K, bytes_per_trial, macs_per_example, memory_cap, probe_sizes,
-                                    provisional_k, smallest_near_best)
+from hpo.fusion.group_size import (
+    AUTO_CEILING,
+    CPU_ONE_THREAD_PROVISIONAL_MAX_MACS,
+    CPU_PROVISIONAL_MAX_MACS,
+    PROVISIONAL_K,
+    bytes_per_trial,
+    macs_per_example,
+    memory_cap,
+    probe_sizes,
+    provisional_k,
+    smallest_near_best,
+)
 from hpo.jobs import TrainTask
+from hpo.models import get_builder
 
 
 @pytest.mark.parametrize("curve, expected", [

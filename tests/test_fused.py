@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from hpo.config import TrainingConfig
-from hpo.models import get_builder
 from hpo.fusion.group_trainer import FusedGroupFailed, FusingTrainer, group_key, train_fused
 from hpo.jobs import TrainTask
+from hpo.models import get_builder
 
 MLP = {"layers": 2, "units": 32, "batch_size": 64}
 CONFIGS = [{**MLP, "learning_rate": 3e-3, "dropout": 0.0}, {**MLP, "learning_rate": 1e-2, "dropout": 0.3},
@@ -268,10 +268,12 @@ def test_a_diverging_member_fails_the_group(digits, tmp_path):
 
 
 def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
-    """The runner hands the inline executor (or each local worker, or each Dask task) several
-    jobs; those sharing an architecture, batch size and epochs train fused, and every trial's
-    results equal an unfused search's."""
+    """The runner hands the inline executor (or each local worker) several jobs; those sharing
+    an architecture, batch size and epochs train fused, and every trial's results equal an
+    unfused search's. (Fused shares on Dask: tests/test_dask_executor.py and the fused-group
+    kill in tests/test_fault_injection.py.)"""
     from faults import SMOKE, hpo
+
     from hpo.study import Study
 
     fixed_architecture = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}, "
@@ -280,12 +282,11 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
                           "--set", "search.min_budget=3", "--set", "search.max_budget=3",
                           "--set", "search.max_trials=8", "--set", "training.compile=graph"]
     runs = {}
-    local, dask = (["--set", f"execution.backend={backend}", "--set", "execution.workers=2"]
-                   for backend in ("local", "dask"))
-    for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local), ("dask", dask)):
+    local = ["--set", "execution.backend=local", "--set", "execution.workers=2"]
+    for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local)):
         study_dir = tmp_path / f"fuse{fuse}"
         done = hpo("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
-                   "--set", f"training.fuse={4 if fuse in ('local', 'dask') else fuse}")
+                   "--set", f"training.fuse={4 if fuse == 'local' else fuse}")
         assert done.returncode == 0, done.stderr[-3000:]
         runs[fuse] = Study.open(study_dir)
     unfused, fused = runs[1].trials(), runs[4].trials()
@@ -302,17 +303,16 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
     for a, b in zip(unfused, runs["auto"].trials()):
         assert b.value == pytest.approx(a.value, abs=1e-6)
     assert {m.get("fused_trials") for _, _, m in runs["auto"].epochs()} == {8}
-    # local and dask, 2 workers: the 8 jobs are split 4 and 4, and each worker fuses its four.
-    for backend in ("local", "dask"):
-        assert [t.config for t in runs[backend].trials()] == [t.config for t in unfused]
-        for a, b in zip(unfused, runs[backend].trials()):
-            assert b.value == pytest.approx(a.value, abs=1e-6), (backend, a.trial_id)
-        assert [m.get("fused_trials") for _, _, m in runs[backend].epochs()] == [4] * 8 * 3, backend
+    # local, 2 workers: the 8 jobs are split 4 and 4, and each worker fuses its four.
+    assert [t.config for t in runs["local"].trials()] == [t.config for t in unfused]
+    for a, b in zip(unfused, runs["local"].trials()):
+        assert b.value == pytest.approx(a.value, abs=1e-6), a.trial_id
+    assert [m.get("fused_trials") for _, _, m in runs["local"].epochs()] == [4] * 8 * 3
 
 
 def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits, tmp_path):
-    from hpo.jobs import TrialDone
     from hpo.executors.inline import InlineExecutor
+    from hpo.jobs import TrialDone
 
     trainer = make_trainer(digits)
     executor = InlineExecutor(lambda: fusing(trainer), slots=4)

@@ -12,8 +12,8 @@ def objective(config, budget):
     return config["x"]
 
 
-def test_a_bad_value_is_a_value_error_naming_the_key():
-    with pytest.raises(ValueError, match=r"hpo.optimize\(\), key 'search.max_budget'.*finite") as info:
+def test_a_bad_value_is_a_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match=r"hpo.optimize\(\), argument 'max_budget'.*finite") as info:
         hpo.optimize(objective, SPACE, min_budget=1, max_budget=float("nan"))
     assert isinstance(info.value, ConfigError)
 
@@ -24,11 +24,11 @@ def test_a_bad_space_is_a_value_error():
 
 
 def test_a_value_of_the_wrong_type_is_a_type_error():
-    with pytest.raises(TypeError, match="key 'search.min_budget': expected a number") as info:
+    with pytest.raises(TypeError, match="argument 'min_budget': expected a number") as info:
         hpo.optimize(objective, SPACE, min_budget="one", max_budget=3)
     assert isinstance(info.value, ConfigTypeError) and isinstance(info.value, ValueError)
 
 
 def test_a_negative_seed_is_refused():
-    with pytest.raises(ValueError, match="key 'seed'"):
+    with pytest.raises(ValueError, match="argument 'seed'"):
         hpo.optimize(objective, SPACE, min_budget=1, max_budget=3, seed=-1)

@@ -2,9 +2,8 @@
 
 import signal
 
-import pytest
-
 from faults import SMOKE, assert_parallel_smoke_run, hpo, kill, query, start_hpo, wait_for, worker_processes
+
 from hpo.executors.local import default_workers, visible_gpu_for
 from hpo.study import Study
 
@@ -23,13 +22,6 @@ def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
     assert visible_gpu_for(0, 0, None) is None and visible_gpu_for(1, 0, "") is None
 
 
-def test_two_workers_run_trials_at_the_same_time(tmp_path):
-    study_dir = tmp_path / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-               "--set", "execution.workers=2")
-    assert_parallel_smoke_run(done, study_dir)
-
-
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     study_dir = tmp_path / "study"
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
@@ -46,22 +38,28 @@ def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     assert any(t.state.value == "complete" for t in trials)
 
 
-@pytest.mark.parametrize("fuse", [1, 4])
-def test_workers_are_recycled_after_their_quota_of_trials(tmp_path, fuse):
+def test_two_workers_run_trials_at_the_same_time_and_are_recycled_after_their_quota(tmp_path):
     study_dir = tmp_path / "study"
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-               "--set", "execution.workers=1", "--set", "execution.recycle_after=3",
-               "--set", f"training.fuse={fuse}")
+               "--set", "execution.workers=2", "--set", "execution.recycle_after=3")
+    trials = assert_parallel_smoke_run(done, study_dir)
+    assert all(t.state.value == "complete" for t in trials)
+    # 8 trials over 2 workers at 3 per process: each worker is replaced once its third ends,
+    # and a worker that ran only two of the last ones is not.
+    replaced = (study_dir / "hpo.log").read_text().count("replacing it with a fresh process")
+    assert replaced >= 1
+
+
+def test_a_fusing_worker_is_recycled_after_its_quota_of_trials(tmp_path):
+    study_dir = tmp_path / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+               "--set", "execution.workers=1", "--set", "execution.recycle_after=3", "--set", "training.fuse=4")
     assert done.returncode == 0, done.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
-    replaced = (study_dir / "hpo.log").read_text().count("replacing it with a fresh process")
-    if fuse == 1:
-        assert replaced == 2           # 8 trials at 3 per process: after trials 3 and 6
-    else:
-        # A worker holding 4 is refilled as trials end; it is replaced between the trials it
-        # was sent and those still waiting to be sent, which its replacement then runs.
-        assert replaced >= 1
+    # A worker holding 4 is refilled as trials end; it is replaced between the trials it was
+    # sent and those still waiting to be sent, which its replacement then runs.
+    assert (study_dir / "hpo.log").read_text().count("replacing it with a fresh process") >= 1
 
 
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
@@ -129,8 +127,7 @@ def test_a_worker_killed_mid_send_leaves_the_other_workers_events_flowing():
 
     from pipe_workers import idle, report_then_idle, stuck_mid_send
 
-    from hpo.jobs import EpochDone, TrialDone
-    from hpo.jobs import EpochReport
+    from hpo.jobs import EpochDone, EpochReport, TrialDone
 
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})
     replacements = []
@@ -165,8 +162,7 @@ def test_an_idle_workers_trials_go_out_while_another_worker_streams_events():
 
     from pipe_workers import idle, report_forever
 
-    from hpo.jobs import EpochDone
-    from hpo.jobs import EpochReport, TrainTask
+    from hpo.jobs import EpochDone, EpochReport, TrainTask
 
     inbox = queue.Queue()
     report = EpochReport(trial_id=2, epoch=1, metrics={"loss": 0.5})

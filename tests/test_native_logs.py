@@ -64,7 +64,8 @@ def test_importing_tensorflow_through_it_prints_no_info_records():
     assert b"absl::InitializeLog" not in done.stderr
 
 
-STARTUP_LINES = ("failed call to cuInit", "All log messages before absl::InitializeLog()", "Could not find cuda drivers")
+STARTUP_LINES = ("failed call to cuInit", "All log messages before absl::InitializeLog()",
+                 "Could not find cuda drivers")
 
 
 def user_cli(*args, cwd) -> subprocess.CompletedProcess:

@@ -89,10 +89,14 @@ def test_telling_an_unknown_job_is_an_error(name):
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_replayed_history_rebuilds_the_live_state(name, workers):
-    live = make(name, seed=3)
+    check_replay(functools.partial(make, name, seed=3), workers)
+
+
+def check_replay(build, workers):
+    live = build()
     events = []
     pending = []
-    for step in range(70):
+    for _ in range(70):
         while len(pending) < workers:
             job = live.ask()
             if job is None:
@@ -103,7 +107,7 @@ def test_replayed_history_rebuilds_the_live_state(name, workers):
         value = math.sin(job.trial_id) + job.config["x"]
         live.tell(job, value)
         events.append(("tell", job, value))
-    replayed = make(name, seed=3)
+    replayed = build()
     for event in events:
         if event[0] == "ask":
             assert replayed.ask() == event[1]
@@ -123,3 +127,43 @@ def test_maximize_prefers_large_values(name):
     best_job, best_result = searcher.best
     same_budget = [r.value for j, r in log if r.ok and j.budget == best_job.budget]
     assert best_result.value == max(same_budget)
+
+
+# --- the same guarantees with user priors and enqueued configs ---------------------------------
+
+PRIOR_SPACE = {**SPACE,
+               "x": {**SPACE["x"], "prior": 2.0, "prior_confidence": "high"},
+               "lr": {**SPACE["lr"], "prior": 3e-3},
+               "opt": {**SPACE["opt"], "prior": "sgd", "prior_confidence": "low"}}
+ENQUEUED = [{"x": 2.0, "lr": 0.003, "n": 1, "opt": "adam"},
+            {"x": -1.0, "lr": 0.05, "n": 8, "opt": "rmsprop", "momentum": 0.5}]
+
+
+def make_guided(name, seed=0):
+    searcher = SEARCHERS[name](PRIOR_SPACE, seed=seed, **BUDGETS)
+    for config in ENQUEUED:
+        searcher.enqueue(config)
+    return searcher
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_priors_and_enqueued_configs_are_deterministic(name, workers):
+    a = drive(make_guided(name, seed=7), 80, workers=workers)
+    b = drive(make_guided(name, seed=7), 80, workers=workers)
+    assert signature(a) == signature(b)
+    assert signature(a) != signature(drive(make_guided(name, seed=8), 80, workers=workers))
+
+
+def test_priors_and_enqueued_configs_stay_inside_the_space(name):
+    searcher = make_guided(name)
+    log = drive(searcher, 150, workers=3)
+    for job, _ in log:
+        assert searcher.space.contains(job.config), job.config
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_replay_rebuilds_the_state_with_priors_and_enqueued_configs(name, workers):
+    check_replay(functools.partial(make_guided, name, seed=3), workers)

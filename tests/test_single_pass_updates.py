@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("flags, expected", [
     ("", f"--xla_backend_extra_options={OPTION}"),
     ("--xla_cpu_enable_fast_math=false", f"--xla_cpu_enable_fast_math=false --xla_backend_extra_options={OPTION}"),
-    ("--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x", f"--xla_backend_extra_options=a=1,{OPTION} --xla_dump_to=/tmp/x"),
+    ("--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x",
+     f"--xla_backend_extra_options=a=1,{OPTION} --xla_dump_to=/tmp/x"),
     (f"--xla_backend_extra_options={OPTION}", f"--xla_backend_extra_options={OPTION}"),
 ])
 def test_the_option_joins_the_users_xla_flags(flags, expected):
@@ -79,7 +80,7 @@ def test_unfused_xla_programs_update_adam_in_one_pass_and_graph_programs_as_kera
 
 
 def run_python(code: str) -> str:
-    """`code` in a fresh interpreter, without the XLA_FLAGS this process's engine import set."""
+    """`code` in a fresh interpreter, without the XLA_FLAGS this process's trainers set."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"})
@@ -87,8 +88,16 @@ def run_python(code: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_xla_fuses_the_update_into_one_loop_once_the_engine_is_imported():
-    assert run_python("import hpo.training\n"
+def test_xla_fuses_the_update_into_one_loop_once_a_trainer_has_started():
+    """The option is requested when a Trainer starts (importing the engine changes nothing):
+    a trainer made before the process's first XLA compilation gets the one-loop update."""
+    assert run_python("from hpo.config import TrainingConfig\n"
+                      "from hpo.data import load_dataset\n"
+                      "from hpo.config import DataConfig\n"
+                      "from hpo.models import get_builder\n"
+                      "from hpo.training.trainer import Trainer\n"
+                      "data = load_dataset(DataConfig(dataset='digits'))\n"
+                      "Trainer(data, get_builder('mlp'), TrainingConfig(), {}, '/device:CPU:0')\n"
                       "from hpo.training.xla_fusion import fuses_adam_in_one_loop\n"
                       "print(fuses_adam_in_one_loop('/device:CPU:0'))") == "True"
 

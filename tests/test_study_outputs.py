@@ -12,9 +12,9 @@ import time
 import urllib.request
 
 import pytest
-
 from faults import SMOKE, hpo
 from test_native_logs import startup_lines, user_cli
+
 from hpo.space import SearchSpace
 from hpo.study import Study
 

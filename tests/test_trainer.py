@@ -5,8 +5,8 @@ import pytest
 
 from hpo.config import TrainingConfig
 from hpo.errors import TrialFailed
-from hpo.models import get_builder
 from hpo.jobs import TrainTask
+from hpo.models import get_builder
 
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 

@@ -5,11 +5,18 @@ import numpy as np
 import pytest
 
 from hpo.config import TrainingConfig
-from hpo.models import get_builder
-from hpo.training.compile_mode import (FAMILY_EVIDENCE, MIN_STEPS_TO_MEASURE, InMemoryCompileChoices, choice_key,
-                                       decide, inferred_mode, provisional_mode)
-from hpo.training.program import architecture_signature
 from hpo.jobs import TrainTask
+from hpo.models import get_builder
+from hpo.training.compile_mode import (
+    FAMILY_EVIDENCE,
+    MIN_STEPS_TO_MEASURE,
+    InMemoryCompileChoices,
+    choice_key,
+    decide,
+    inferred_mode,
+    provisional_mode,
+)
+from hpo.training.program import architecture_signature
 
 pytestmark = pytest.mark.usefixtures("tf_logical_cpus")
 

@@ -16,8 +16,7 @@ import concurrent.futures
 import traceback
 from typing import Any, Callable, Mapping
 
-from hpo.jobs import EpochDone, Event, TrialDone
-from hpo.jobs import EpochReport, TrainTask
+from hpo.jobs import EpochDone, EpochReport, Event, TrainTask, TrialDone
 
 Objective = Callable[[Mapping[str, Any], float], Any]
 

@@ -21,8 +21,17 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from hpo.config import FUSE_AUTO_CEILING
-from hpo.fusion.group_size import (MIN_STEPS_TO_PROBE, FuseChoice, FuseDecisions, bytes_per_trial, free_memory,
-                                   memory_cap, probe_sizes, provisional_k, smallest_near_best)
+from hpo.fusion.group_size import (
+    MIN_STEPS_TO_PROBE,
+    FuseChoice,
+    FuseDecisions,
+    bytes_per_trial,
+    free_memory,
+    memory_cap,
+    probe_sizes,
+    provisional_k,
+    smallest_near_best,
+)
 from hpo.fusion.program import FusedProgram, fusable, unfusable_measures
 from hpo.fusion.spare_slots import CallTimes, best_spare_program
 from hpo.jobs import EpochDone, Event, TrainTask, TrialDone

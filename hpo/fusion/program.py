@@ -32,12 +32,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from hpo.fusion.grouped_conv import trains_grouped_convolutions
+from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
+from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.models.layers import inverted_dropout
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
-from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
-from hpo.fusion.grouped_conv import trains_grouped_convolutions
-from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.training.loss_metrics import output_activation
 from hpo.training.optimizers import optimizer_name
 

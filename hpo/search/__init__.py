@@ -13,8 +13,9 @@ from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.trial import Job, TrialResult, TrialState
 
-__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job", "RandomSearch", "Searcher",
-           "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets", "make_searcher"]
+__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job",
+           "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets",
+           "make_searcher"]
 
 
 # `search.algorithm` names; config validation reads its choices from here.
@@ -23,10 +24,14 @@ SEARCHERS: dict[str, type[Searcher]] = {"random": RandomSearch, "hyperband": Hyp
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
-                  max_budget: float, eta: float, options=None) -> Searcher:
-    """Build a searcher by its config name (`search.algorithm`)."""
+                  max_budget: float, eta: float, options=None, initial_configs=()) -> Searcher:
+    """Build a searcher by its config name (`search.algorithm`), with `initial_configs`
+    (`search.initial_configs`) enqueued to run first."""
     options = dict(options or {})
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
     if algorithm not in SEARCHERS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(SEARCHERS)}")
-    return SEARCHERS[algorithm](space, **common, **options)
+    searcher = SEARCHERS[algorithm](space, **common, **options)
+    for config in initial_configs or ():
+        searcher.enqueue(config)
+    return searcher

@@ -23,15 +23,84 @@ from hpo.trial import Job, TrialResult
 DIRECTIONS = ("minimize", "maximize")
 
 
+PRIOR_START = 0.5      # share of new configs drawn around the priors before any evidence
+PRIOR_RANGE = (0.05, 0.7)   # the least and the most of that share once evidence is in
+PRIOR_EVIDENCE = 3     # results of each kind (around the prior, elsewhere) on one budget to judge by
+
+
+class PriorTrust:
+    """How often to draw around the user's priors (`prior:` on a parameter), learnt as
+    PriorBand does: configs drawn around the prior compete with the others on the same
+    budget. The share starts at PRIOR_START and becomes PRIOR_START * 2 * AUC, clipped to
+    PRIOR_RANGE, where AUC is the chance that a prior-drawn config beats another one on the
+    largest budget with PRIOR_EVIDENCE results of each kind: a good prior keeps (and grows)
+    its share, a wrong one falls to the floor."""
+
+    def __init__(self, space: SearchSpace):
+        self.enabled = space.has_prior
+        self.drawn: set[str] = set()                       # keys of configs drawn around the prior
+        self.results: dict[float, dict[str, float]] = {}   # budget -> config key -> loss
+        self._cached: tuple[int, float] | None = None
+
+    def record(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
+        if self.enabled:
+            self.results.setdefault(budget, {})[config_key(config)] = loss
+
+    @property
+    def share(self) -> float:
+        if not self.enabled:
+            return 0.0
+        count = sum(len(r) for r in self.results.values())
+        if self._cached is not None and self._cached[0] == count:
+            return self._cached[1]
+        share = PRIOR_START
+        for budget in sorted(self.results, reverse=True):
+            ours = [loss for key, loss in self.results[budget].items() if key in self.drawn]
+            other = [loss for key, loss in self.results[budget].items() if key not in self.drawn]
+            if len(ours) >= PRIOR_EVIDENCE and len(other) >= PRIOR_EVIDENCE:
+                a, b = np.array(ours)[:, None], np.array(other)[None, :]
+                auc = float(((a < b) + 0.5 * (a == b)).mean())
+                share = float(np.clip(PRIOR_START * 2 * auc, *PRIOR_RANGE))
+                break
+        self._cached = (count, share)
+        return share
+
+
 class ConfigSampler:
-    """Proposes new configurations. The default draws uniformly; BOHB swaps in a model."""
+    """Proposes new configurations. The default draws uniformly (around the priors for a
+    learnt share, where the space has any); BOHB swaps in a model."""
 
     def __init__(self, space: SearchSpace):
         self.space = space
+        self.priors = PriorTrust(space)
+        self.seen: set[str] = set()
 
     def propose(self, rng: np.random.Generator, budget: float,
                 pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+        if self.priors.enabled:
+            return self.fresh(rng, pending)
         return self.space.sample(rng)
+
+    def fresh(self, rng: np.random.Generator, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """A model-free config: around the priors for their learnt share, else uniform; unseen if possible."""
+        if self.priors.enabled and rng.random() < self.priors.share:
+            return self.prior_draw(rng, pending)
+        return unseen_sample(self.space, rng, self.seen, pending)
+
+    def prior_draw(self, rng: np.random.Generator, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """A config drawn around the priors, unseen if possible (remembered as drawn there)."""
+        taken = self.seen | {config_key(c) for c in pending}
+        config = self.space.sample_prior(rng)
+        for _ in range(100):
+            if config_key(config) not in taken:
+                break
+            config = self.space.sample_prior(rng)
+        self.priors.drawn.add(config_key(config))
+        return config
+
+    def mark_seen(self, config: Mapping[str, Any]) -> None:
+        """A config that entered from outside (an enqueued one): never propose it again."""
+        self.seen.add(config_key(config))
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         """Called for every finished job; a model-free sampler ignores it."""
@@ -88,6 +157,7 @@ class Searcher(abc.ABC):
         self.pending: dict[int, Job] = {}
         self.history: list[tuple[Job, TrialResult]] = []
         self._next_trial_id = 0
+        self._queue: list[dict[str, Any]] = []
 
     # --- the protocol -------------------------------------------------------------------
     def ask(self) -> Job | None:
@@ -106,8 +176,19 @@ class Searcher(abc.ABC):
         self.history.append((job, result))
         loss = self.loss_of(result)
         if math.isfinite(loss):
+            self.sampler.priors.record(job.config, job.budget, loss)
             self.sampler.observe(job.config, job.budget, loss)
         self._on_result(job, loss)
+
+    def enqueue(self, config: Mapping[str, Any]) -> None:
+        """Run `config` before any proposed one, at the budgets the schedule gives new
+        configs (a known-good starting point). Enqueue before the first ask, and in the same
+        order when a study is rebuilt by replay."""
+        config = dict(config)
+        problem = self.space.why_not(config)
+        if problem:
+            raise ValueError(f"cannot enqueue {config!r}: {problem}")
+        self._queue.append(config)
 
     @property
     def n_asked(self) -> int:
@@ -129,12 +210,16 @@ class Searcher(abc.ABC):
         return job
 
     def _propose(self, budget: float) -> dict[str, Any]:
+        if self._queue:
+            config = self._queue.pop(0)
+            self.sampler.mark_seen(config)
+            return config
         return self.sampler.propose(self.rng, budget, [j.config for j in self.pending.values()])
 
     @abc.abstractmethod
     def _next_job(self) -> Job | None: ...
 
-    def _on_result(self, job: Job, loss: float) -> None:
+    def _on_result(self, job: Job, loss: float) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Scheduling reaction to a finished job (promotions and the like)."""
 
     # --- reporting ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.asha import AsyncHyperband
-from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key
 from hpo.search.hyperband import Hyperband
 from hpo.search.kde import KDE, dimensions_of, impute
 from hpo.space import SearchSpace
@@ -42,7 +42,6 @@ class KDESampler(ConfigSampler):
         self.min_bandwidth = min_bandwidth
         self.dims = dimensions_of(space)
         self.observations: dict[float, list[tuple[np.ndarray, float]]] = {}
-        self.seen: set[str] = set()
         self.model_budget: float | None = None     # the budget the last model was fitted on
         self._models: tuple[float, int, KDE, KDE] | None = None
 
@@ -101,7 +100,7 @@ class KDESampler(ConfigSampler):
         return None
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
-        return unseen_sample(self.space, rng, self.seen, pending)
+        return self.fresh(rng, pending)
 
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any]) -> ConfigSampler:
@@ -119,7 +118,7 @@ class BOHB(Hyperband):
     paper's KDE on the largest budget with enough results). `model_options` go to it: for
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup."""
+    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):

@@ -8,15 +8,28 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 - **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
   once, at the largest budget it reached; configurations are ordered by that budget (deeper
   is better: the schedule promoted it) and then by loss. The best `top_n_percent` form l(x),
-  the rest g(x).
+  the rest g(x). Two guards (`rungs="reliable"`, the default) keep a budget whose ranking
+  misleads (a learning rate that wins after one epoch and loses after thirty) from filling
+  l(x): a config in the worse half of the results at its deepest budget ranks after every
+  config in the better half, however deep it got; and where the configs promoted from a
+  budget lose most pairings (AUC < 0.25) against configs that started on the budget above,
+  that budget and every one below it are left out of the model. `rungs="deepest"` is the
+  plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
   keeps some density. Choices get smoothed category counts (add one).
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
   scoring only the dimensions active in that candidate.
-- Random configurations: the first `n_startup` (at least 10, and d + 2) and then a
-  `random_fraction` (default 0: the prior component already explores).
+- Random configurations: the first `n_startup` (at least 10, and d + 2), and with
+  `probe_budgets` (default) every new config that starts at a budget fewer than
+  `n_startup` configs have reached (Hyperband's later brackets start higher): these
+  probes are what shows a misleading lower budget up; where the space has choices, each
+  probe is the draw (of 8) with the choices rarest at its budget, so a few probes cover
+  every branch. Then a `random_fraction` (default 0: the prior component already explores).
+- User priors (`prior:` on a parameter): random configurations are drawn around them for a
+  learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
+  n_startup / n keeps drawing there.
 """
 
 from __future__ import annotations
@@ -30,6 +43,12 @@ from scipy.special import ndtr, ndtri
 from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
 from hpo.space import SearchSpace
+
+RUNG_MODES = ("reliable", "deepest")
+MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
+AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
+SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
+
 
 class ParzenEstimator:
     """Truncated-Gaussian mixture on [0, 1] with neighbour-gap bandwidths and a uniform prior."""
@@ -82,97 +101,226 @@ class CategoryEstimator:
         return rng.choice(len(self.p), size=m, p=self.p)
 
 
+class _SplitModel:
+    """l(x) and g(x): the points split by loss (the best `gamma` are good)."""
+
+    def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float):
+        order = np.argsort(losses, kind="stable")
+        n_good = max(1, int(math.ceil(gamma * len(order))))
+        self.good = _estimators(vectors[order[:n_good]], dims, min_bandwidth)
+        self.bad = _estimators(vectors[order[n_good:]], dims, min_bandwidth)
+        self.dims = dims
+
+    def log_ratio(self, points: np.ndarray) -> np.ndarray:
+        """Per-dimension log l/g (m x d); NaN (inactive) entries give 0."""
+        out = np.zeros(points.shape)
+        for j, dim in enumerate(self.dims):
+            column = points[:, j]
+            active = ~np.isnan(column)
+            if not active.any():
+                continue
+            x = column[active]
+            if dim.kind == "u":
+                x = dim.snap(x)
+            out[active, j] = self.good[j].log_pdf(x) - self.bad[j].log_pdf(x)
+        return out
+
+
+def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
+    per_dim = []
+    for j, dim in enumerate(dims):
+        column = part[:, j]
+        column = column[~np.isnan(column)]        # inactive conditionals say nothing here
+        if dim.kind == "u":
+            per_dim.append(CategoryEstimator(dim.snap(column) if column.size else np.empty(0, int), len(dim.levels)))
+        else:
+            per_dim.append(ParzenEstimator(column, min_bandwidth))
+    return per_dim
+
+
 class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
-                 random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None):
+                 random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
+                 rungs: str = "reliable", probe_budgets: bool = True):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
+        if rungs not in RUNG_MODES:
+            raise ValueError(f"rungs must be one of {list(RUNG_MODES)}, got {rungs!r}")
         self.top_n_percent = top_n_percent
         self.num_samples = num_samples
         self.random_fraction = random_fraction
         self.min_bandwidth = min_bandwidth
         self.n_startup = max(10, len(space) + 2) if n_startup is None else int(n_startup)
+        self.rungs = rungs
+        self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
-        self.seen: set[str] = set()
-        self._model: tuple[int, list, list] | None = None
+        # budget -> config -> (loss, the budget it was promoted from or NaN)
+        self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
+        self.rung_trusted: dict[float, float] = {}                      # budget -> trusted (1) or not (0)
+        self._model: tuple[tuple, _SplitModel] | None = None          # (data key, model)
+        self._rows: dict[str, int] = {}                     # config -> row of _table
+        self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
+        self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
+        self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
         known = self.deepest.get(key)
+        promoted_from = known[0] if known is not None and known[0] < budget else math.nan
+        self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
+        self._arrays.pop(budget, None)
         if known is None or budget >= known[0]:
-            self.deepest[key] = (budget, loss, self.space.to_unit(config))
-            self._model = None
+            vector = known[2] if known is not None else self.space.to_unit(config)
+            self.deepest[key] = (budget, loss, vector)
+            # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
+            row = self._rows.setdefault(key, len(self._rows))
+            if row == len(self._table):
+                self._table = np.concatenate([self._table, np.empty((max(64, row), self._table.shape[1]))])
+            self._table[row, :2] = (budget, loss)
+            self._table[row, 2:] = vector
+            if known is not None:
+                self._reached[known[0]] -= 1
+            self._reached[budget] = self._reached.get(budget, 0) + 1
 
     def stats(self) -> dict[str, float]:
         budgets = [b for b, _, _ in self.deepest.values()]
-        return {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
+        stats = {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
+        for budget, weight in self.rung_trusted.items():
+            stats[f"rung_trusted/{budget:g}"] = weight
+        return stats
 
     def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
         # Always draw the coin, so the random stream does not depend on whether a model exists.
         use_random = rng.random() < self.random_fraction
         config = None
-        if not use_random and len(self.deepest) >= self.n_startup:
-            config = self._best_candidate(rng, pending)
+        # Probes: until n_startup configs reached the budget this one starts at, it is random.
+        # Configs that start high are what tells a misleading lower budget apart (see
+        # `_reliability`), and a model fitted on that budget's winners would only echo them.
+        floor = budget if self.probe_budgets else -math.inf
+        usable = sum(n for b, n in self._reached.items() if b >= floor)
+        if not use_random and usable >= self.n_startup:
+            # Priors keep a share that fades as results pile up (the model has learnt from
+            # the prior-drawn configs by then), and shrinks faster when they lose.
+            if self.priors.enabled and rng.random() < self.priors.share * self.n_startup / len(self.deepest):
+                config = self.prior_draw(rng, pending)
+            else:
+                config = self._best_candidate(rng, pending)
         if config is None:
-            config = self._fresh_random(rng, pending)
+            # A probe (lower budgets have results to check against): spread over the choices.
+            probe = not use_random and any(b < floor for b in self._reached)
+            config = self._spread(rng, pending, floor) if probe else self._fresh_random(rng, pending)
         self.seen.add(config_key(config))
         return config
 
-    def _fit(self) -> tuple[list, list]:
-        if self._model is not None and self._model[0] == len(self.deepest):
-            return self._model[1], self._model[2]
-        ranked = sorted(self.deepest.values(), key=lambda item: (-item[0], item[1]))
-        vectors = np.array([vector for _, _, vector in ranked])
-        n_good = max(1, int(math.ceil(self.top_n_percent * len(ranked) / 100)))
-        good, bad = vectors[:n_good], vectors[n_good:]
-        models = []
-        for part in (good, bad):
-            per_dim = []
-            for j, dim in enumerate(self.dims):
-                column = part[:, j]
-                column = column[~np.isnan(column)]        # inactive conditionals say nothing here
-                if dim.kind == "u":
-                    per_dim.append(CategoryEstimator(dim.snap(column) if column.size else np.empty(0, int),
-                                                     len(dim.levels)))
-                else:
-                    per_dim.append(ParzenEstimator(column, self.min_bandwidth))
-            models.append(per_dim)
-        self._model = (len(self.deepest), models[0], models[1])
-        return models[0], models[1]
+    def _spread(self, rng: np.random.Generator, pending, floor: float) -> dict[str, Any]:
+        """A random config for a probe. Where the space has choices: of
+        SPREAD_CANDIDATES uniform draws, the one whose choices are the rarest among the
+        configs that reached `floor` and the pending ones, so that a handful of probes covers every branch rather
+        than what chance gives. Numbers stay uniform (a farthest-point rule would
+        push them to the bounds)."""
+        unordered = np.array([dim.kind == "u" for dim in self.dims])
+        if self.priors.enabled or not unordered.any():
+            return self._fresh_random(rng, pending)
+        candidates = [unseen_sample(self.space, rng, self.seen, pending) for _ in range(SPREAD_CANDIDATES)]
+        table = self._table[:len(self._rows)]
+        reached = table[table[:, 0] >= floor][:, 2:]
+        if pending:        # probes asked together (a bracket's rung) spread among themselves too
+            reached = np.vstack([reached, [self.space.to_unit(c) for c in pending]])
+        reached = reached[:, unordered]
+        if not len(reached):
+            return candidates[0]
+        points = np.array([self.space.to_unit(c) for c in candidates])[:, unordered]
+        # How often each candidate's choices (inactive counts as a value of its own) occur
+        # among those configs: the rarest combination wins.
+        same = np.isclose(points[:, None, :], reached[None, :, :]) | (
+            np.isnan(points)[:, None, :] & np.isnan(reached)[None, :, :])
+        return candidates[int(np.argmin(same.mean(axis=1).sum(axis=1)))]
+
+    # --- the model ------------------------------------------------------------------------
+    def _fit(self) -> "_SplitModel":
+        """l(x) and g(x) from the ranking, refitted only when an observation arrived."""
+        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        if self._model is not None and self._model[0] == key:
+            return self._model[1]
+        gamma = self.top_n_percent / 100
+        table = self._table[:len(self._rows)]
+        budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
+        if self.rungs == "reliable":
+            order = self._ranked_reliable(budgets, losses)
+        else:
+            order = np.lexsort((losses, -budgets))           # deeper first, then by loss
+        # Losses in ranked order make the split take the first `gamma` of the ranking as good.
+        model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
+        self._model = (key, model)
+        return model
+
+    def _reliability(self) -> dict[float, float]:
+        """Per budget, 1 if its ranking can be trusted, else 0. A budget's winners are the
+        configs promoted from it; at the next budget up they compete with configs that
+        started there. If they lose to those in more than 1 - AUC_MIN of the pairs, the lower
+        budget's ranking points the wrong way (a learning rate that wins early and loses
+        late), and so does every budget below it (the chain of promotions went through it).
+        Needs MIN_PAIRS of each kind; until then a budget is trusted."""
+        budgets = sorted(self.by_budget)
+        reliability = {b: 1.0 for b in budgets}
+        trust = 1.0
+        for lower, upper in zip(reversed(budgets[:-1]), reversed(budgets[1:])):
+            results = self._results(upper)
+            promoted = results[:, 1] == lower
+            if promoted.sum() >= MIN_PAIRS and (~promoted).sum() >= MIN_PAIRS:
+                p, f = results[promoted, 0][:, None], results[~promoted, 0][None, :]
+                auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
+                trust *= 0.0 if auc < AUC_MIN else 1.0
+            reliability[lower] = trust
+        return reliability
+
+    def _results(self, budget: float) -> np.ndarray:
+        """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
+        if budget not in self._arrays:
+            self._arrays[budget] = np.array(list(self.by_budget[budget].values()), dtype=float).reshape(-1, 2)
+        return self._arrays[budget]
+
+    def _ranked_reliable(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Indices of the configs (at their deepest budget) in rank order, deeper first and
+        then by loss, with two guards against budgets whose ranking misleads: configs whose
+        deepest budget is unreliable (see `_reliability`) are left out, and a config in the
+        worse half of its deepest budget's results ranks after every config in a better half,
+        however deep it got."""
+        reliability = self._reliability()
+        self.rung_trusted = reliability
+        median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
+        worse = losses > np.array([median[b] for b in budgets])
+        order = np.lexsort((losses, -budgets, worse))
+        untrusted = [b for b, trust in reliability.items() if trust <= 0]
+        kept = order[~np.isin(budgets[order], untrusted)] if untrusted else order
+        return kept if kept.size else order
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
-        good, bad = self._fit()
-        m = self.num_samples
-        candidates = np.empty((m, len(self.dims)))
-        scores = np.empty((m, len(self.dims)))
-        for j, dim in enumerate(self.dims):
-            if dim.kind == "u":
-                index = good[j].sample(rng, m)
-                candidates[:, j] = dim.levels[index]
-                scores[:, j] = good[j].log_pdf(index) - bad[j].log_pdf(index)
-            else:
-                x = good[j].sample(rng, m)
-                if dim.kind == "o":                       # ordinal: onto the nearest level
-                    x = dim.levels[dim.snap(x)]
-                candidates[:, j] = x
-                scores[:, j] = good[j].log_pdf(x) - bad[j].log_pdf(x)
+        model = self._fit()
+        candidates = self._sample_good(rng, model, self.num_samples)
+        if self._conditional:
+            configs = [self.space.from_unit(row) for row in candidates]
+            # Score only what is active in each candidate: an inactive value says nothing.
+            candidates = np.array([self.space.to_unit(c) for c in configs])
+        total = model.log_ratio(candidates).sum(axis=1)
         taken = self.seen | {config_key(c) for c in pending}
-        if not self._conditional:
-            total = scores.sum(axis=1)
-            for index in np.argsort(-total, kind="stable"):
-                config = self.space.from_unit(candidates[index])
-                if config_key(config) not in taken:
-                    return config
-            return None
-        configs = [self.space.from_unit(row) for row in candidates]
-        active = np.array([[name in config for name in self.space.names] for config in configs])
-        total = np.where(active, scores, 0.0).sum(axis=1)            # log l(x)/g(x) over active dims
         for index in np.argsort(-total, kind="stable"):
-            if config_key(configs[index]) not in taken:
-                return configs[index]
+            config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
+            if config_key(config) not in taken:
+                return config
         return None
 
+    def _sample_good(self, rng: np.random.Generator, model: _SplitModel, m: int) -> np.ndarray:
+        out = np.empty((m, len(self.dims)))
+        for j, dim in enumerate(self.dims):
+            if dim.kind == "u":
+                out[:, j] = dim.levels[model.good[j].sample(rng, m)]
+            else:
+                x = model.good[j].sample(rng, m)
+                out[:, j] = dim.levels[dim.snap(x)] if dim.kind == "o" else x
+        return out
+
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
-        return unseen_sample(self.space, rng, self.seen, pending)
+        return self.fresh(rng, pending)

@@ -20,16 +20,29 @@ import numpy as np
 from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
-from hpo.metric_names import objective_names
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
+from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
-from hpo.training.compile_mode import (MIN_STEPS_TO_MEASURE, MODES, InMemoryCompileChoices, choice_key, decide,
-                                       inferred_mode, provisional_mode)
+from hpo.training.compile_mode import (
+    MIN_STEPS_TO_MEASURE,
+    MODES,
+    InMemoryCompileChoices,
+    choice_key,
+    decide,
+    inferred_mode,
+    provisional_mode,
+)
 from hpo.training.devices import device_type
 from hpo.training.epoch_loop import train_epochs
-from hpo.training.initial_weights import (InitRecipe, StatelessBuild, differ_in_all, learn_recipe, same_values,
-                                          stateless_build)
+from hpo.training.initial_weights import (
+    InitRecipe,
+    StatelessBuild,
+    differ_in_all,
+    learn_recipe,
+    same_values,
+    stateless_build,
+)
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
@@ -135,7 +148,8 @@ class Trainer:
             log.info("initial weights do not follow the seeds and parameters in a way we can replay; "
                      "running the builder for each trial")
 
-    def _stateless_build(self, params: Mapping[str, Any], seed: int, record_draws: bool = False) -> StatelessBuild | None:
+    def _stateless_build(self, params: Mapping[str, Any], seed: int,
+                         record_draws: bool = False) -> StatelessBuild | None:
         """`stateless_build` under the trial's seed, on this trainer's device."""
         return self._on_device(seed, lambda: stateless_build(self.builder, params, self.dataset.input_shape,
                                                              self.dataset.num_classes, record_draws))
