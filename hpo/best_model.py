@@ -9,8 +9,9 @@ installed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
@@ -21,19 +22,20 @@ class ExportedModel:
     trial: TrialRow
     path: Path
     test_loss: float
-    test_accuracy: float
+    test_accuracy: float | None          # None when `accuracy` is not among training.metrics
     test_examples: int
     data_source: str
+    test_metrics: Mapping[str, float] = field(default_factory=dict)   # training.metrics by logged name
 
 
 def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
-    import keras
     import numpy as np
 
     from hpo.config import experiment_from_dict
     from hpo.data import load_dataset
     from hpo.models import get_builder
     from hpo.training.checkpoint import load_checkpoint
+    from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric, score
     from hpo.training.optimizers import TunableOptimizer
     from hpo.training.seeding import seed_trial
 
@@ -53,7 +55,7 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
         raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
     # The same loader and seed give the same split the search used; its test part was never seen.
-    dataset = load_dataset(experiment.data, seed=experiment.seed)
+    dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
     if len(dataset.x_test) == 0:
         raise UserInputError(f"{study_dir}: the experiment has data.test_split 0, so there is no held-out test set")
     training = experiment.training
@@ -67,13 +69,15 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
     load_checkpoint(checkpoint, model, tunable.optimizer)
     portable = portable_model(model)
     optimizer = stock_optimizer(tunable, params, portable.trainable_variables)
-    portable.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                     metrics=["accuracy"])
-    loss, accuracy = portable.evaluate(dataset.x_test, np.asarray(dataset.y_test), batch_size=1024, verbose=0)
+    portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
+                     metrics=[keras_metric(m) for m in training.metrics])
+    # Scored as the search scored its validation data (the same loss and metric objects).
+    test_loss, test_metrics = score(LossAndMetrics(training.loss, training.metrics, portable, dataset.y_test[:2]),
+                                    portable, dataset.x_test, np.asarray(dataset.y_test))
     path.parent.mkdir(parents=True, exist_ok=True)
     portable.save(path)
-    return ExportedModel(trial=best, path=path, test_loss=float(loss), test_accuracy=float(accuracy),
-                         test_examples=len(dataset.x_test), data_source=dataset.source)
+    return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
+                         test_examples=len(dataset.x_test), data_source=dataset.source, test_metrics=test_metrics)
 
 
 def stock_optimizer(tunable, params, variables):

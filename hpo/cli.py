@@ -292,11 +292,13 @@ def cmd_best(args: argparse.Namespace) -> int:
         _consent_to_code(args, experiment)
         exported = export_best_model(args.study_dir, args.export)
         record["export"] = {"path": str(exported.path), "test_accuracy": exported.test_accuracy,
-                            "test_loss": exported.test_loss, "test_examples": exported.test_examples}
+                            "test_loss": exported.test_loss, "test_examples": exported.test_examples,
+                            "test_metrics": dict(exported.test_metrics)}
         if not args.json:
+            scores = ", ".join(f"{name} {value:.4f}" for name, value in
+                               [*exported.test_metrics.items(), ("loss", exported.test_loss)])
             stdout.print(f"saved {exported.path}; held-out test set ({exported.test_examples} examples, never seen "
-                         f"by the search): accuracy {exported.test_accuracy:.4f}, loss {exported.test_loss:.4f}",
-                         highlight=False)
+                         f"by the search): {scores}", highlight=False)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
     else:

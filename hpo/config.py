@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from hpo import references
+from hpo import metric_names, references
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError, did_you_mean, one_of
 from hpo.space import SearchSpace
 
@@ -77,6 +77,13 @@ class TrainingConfig:
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
     fuse: int | str = 1               # trials of one architecture trained as one program (per worker), or 'auto'
+    loss: str = metric_names.DEFAULT_LOSS             # a Keras loss identifier or 'package.module:function'
+    metrics: tuple[str, ...] = metric_names.DEFAULT_METRICS   # Keras metric identifiers or references
+
+    @property
+    def class_labels(self) -> bool:
+        """The loss reads the labels as class indices 0..K-1 (the default loss does)."""
+        return self.loss == metric_names.DEFAULT_LOSS
 
     @property
     def jobs_per_trainer(self) -> int:
@@ -381,7 +388,7 @@ class _Section:
 # Kinds that take 'auto' or a whole number from 1 up to a bound (None: no bound).
 _AUTO_OR_COUNT = {"workers": None, "fuse": 64}
 _KIND_TEXT = {"str": "a string", "int": "a whole number", "number": "a number",
-              "bool": "true or false", "mapping": "a mapping",
+              "bool": "true or false", "mapping": "a mapping", "list": "a list",
               **{kind: "a whole number or 'auto'" if most is None else f"a whole number from 1 to {most}, or 'auto'"
                  for kind, most in _AUTO_OR_COUNT.items()}}
 
@@ -397,6 +404,8 @@ def _is_kind(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "mapping":
         return isinstance(value, Mapping)
+    if kind == "list":
+        return isinstance(value, list)
     if kind in _AUTO_OR_COUNT:
         most = _AUTO_OR_COUNT[kind]
         return value == "auto" or (_is_kind(value, "int") and value >= 1 and (most is None or value <= most))
@@ -464,7 +473,7 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
 
     s = _Section(raw.get("search"), "search", SearchConfig)
     objective = s.get("objective", "str")
-    default_direction = "maximize" if objective.endswith(("accuracy", "auc")) else "minimize"
+    default_direction = metric_names.infer_direction(objective)
     search = SearchConfig(
         # Several workers would idle at synchronous Hyperband's rung barriers.
         algorithm=s.get("algorithm", "str", "hyperband" if execution.backend == "inline" else "async_hyperband",
@@ -498,6 +507,8 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         checkpoint_every=t.get("checkpoint_every", "int", minimum=0),
         checkpoint_seconds=t.get("checkpoint_seconds", "number", minimum=0),
         fuse=t.get("fuse", "fuse"),
+        loss=t.get("loss", "str", choices=metric_names.LOSSES, custom_ok=True),
+        metrics=_metrics(t),
     )
     _check_space_values(space)
 
@@ -509,6 +520,34 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
     return Experiment(name=name, seed=seed, data=data, model=model, space=space,
                       search=search, training=training, execution=execution, output=output,
                       source=source)
+
+
+def _metrics(section: _Section) -> tuple[str, ...]:
+    """`training.metrics`: Keras metric identifiers or references, each logged under a
+    distinct name that is not one the trainer logs itself."""
+    raw = section.get("metrics", "list")
+    if isinstance(raw, tuple):
+        return raw
+    key = "training.metrics"
+    seen: dict[str, str] = {}
+    for i, item in enumerate(raw):
+        if not isinstance(item, str):
+            raise ConfigTypeError(f"expected metric names (strings), got {item!r} at position {i}", key=key)
+        if item not in metric_names.METRICS:
+            if not CUSTOM_REF.match(item):
+                raise ConfigError(f"unknown metric {item!r}{did_you_mean(item, metric_names.METRICS)}; expected "
+                                  f"Keras metric identifiers ({one_of(metric_names.METRICS)}) or "
+                                  f"'package.module:function'", key=key)
+            references.resolve(item, key=key)
+        name = metric_names.logged_name(item)
+        if name in metric_names.RESERVED:
+            raise ConfigError(f"the metric {item!r} would be logged as '{name}', a name the trainer logs itself",
+                              key=key)
+        if name in seen:
+            raise ConfigError(f"{seen[name]!r} and {item!r} would both be logged as '{name}'; list each once",
+                              key=key)
+        seen[name] = item
+    return tuple(raw)
 
 
 def _explicit_null(section: Any, key: str) -> bool:
@@ -576,10 +615,27 @@ def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
 
 
 def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """Differences that would change the meaning of finished trials."""
+    """Differences that would change the meaning of finished trials. A key added to hpo after
+    the study was made reads as its default, which is what the study's trials ran with."""
+    stored = _with_added_keys(stored)
     return [line for line in diff_experiments(stored, current)
             if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
                        for prefix in RESUMABLE_CHANGES)]
+
+
+# Keys a study made before they existed lacks, with the value its trials ran with.
+_ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
+               ("training", "metrics"): list(metric_names.DEFAULT_METRICS)}
+
+
+def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(stored, Mapping):
+        return stored
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in stored.items()}
+    for (section, name), value in _ADDED_KEYS.items():
+        if isinstance(out.get(section), dict):
+            out[section].setdefault(name, value)
+    return out
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -100,9 +100,10 @@ def resolve_callable(ref: str, registry: Mapping[str, Callable], key: str | None
     return resolve(ref, registry, key=key)
 
 
-def load_arrays(config: DataConfig) -> tuple[np.ndarray, np.ndarray, str]:
+def load_arrays(config: DataConfig, class_labels: bool = True) -> tuple[np.ndarray, np.ndarray, str]:
     """Call the loader once and check what it returned: as many inputs as labels, finite
-    numeric inputs, labels that are class indices 0..K-1. Each problem is a ConfigError at
+    numeric inputs, labels that are class indices 0..K-1 (`class_labels`: the default loss,
+    sparse categorical cross-entropy, reads them so), else finite numeric targets. Each problem is a ConfigError at
     data.dataset naming the loader and what was wrong."""
     ref = config.dataset
     loader = resolve_callable(ref, LOADERS, key="data.dataset")
@@ -133,15 +134,27 @@ def load_arrays(config: DataConfig) -> tuple[np.ndarray, np.ndarray, str]:
     if not finite.all():
         first = int(np.argwhere(~finite.reshape(len(x), -1).all(axis=1))[0][0])
         raise bad(f"returned {int((~finite).sum())} NaN or infinite input value(s), the first in example {first}")
-    if y.ndim != 1 or y.dtype.kind not in "biuf" or (y.dtype.kind == "f" and not np.all(np.mod(y, 1) == 0)) \
-            or (len(y) and y.min() < 0):
+    if y.ndim != 1 or y.dtype.kind not in "biuf":
+        raise bad(f"returned labels of shape {y.shape} and dtype {y.dtype}; expected one "
+                  f"{'class index 0..K-1' if class_labels else 'target'} per example")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise bad(f"returned {int((~np.isfinite(y)).sum())} NaN or infinite target(s)")
+    if not class_labels:
+        # Another loss reads the targets as they are: floats (a regression, 0/1) or integers.
+        return x, (y.astype("float32") if y.dtype.kind == "f" else y.astype("int32")), source
+    if (y.dtype.kind == "f" and not np.all(np.mod(y, 1) == 0)) or (len(y) and y.min() < 0):
         raise bad(f"returned labels of shape {y.shape} and dtype {y.dtype}; expected one class index "
-                  f"0..K-1 per example")
+                  f"0..K-1 per example (float targets need a training.loss such as 'mse')")
     return x, y.astype("int32"), source
 
 
-def load_dataset(config: DataConfig, seed: int = 0) -> Dataset:
-    x, y, source = load_arrays(config)
+def num_classes(y: np.ndarray) -> int:
+    """Classes in integer labels (0..K-1); 1 for float targets, one output per example."""
+    return int(y.max()) + 1 if y.dtype.kind in "iu" and len(y) else 1
+
+
+def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True) -> Dataset:
+    x, y, source = load_arrays(config, class_labels)
     dataset = split(config.dataset, source, x, y, config, seed)
     log.info("data: %s", dataset.describe())
     return dataset
@@ -159,7 +172,7 @@ def split(name: str, source: str, x: np.ndarray, y: np.ndarray, config: DataConf
     if config.limit is not None:
         x_train, y_train = x_train[:config.limit], y_train[:config.limit]
     return Dataset(name=name, source=source, x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val,
-                   x_test=x_test, y_test=y_test, num_classes=int(y.max()) + 1)
+                   x_test=x_test, y_test=y_test, num_classes=num_classes(y))
 
 
 def _short(exc: Exception) -> str:

@@ -1,10 +1,11 @@
 """The pre-flight: everything `hpo search` can check before a study folder exists.
 
 After the experiment file is validated (hpo.config) and before the driver takes the lock
-and writes anything: the device is on this machine, the objective is a metric the trainer
-reports, the loader runs once and returns usable arrays, and the builder, called once
-with the low end of the space, returns a `keras.Model` whose output holds every label and
-reads every space key. Each failure is a ConfigError (exit 2) naming the key, the
+and writes anything: the objective is the loss or a configured metric, the device is on
+this machine, the loader runs once and returns usable arrays, the builder, called once
+with the low end of the space, returns a `keras.Model` (whose output holds every label
+under the default loss) and reads every space key, and the loss and metrics compute on
+its outputs for the first examples. Each failure is a ConfigError (exit 2) naming the key, the
 function and what was wrong, so a corrected file then runs without `--fresh`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError, did_you_mean
+from hpo.metric_names import DEFAULT_LOSS, objective_names
 from hpo.models import BUILDERS
 
 log = logging.getLogger("hpo.preflight")
@@ -29,16 +31,19 @@ def preflight(experiment: Experiment) -> None:
 
 
 def _check(experiment: Experiment) -> None:
-    from hpo.data import load_arrays
-    from hpo.training.trainer import METRICS
+    from hpo.data import load_arrays, num_classes
 
     objective = experiment.search.objective
-    if objective not in METRICS:
-        raise ConfigError(f"expected a metric the trainer reports ({', '.join(METRICS)}), got {objective!r}"
-                          f"{did_you_mean(objective, METRICS)}", key="search.objective")
+    reported = objective_names(experiment.training.metrics)
+    if objective not in reported:
+        raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
+                          f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
+                          f"a metric is added with training.metrics", key="search.objective")
     _check_device(experiment)
-    x, y, _ = load_arrays(experiment.data)
-    _check_builder(experiment, tuple(x.shape[1:]), int(y.max()) + 1)
+    x, y, _ = load_arrays(experiment.data, experiment.training.class_labels)
+    model = _check_builder(experiment, tuple(x.shape[1:]), num_classes(y))
+    if model is not None:
+        _check_loss_and_metrics(experiment, model, x[:8], y[:8])
 
 
 def _check_device(experiment: Experiment) -> None:
@@ -56,7 +61,8 @@ def low_config(space) -> dict[str, Any]:
     return space.from_unit([0.0] * len(space))
 
 
-def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int) -> None:
+def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int):
+    """The builder's model at the low end of the space (checked), or a ConfigError."""
     import keras
 
     from hpo.models import get_builder
@@ -78,13 +84,13 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")
     outputs = model.outputs[0].shape[-1] if model.outputs else None
-    if outputs is not None and outputs < num_classes:
+    if experiment.training.loss == DEFAULT_LOSS and outputs is not None and outputs < num_classes:
         raise ConfigError(f"the builder {ref!r} gives {outputs} outputs, but the labels run 0..{num_classes - 1}; "
                           f"expected a final layer of num_classes={num_classes} logits", key="model.builder")
     trainer_keys = set(OPTIMIZER_PARAMS) | {"batch_size"}
     unread = [name for name in experiment.space.names if name not in recorder.read and name not in trainer_keys]
     if not unread:
-        return
+        return model
     if ref in BUILDERS:
         name = unread[0]
         known = sorted(recorder.read | trainer_keys)
@@ -93,6 +99,25 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
                           key=f"space.{name}")
     log.warning("the builder %s never read the space key(s) %s on its first build: check their spelling",
                 ref, ", ".join(unread))
+    return model
+
+
+def _check_loss_and_metrics(experiment: Experiment, model, x, y) -> None:
+    """The loss and every metric compute on the builder's outputs for the first examples."""
+    from hpo.training.loss_metrics import LossAndMetrics, check_on_batch
+
+    training = experiment.training
+    try:
+        measures = LossAndMetrics(training.loss, training.metrics, model, y)
+        problem = check_on_batch(measures, model, x, y)
+    except ConfigError:
+        raise
+    except Exception as exc:   # noqa: BLE001 - Keras refusing the combination is the user's to fix
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        key = "training.loss" if problem.startswith("loss") else "training.metrics"
+        raise ConfigError(f"with the builder {experiment.model.builder!r} and the loader "
+                          f"{experiment.data.dataset!r}: {problem}", key=key)
 
 
 class ReadRecorder(Mapping[str, Any]):

@@ -17,6 +17,7 @@ from typing import Callable
 from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
+from hpo.metric_names import objective_names
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
@@ -251,10 +252,9 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     from hpo.search import make_searcher
 
     search = experiment.search
-    if executor is None:
-        from hpo.training.trainer import METRICS  # TensorFlow: only when training Keras models
-    if executor is None and search.objective not in METRICS:
-        raise ConfigError(f"expected one of {', '.join(METRICS)}, got {search.objective!r}",
+    reported = objective_names(experiment.training.metrics)
+    if executor is None and search.objective not in reported:
+        raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
     try:
         searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
@@ -268,7 +268,7 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
         from hpo.executors import make_executor
         from hpo.tensorboard_logs import write_hparams_config
         if not study.tensorboard_dir.exists():
-            write_hparams_config(study.tensorboard_dir, experiment.space, search.objective)
+            write_hparams_config(study.tensorboard_dir, experiment.space, search.objective, reported)
         executor = make_executor(experiment, study)
         runner = Runner(experiment, study, searcher, executor)
         from hpo.tensorboard_logs import SearchBoard

@@ -13,7 +13,7 @@ reached, `hpo/budget`) is a metric: a run's hparams are those of its first trial
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace
 
@@ -34,10 +34,12 @@ SEARCH_RUN = "search"          # the run with the search as a whole
 TRIAL_FIELDS = ("trial_id", "bracket")   # hparams every trial row carries besides the space's
 
 
-def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str) -> None:
+def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str,
+                         logged: Sequence[str] = ()) -> None:
     """The HParams experiment, in the `search` run under `logdir`: every space parameter
     with its domain, the trial's place in the schedule, and the metrics, `hpo/objective`
-    first."""
+    first, then `logged` (the per-epoch values every trial run writes: the loss and the
+    configured metrics, with their `val_` forms; TensorBoard shows each run's last)."""
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
     from tensorboard.plugins.hparams import plugin_data_pb2
@@ -65,6 +67,7 @@ def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str)
                          description=f"{objective} at the end of the trial's budget; what the search ranks on"),
                hp.Metric(BUDGET_TAG, display_name="budget reached (epochs)",
                          description="epochs this configuration has been trained for, promotions included")]
+    metrics += [hp.Metric(name, description=f"{name} at the run's last epoch") for name in logged]
     summary = hp.hparams_config_pb(hparams=hparams, metrics=metrics)
     # TensorBoard orders the dashboard's columns by `differs` (true first), then by name, and
     # shows only the first few checked: marking the space's parameters puts them first.

@@ -31,8 +31,8 @@ def documented_default(cell: str):
         return None
     if cell == "{}":
         return {}
-    if cell == "[]":
-        return ()
+    if cell.startswith("[") and cell.endswith("]"):
+        return tuple(item.strip() for item in cell[1:-1].split(",") if item.strip())
     try:
         return float(cell)
     except ValueError:

@@ -48,3 +48,15 @@ def test_keras_tuner_script_switched_to_bohb(tmp_path):
     # Chance is 0.1. Three epochs of 44 steps reach 0.80-0.90 depending on the draw: the bar leaves room for
     # thread-order noise in CPU kernels, which a seed does not remove.
     assert float(re.search(r"validation accuracy (\d\.\d+)", out).group(1)) > 0.7
+
+
+def test_regression_ranked_by_validation_mae(tmp_path):
+    done = hpo("search", "examples/regression.yaml", "--study-dir", str(tmp_path / "s"),
+               "--set", "search.max_trials=4", "--set", "search.max_budget=9")
+    assert done.returncode == 0, done.stderr[-3000:]
+    study = Study.open(tmp_path / "s", read_only=True)
+    assert study.experiment()["search"]["direction"] == "minimize"
+    trials = study.trials()
+    assert len(trials) == 4 and all(t.state.value == "complete" for t in trials)
+    # Standardised targets: predicting the mean scores a validation MAE near 0.8; a linear fit reaches ~0.6.
+    assert min(t.value for t in trials) < 0.75

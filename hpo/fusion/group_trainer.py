@@ -32,7 +32,7 @@ from hpo.fusion.group_size import (
     provisional_k,
     smallest_near_best,
 )
-from hpo.fusion.program import FusedProgram, fusable
+from hpo.fusion.program import FusedProgram, fusable, unfusable_measures
 from hpo.fusion.spare_slots import CallTimes, best_spare_program
 from hpo.jobs import EpochDone, Event, TrainTask, TrialDone
 from hpo.training.call_timing import first_call_seconds, steady_seconds
@@ -68,6 +68,10 @@ class FusingTrainer:
         self.fuse = fuse
         self.decisions = FuseDecisions()
         self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
+        # A loss or metric the fused step does not compute: every trial trains unfused.
+        self.refusal = unfusable_measures(trainer.training)
+        if self.refusal is not None:
+            log.info("trials train unfused: %s", self.refusal)
 
     @property
     def compile_choices(self):
@@ -85,6 +89,8 @@ class FusingTrainer:
 
     def _take_group(self, waiting: list[TrainTask]) -> list[TrainTask]:
         first = waiting[0]
+        if self.refusal is not None:
+            return [first]
         try:
             key = group_key(self.trainer, first)
             group = [t for t in waiting if group_key(self.trainer, t) == key]
@@ -120,17 +126,31 @@ class FusedGroup:
         self.k = len(self.tasks)
         self._rates = [float(p["learning_rate"]) for p in params[:self.k]]
         self.extra_metrics = {"fused_trials": float(self.k)}
+        self.reset_metrics()
 
-    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
+    def reset_metrics(self) -> None:
+        # Fused programs compute the default metric, accuracy, as counts of correct predictions.
+        self._correct = {False: np.zeros(self.k), True: np.zeros(self.k)}
+        self._seen = {False: 0, True: 0}
+
+    def train_steps(self, batch_indices) -> np.ndarray:
         started = time.perf_counter()
         loss, correct = self.program.train_steps(batch_indices)
         loss, correct = loss.numpy()[:self.k], correct.numpy()[:self.k]
         self.program.call_times.record(int(batch_indices.shape[0]), time.perf_counter() - started)
-        return loss, correct
+        self._correct[False] += correct
+        self._seen[False] += int(batch_indices.shape[0]) * int(batch_indices.shape[1])
+        return loss
 
-    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, x, y) -> np.ndarray:
         loss, correct = self.program.evaluate(x, y)
-        return loss.numpy()[:self.k], correct.numpy()[:self.k]
+        self._correct[True] += correct.numpy()[:self.k]
+        self._seen[True] += int(x.shape[0])
+        return loss.numpy()[:self.k]
+
+    def metric_results(self, validation: bool) -> list[dict[str, float]]:
+        seen = max(1, self._seen[validation])
+        return [{"accuracy": float(c) / seen} for c in self._correct[validation]]
 
     def learning_rates(self) -> list[float]:
         return list(self._rates)

@@ -34,9 +34,11 @@ import numpy as np
 
 from hpo.fusion.grouped_conv import trains_grouped_convolutions
 from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
+from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.models.layers import inverted_dropout
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
+from hpo.training.loss_metrics import output_activation
 from hpo.training.optimizers import optimizer_name
 
 FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
@@ -46,8 +48,22 @@ _NORMALISATION = {"BatchNormalization": ("gamma", "beta", "moving_mean", "moving
                   "LayerNormalization": ("gamma", "beta")}
 
 
+def unfusable_measures(training) -> str | None:
+    """None when the fused step computes the experiment's loss and metrics (the defaults:
+    sparse categorical cross-entropy on logits, accuracy), else why not."""
+    if training.loss != DEFAULT_LOSS:
+        return f"the fused step computes only the loss {DEFAULT_LOSS!r}, not training.loss {training.loss!r}"
+    if tuple(training.metrics) != DEFAULT_METRICS:
+        return (f"the fused step computes only the metrics {list(DEFAULT_METRICS)}, not training.metrics "
+                f"{list(training.metrics)}")
+    return None
+
+
 def fusable(model, params: Mapping[str, Any]) -> str | None:
     """None when `model` can be fused, else why not."""
+    activation = output_activation(model)
+    if activation is not None:
+        return f"the model ends in {activation}; the fused step's loss takes logits"
     if optimizer_name(params) not in FUSABLE_OPTIMIZERS:
         return f"optimizer {optimizer_name(params)!r} has no fused update (only {', '.join(FUSABLE_OPTIMIZERS)})"
     previous = None

@@ -12,53 +12,52 @@ from typing import Callable
 
 import tensorflow as tf
 
+from hpo.training.loss_metrics import LossAndMetrics
+
 # The name scope of the optimizer update in every compiled step (benchmarks/fused_step_profile.py).
 UPDATE_SCOPE = "update"
 
 
 def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, mode: str,
-                     on_trace: list | None = None) -> Callable:
-    """Returns f(batch_indices[int32, steps x batch]) -> (sum of losses, correct predictions).
+                     measures: LossAndMetrics, on_trace: list | None = None) -> Callable:
+    """Returns f(batch_indices[int32, steps x batch]) -> (sum of the steps' mean losses,);
+    the batches also update `measures.train_metrics`.
 
     `on_trace[0]` counts how often the Python body runs, i.e. how often TensorFlow traced it."""
-    import keras
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     variables = model.trainable_variables
 
     def train_steps(batch_indices):
         if on_trace is not None:
             on_trace[0] += 1
         total_loss = tf.constant(0.0)
-        correct = tf.constant(0, tf.int64)
+        sums = measures.start_sums()
         for i in tf.range(tf.shape(batch_indices)[0]):
             idx = batch_indices[i]
             xb = tf.gather(x_train, idx)
             yb = tf.gather(y_train, idx)
             with tf.GradientTape() as tape:
-                logits = model(xb, training=True)
-                loss = loss_fn(yb, logits)
+                outputs = model(xb, training=True)
+                loss = measures.mean_loss(yb, outputs)
                 if model.losses:
                     loss = loss + tf.add_n(model.losses)
             grads = tape.gradient(loss, variables)
             with tf.name_scope(UPDATE_SCOPE):      # so a profile can tell the update's ops apart
                 optimizer.apply_gradients(zip(grads, variables))
             total_loss += tf.cast(loss, tf.float32)
-            correct += tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), yb),
-                                             tf.int64))
-        return total_loss, correct
+            sums = measures.accumulate(sums, yb, outputs)
+        measures.commit_sums(sums)
+        return (total_loss,)
 
     return _compile(train_steps, mode, tf.TensorSpec([None, None], tf.int32))
 
 
-def make_evaluate(model, mode: str) -> Callable:
-    """Returns f(x, y) -> (sum of per-example losses, correct predictions)."""
-    import keras
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
+def make_evaluate(model, mode: str, measures: LossAndMetrics) -> Callable:
+    """Returns f(x, y) -> sum of per-example losses; the slice also updates `measures.val_metrics`."""
 
     def evaluate(x, y):
-        logits = model(x, training=False)
-        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), y), tf.int64))
-        return tf.cast(loss_fn(y, logits), tf.float32), correct
+        outputs = model(x, training=False)
+        measures.update(measures.val_metrics, y, outputs)
+        return measures.summed_loss(y, outputs)
 
     return evaluate if mode == "eager" else tf.function(evaluate, reduce_retracing=True)
 

@@ -32,11 +32,19 @@ class TrialGroup(Protocol):
     tasks: Sequence[TrainTask]
     extra_metrics: Mapping[str, float]     # added to every epoch's metrics (a fused group's size)
 
-    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
-        """One compiled call over [steps, batch] indices -> per-trial (summed loss, correct), [K] each."""
+    def reset_metrics(self) -> None:
+        """Zero the training and validation metrics (before an epoch)."""
 
-    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
-        """Per-trial (summed loss, correct) over one validation slice, [K] each."""
+    def train_steps(self, batch_indices) -> np.ndarray:
+        """One compiled call over [steps, batch] indices -> per-trial sums of the steps' mean
+        losses [K]; the call also adds its batches to the training metrics."""
+
+    def evaluate(self, x, y) -> np.ndarray:
+        """Per-trial summed loss over one validation slice [K]; the slice also goes into the
+        validation metrics."""
+
+    def metric_results(self, validation: bool) -> list[dict[str, float]]:
+        """Per trial, the configured metrics since the last reset, by name (no `val_` prefix)."""
 
     def learning_rates(self) -> list[float]: ...
 
@@ -81,20 +89,21 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
         for epoch in range(start + 1, end + 1):
             started = time.perf_counter()
             batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
-            losses, correct = np.zeros(k), np.zeros(k)
+            losses = np.zeros(k)
+            group.reset_metrics()
             with tf.device(trainer.device):
                 for first in range(0, steps_per_epoch, steps_per_call):
-                    call_loss, call_correct = group.train_steps(tf.constant(batches[first:first + steps_per_call]))
-                    losses += call_loss
-                    correct += call_correct
+                    losses += group.train_steps(tf.constant(batches[first:first + steps_per_call]))
                     if startup is None:
                         startup = time.perf_counter() - job_started
             losses /= steps_per_epoch
             _check_finite("training loss", losses, tasks, epoch)
-            val_losses, val_accuracy = _evaluate(trainer, group, k)
+            train_metrics = group.metric_results(validation=False)
+            val_losses = _evaluate(trainer, group, k)
+            val_metrics = group.metric_results(validation=True)
             seconds = (time.perf_counter() - started) / k
-            metrics = [{"loss": float(losses[i]), "accuracy": float(correct[i]) / (steps_per_epoch * batch_size),
-                        "val_loss": float(val_losses[i]), "val_accuracy": float(val_accuracy[i]),
+            metrics = [{"loss": float(losses[i]), **train_metrics[i],
+                        "val_loss": float(val_losses[i]), **{f"val_{n}": v for n, v in val_metrics[i].items()},
                         "learning_rate": rate, "epoch_seconds": seconds, **group.extra_metrics}
                        for i, rate in enumerate(group.learning_rates())]
             if epoch == start + 1:
@@ -120,20 +129,19 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                 writer.close()
 
 
-def _evaluate(trainer: "Trainer", group: TrialGroup, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _evaluate(trainer: "Trainer", group: TrialGroup, k: int) -> np.ndarray:
+    """Per-trial mean validation loss; the validation metrics accumulate in the group."""
     import tensorflow as tf
 
     x_val, y_val = trainer.data.x_val, trainer.data.y_val
     n_val = len(trainer.dataset.x_val)
-    losses, correct = np.zeros(k), np.zeros(k)
+    losses = np.zeros(k)
     with tf.device(trainer.device):
         for first in range(0, n_val, EVAL_BATCH):
-            loss, right = group.evaluate(x_val[first:first + EVAL_BATCH], y_val[first:first + EVAL_BATCH])
-            losses += loss
-            correct += right
+            losses += group.evaluate(x_val[first:first + EVAL_BATCH], y_val[first:first + EVAL_BATCH])
     losses /= n_val
     _check_finite("validation loss", losses, group.tasks, None)
-    return losses, correct / n_val
+    return losses
 
 
 def _check_finite(what: str, values: np.ndarray, tasks: Sequence[TrainTask], epoch: int | None) -> None:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import TrialFailed
+from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import make_evaluate, make_train_steps
+from hpo.training.loss_metrics import LossAndMetrics
 from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
 
 # The trainer's own parameters: the step takes a shape-polymorphic batch, so none shape the graph.
@@ -47,6 +49,7 @@ class TrainingProgram:
     optimizer: TunableOptimizer
     train_steps: Callable
     evaluate: Callable
+    measures: LossAndMetrics
     traces: list = field(default_factory=lambda: [0])   # bumped inside the step's Python body
     start: BulkAssign | None = None
     reader: BulkRead | None = None
@@ -83,14 +86,17 @@ def _not_deterministic(detail) -> TrialFailed:
 
 
 def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,
-                  single_pass: bool = False) -> TrainingProgram:
+                  single_pass: bool = False, loss: str = DEFAULT_LOSS,
+                  metrics: Sequence[str] = DEFAULT_METRICS) -> TrainingProgram:
     """Compile the step functions for a model (called under the target device scope);
-    `single_pass`: Adam(W) updates in one pass (`hpo.training.xla_fusion`)."""
+    `single_pass`: Adam(W) updates in one pass (`hpo.training.xla_fusion`); `loss` and
+    `metrics`: Keras identifiers or references (`hpo.training.loss_metrics`)."""
     optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
+    measures = LossAndMetrics(loss, metrics, model, y_train[:2])
     traces = [0]
-    train_steps = make_train_steps(model, optimizer.optimizer, x_train, y_train, mode, on_trace=traces)
-    evaluate = make_evaluate(model, mode)
-    return TrainingProgram(signature, mode, model, optimizer, train_steps, evaluate, traces)
+    train_steps = make_train_steps(model, optimizer.optimizer, x_train, y_train, mode, measures, on_trace=traces)
+    evaluate = make_evaluate(model, mode, measures)
+    return TrainingProgram(signature, mode, model, optimizer, train_steps, evaluate, measures, traces)
 
 
 class ProgramCache:

@@ -19,7 +19,7 @@ def trainer_for(experiment: Experiment, slot: int = 0,
     """`known_compile_choices`: the study's compile-mode decisions so far (`compile: auto`)."""
     enable_memory_growth()
     device = select_device(experiment.training.device, available_devices(), slot)
-    dataset = load_dataset(experiment.data, seed=experiment.seed)
+    dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
     trainer = Trainer(dataset, get_builder(experiment.model.builder), experiment.training,
                       experiment.model.params, device, known_compile_choices=known_compile_choices)
     log.info("training on %s, compile mode %s", device,

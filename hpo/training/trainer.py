@@ -21,6 +21,7 @@ from hpo.config import TrainingConfig
 from hpo.data import Dataset
 from hpo.errors import TrialFailed
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
+from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
 from hpo.training.compile_mode import (
@@ -48,8 +49,6 @@ from hpo.training.seeding import seed_trial
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
-
-METRICS = ("loss", "accuracy", "val_loss", "val_accuracy")
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,7 @@ class Trainer:
         import tensorflow as tf
         with tf.device(self.device):
             return build_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
-                                 single_pass_update(mode, self.device))
+                                 single_pass_update(mode, self.device), self.training.loss, self.training.metrics)
 
     def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         """The compile mode for `steps` training steps of this architecture (one job, or a fused
@@ -260,7 +259,7 @@ class Trainer:
 
         def call() -> np.ndarray:
             with tf.device(self.device):
-                return train_steps(batch)[0].numpy()
+                return tf.nest.flatten(train_steps(batch))[0].numpy()
         return call
 
     def timing_batch(self, batch_size: int, seed: int):
@@ -328,8 +327,9 @@ class Trainer:
         n_train = len(self.dataset.x_train)
         if n_train // batch_size == 0:
             raise TrialFailed(f"batch_size {batch_size} is larger than the {n_train} training examples")
-        if task.objective not in METRICS:
-            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {METRICS}")
+        reported = objective_names(self.training.metrics)
+        if task.objective not in reported:
+            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
 
         resumed = resume_point(task)
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
@@ -354,13 +354,18 @@ class SingleTrial:
     def __init__(self, program: TrainingProgram, task: TrainTask):
         self.program, self.tasks = program, [task]
 
-    def train_steps(self, batch_indices) -> tuple[np.ndarray, np.ndarray]:
-        loss, correct = self.program.train_steps(batch_indices)
-        return np.array([float(loss)]), np.array([float(correct)])
+    def reset_metrics(self) -> None:
+        self.program.measures.reset()
 
-    def evaluate(self, x, y) -> tuple[np.ndarray, np.ndarray]:
-        loss, correct = self.program.evaluate(x, y)
-        return np.array([float(loss)]), np.array([float(correct)])
+    def train_steps(self, batch_indices) -> np.ndarray:
+        (loss,) = self.program.train_steps(batch_indices)
+        return np.array([float(loss)])
+
+    def evaluate(self, x, y) -> np.ndarray:
+        return np.array([float(self.program.evaluate(x, y))])
+
+    def metric_results(self, validation: bool) -> list[dict[str, float]]:
+        return [self.program.measures.results(validation)]
 
     def learning_rates(self) -> list[float]:
         return [self.program.optimizer.learning_rate]

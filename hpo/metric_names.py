@@ -1,0 +1,69 @@
+"""Loss and metric identifiers, the names trials log under, and which way an objective points.
+
+No TensorFlow here: `hpo.config` validates `training.loss`, `training.metrics` and infers
+`search.direction` from these tables when an experiment loads. The identifiers are the
+strings Keras's own `keras.losses.get` / `keras.metrics.get` accept
+(`tests/test_metric_names.py` checks each against Keras); `hpo.training.loss_metrics`
+builds the objects.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from hpo.references import REFERENCE
+
+DEFAULT_LOSS = "sparse_categorical_crossentropy"
+DEFAULT_METRICS = ("accuracy",)
+
+LOSSES = ("sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
+          "binary_focal_crossentropy", "categorical_focal_crossentropy",
+          "mean_squared_error", "mse", "mean_absolute_error", "mae", "mean_absolute_percentage_error", "mape",
+          "mean_squared_logarithmic_error", "msle", "huber", "log_cosh", "kl_divergence", "kld", "poisson",
+          "hinge", "squared_hinge", "categorical_hinge", "cosine_similarity")
+
+METRICS = ("accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
+           "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "auc", "precision", "recall",
+           "f1_score", "r2_score",
+           "mae", "mse", "mape", "msle", "mean_absolute_error", "mean_squared_error", "root_mean_squared_error",
+           "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "log_cosh_error",
+           "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy",
+           "kl_divergence", "poisson", "cosine_similarity", "hinge", "squared_hinge", "categorical_hinge")
+
+# Names the epoch loop writes beside the metrics; a metric may not take one of them.
+RESERVED = ("loss", "learning_rate", "epoch_seconds", "startup_seconds", "fused_trials")
+
+# Keras Tuner's rule (keras_tuner.engine.metrics_tracking.infer_metric_direction): scores that
+# grow with quality are maximised, losses and errors minimised.
+_MAXIMISED = ("accuracy", "acc", "auc", "precision", "recall", "f1_score", "fbeta_score", "r2_score",
+              "cosine_similarity", "iou", "mean_iou", "true_positives", "true_negatives")
+
+
+def logged_name(identifier: str) -> str:
+    """The name a metric is logged under: the identifier as written (Keras's `compile` keeps
+    the string it is given), or a `package.module:function`'s function name."""
+    match = REFERENCE.match(identifier)
+    return match["attr"] if match else identifier
+
+
+def metric_log_names(metrics: Sequence[str]) -> tuple[str, ...]:
+    return tuple(logged_name(m) for m in metrics)
+
+
+def objective_names(metrics: Sequence[str]) -> tuple[str, ...]:
+    """Every per-epoch value a Keras trial logs that can be an objective: the loss and each
+    metric, on the training and the validation data."""
+    names = metric_log_names(metrics)
+    return ("loss", *names, "val_loss", *(f"val_{n}" for n in names))
+
+
+def infer_direction(objective: str) -> str:
+    """'maximize' for accuracy, AUC, precision, recall and other scores; 'minimize' for losses,
+    errors and anything unknown (override with `search.direction`)."""
+    name = objective.removeprefix("val_").lower()
+    if name.endswith("loss"):
+        return "minimize"
+    if name in _MAXIMISED or name.endswith(("accuracy", "_auc", "precision", "recall")) \
+            or name.startswith(("precision_at", "recall_at", "sensitivity_at", "specificity_at")):
+        return "maximize"
+    return "minimize"
