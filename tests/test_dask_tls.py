@@ -30,6 +30,18 @@ def _wait_for_file(path, process, timeout=120.0):
         time.sleep(0.2)
 
 
+def _wait_for_worker(address, cert, key, timeout=180):
+    """The worker has joined the scheduler: on a loaded machine its TLS handshake and start-up
+    can take a while, and a driver that joins first would wait on a cluster with no worker."""
+    from distributed import Client
+    from distributed.security import Security
+
+    security = Security(tls_ca_file=str(cert), tls_client_cert=str(cert), tls_client_key=str(key),
+                        require_encryption=True)
+    with Client(address, security=security, timeout="60s") as client:
+        client.wait_for_workers(1, timeout=timeout)
+
+
 def test_a_study_runs_through_a_tls_only_scheduler_and_worker(tmp_path):
     cert, key = _write_certificates(tmp_path)
     tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
@@ -47,6 +59,7 @@ def test_a_study_runs_through_a_tls_only_scheduler_and_worker(tmp_path):
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1",
              "--no-dashboard", *tls], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        _wait_for_worker(address, cert, key)
         # The driver gets the client side of TLS from Dask's configuration only.
         driver_env = {**env, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(cert),
                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(cert),

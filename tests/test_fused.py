@@ -282,7 +282,9 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
                           "--set", "search.min_budget=3", "--set", "search.max_budget=3",
                           "--set", "search.max_trials=8", "--set", "training.compile=graph"]
     runs = {}
-    local = ["--set", "execution.backend=local", "--set", "execution.workers=2"]
+    # The local workers are also recycled after 3 trials: a fusing worker is replaced between
+    # the group it was sent and any trials still waiting to be sent.
+    local = ["--set", "execution.backend=local", "--set", "execution.workers=2", "--set", "execution.recycle_after=3"]
     for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local)):
         study_dir = tmp_path / f"fuse{fuse}"
         done = hpo("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
@@ -308,6 +310,7 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
     for a, b in zip(unfused, runs["local"].trials()):
         assert b.value == pytest.approx(a.value, abs=1e-6), a.trial_id
     assert [m.get("fused_trials") for _, _, m in runs["local"].epochs()] == [4] * 8 * 3
+    assert (tmp_path / "fuselocal" / "hpo.log").read_text().count("replacing it with a fresh process") >= 1
 
 
 def test_a_failed_fused_group_reruns_unfused_so_only_the_bad_trial_fails(digits, tmp_path):

@@ -50,18 +50,6 @@ def test_two_workers_run_trials_at_the_same_time_and_are_recycled_after_their_qu
     assert replaced >= 1
 
 
-def test_a_fusing_worker_is_recycled_after_its_quota_of_trials(tmp_path):
-    study_dir = tmp_path / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-               "--set", "execution.workers=1", "--set", "execution.recycle_after=3", "--set", "training.fuse=4")
-    assert done.returncode == 0, done.stderr[-3000:]
-    trials = Study.open(study_dir).trials()
-    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
-    # A worker holding 4 is refilled as trials end; it is replaced between the trials it was
-    # sent and those still waiting to be sent, which its replacement then runs.
-    assert (study_dir / "hpo.log").read_text().count("replacing it with a fresh process") >= 1
-
-
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     study_dir = tmp_path / "study"
     # 48 trials, not the smoke's 8: in one CI run all 8 finished between the first trial's
