@@ -176,7 +176,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     study = prepare_study(experiment, study_dir, fresh=args.fresh)
     args.resolved_study_dir = study_dir
     handler = log_to_file(study.log_path)
-    study.acquire_driver_lock()        # held since prepare_study; kept until close
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
         runner = build_runner(experiment, study)

@@ -113,8 +113,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 if study_dir is not None:
                     from hpo.console import library_log_file
                     stack.enter_context(library_log_file(study.log_path))
-                study.acquire_driver_lock()
-                stack.callback(study.release_driver_lock)
+                stack.callback(study.release_driver_lock)   # prepare_study took it
                 try:
                     summary = build_runner(experiment, study, executor).run()
                 except ConfigError as exc:      # e.g. an option the searcher does not take

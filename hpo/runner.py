@@ -286,8 +286,8 @@ def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = Fals
     from pathlib import Path
 
     from hpo.resume import prepare_study
+    # prepare_study returns the study holding its driver lock.
     study = prepare_study(experiment, Path(study_dir) if study_dir else experiment.study_dir, fresh=fresh)
-    study.acquire_driver_lock()
     try:
         return build_runner(experiment, study, executor).run(), study
     finally:
