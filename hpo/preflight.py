@@ -5,8 +5,9 @@ and writes anything: the objective is the loss or a configured metric, the devic
 this machine, the loader runs once and returns usable arrays, the builder, called once
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
-its outputs for the first examples, each `training.callbacks` function returns a Keras callback,
-and `training.engine: compiled` is not asked to train a model only `fit` can. Each failure is a ConfigError (exit 2) naming the key, the
+its outputs for the first examples, each `training.callbacks` function returns a Keras
+callback, and `training.engine: compiled` is not asked to train a model only `fit` can.
+Each failure is a ConfigError (exit 2) naming the key, the
 function and what was wrong, so a corrected file then runs without `--fresh`.
 """
 

@@ -8,11 +8,11 @@ tests/loss_tasks.py; one architecture per search, so each engine traces once."""
 import importlib
 import textwrap
 
+import engine_tasks
+import loss_tasks
 import numpy as np
 import pytest
 
-import engine_tasks
-import loss_tasks
 from hpo.cli import main
 from hpo.config import DataConfig, TrainingConfig
 from hpo.jobs import TrainTask

@@ -23,6 +23,7 @@ from hpo.errors import TrialFailed
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
+from hpo.training.callbacks import TrialControl, make_callbacks
 from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
 from hpo.training.compile_mode import (
     MIN_STEPS_TO_MEASURE,
@@ -33,7 +34,6 @@ from hpo.training.compile_mode import (
     inferred_mode,
     provisional_mode,
 )
-from hpo.training.callbacks import TrialControl, make_callbacks
 from hpo.training.devices import device_type
 from hpo.training.engines import EngineChoice, EngineLog, choose_engine
 from hpo.training.epoch_loop import train_epochs
