@@ -7,8 +7,8 @@ with the low end of the space, returns a `keras.Model` (whose output holds every
 under the default loss) and reads every space key, and the loss and metrics compute on
 its outputs for the first examples, each `training.callbacks` function returns a Keras
 callback, and `training.engine: compiled` is not asked to train a model only `fit` can.
-Each failure is a ConfigError (exit 2) naming the key, the
-function and what was wrong, so a corrected file then runs without `--fresh`.
+Each failure is a ConfigError (exit 2) naming the key, the function and what was wrong,
+so a corrected file then runs without `--fresh`.
 """
 
 from __future__ import annotations
