@@ -69,3 +69,13 @@ def count_batches():
 
 def not_a_callback():
     return 42
+
+
+class FailingStepModel(keras.Model):
+    def train_step(self, data):
+        raise ValueError("this train_step refuses to train")
+
+
+def failing_step_mlp(config, input_shape, num_classes):
+    inputs = keras.Input(input_shape)
+    return FailingStepModel(inputs, keras.layers.Dense(1, activation="sigmoid")(inputs))

@@ -106,6 +106,17 @@ def test_a_promotion_on_the_fit_engine_continues_the_optimizer_state(binary_data
     assert abs(restarted[-1]["loss"] - straight[-1]["loss"]) > 1e-3
 
 
+def test_a_failure_on_the_fit_engine_is_recorded_with_its_error(binary_data, tmp_path):
+    from hpo.jobs import TrialDone
+    from hpo.training.trainer import Trainer
+
+    training = TrainingConfig(loss="binary_crossentropy", metrics=("auc",), batch_size=32, compile="graph")
+    failing = Trainer(binary_data, engine_tasks.failing_step_mlp, training, {}, "/device:CPU:0")
+    events = list(failing.trial_events(task(tmp_path, "failing")))
+    assert isinstance(events[-1], TrialDone) and events[-1].epochs_trained == 0
+    assert "this train_step refuses to train" in events[-1].error and events[-1].traceback
+
+
 # --- searches through the CLI ----------------------------------------------------------------------
 
 def test_the_fit_engine_ranks_a_sigmoid_classifier_by_val_auc_with_promotions(tmp_path, capsys):
