@@ -29,7 +29,11 @@ log = logging.getLogger("hpo.train")
 
 
 class TrialGroup(Protocol):
-    """K trials of one architecture, batch size and epoch range, trained by one program."""
+    """K trials of one architecture, batch size and epoch range, trained by one program.
+
+    Two attributes are optional: `whole_epoch` (True: `train_steps` takes the epoch's batches
+    in one call and `evaluate` the whole validation set, as Keras's `fit` engine needs) and
+    `control` (a lone trial's callbacks and early stopping, `hpo.training.callbacks`)."""
 
     tasks: Sequence[TrainTask]
     extra_metrics: Mapping[str, float]     # added to every epoch's metrics (a fused group's size)
@@ -129,7 +133,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                 last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
             stop = control.epoch_end(epoch, metrics[0]) if control is not None else None
-            if stop is not None:
+            if stop is not None and epoch < end:
                 # The final checkpoint below stands for the whole budget (`hpo.training.callbacks`).
                 log.info("trial %d stopped after epoch %d of %d: %s", tasks[0].trial_id, epoch, end, stop)
                 break

@@ -24,7 +24,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.jobs import TrainTask
 from hpo.metric_names import logged_name
 from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
@@ -132,9 +131,6 @@ class FitTrial(SingleTrial):
     whole validation set per `evaluate` call, batch hooks of its callbacks passed to fit."""
 
     whole_epoch = True
-
-    def __init__(self, program: TrainingProgram, task: TrainTask, control=None):
-        super().__init__(program, task, control)
 
     def train_steps(self, batch_indices) -> np.ndarray:
         hooks = self.control.batch_hooks() if self.control is not None else ()
