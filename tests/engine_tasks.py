@@ -79,3 +79,8 @@ class FailingStepModel(keras.Model):
 def failing_step_mlp(config, input_shape, num_classes):
     inputs = keras.Input(input_shape)
     return FailingStepModel(inputs, keras.layers.Dense(1, activation="sigmoid")(inputs))
+
+
+def halve_learning_rate():
+    """Keras's own LearningRateScheduler: the rate halves from the second epoch of a job on."""
+    return keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate / 2 if epoch else rate)

@@ -60,10 +60,10 @@ def binary_data():
     return type(data)(**{**data.__dict__, "num_classes": 2})
 
 
-def trainer(data, engine):
+def trainer(data, engine, **training):
     from hpo.training.trainer import Trainer
     training = TrainingConfig(engine=engine, compile="graph", loss="binary_crossentropy",
-                              metrics=("accuracy", "auc"), batch_size=32)
+                              metrics=("accuracy", "auc"), batch_size=32, **training)
     return Trainer(data, loss_tasks.sigmoid_mlp, training, {"units": 16}, "/device:CPU:0")
 
 
@@ -104,6 +104,20 @@ def test_a_promotion_on_the_fit_engine_continues_the_optimizer_state(binary_data
     np.savez(tmp_path / "zeroed.npz", **zeroed)
     restarted = [r.metrics for r in fit.run(task(tmp_path, "restarted", 1, 3, str(tmp_path / "zeroed.npz")))]
     assert abs(restarted[-1]["loss"] - straight[-1]["loss"]) > 1e-3
+
+
+@pytest.mark.parametrize("engine", ["compiled", "fit"])
+def test_a_keras_learning_rate_schedule_steers_both_engines(binary_data, tmp_path, engine):
+    """Keras's LearningRateScheduler sets `model.optimizer.learning_rate` in on_epoch_begin:
+    the compiled engine's model has the optimizer that trains it too, and the step reads the
+    new rate (the first epoch trains exactly as without the callback, the second does not)."""
+    plain = trainer(binary_data, engine)
+    scheduled = trainer(binary_data, engine, callbacks=("tests.engine_tasks:halve_learning_rate",))
+    without = [r.metrics for r in plain.run(task(tmp_path, "plain", end=2))]
+    with_schedule = [r.metrics for r in scheduled.run(task(tmp_path, "scheduled", end=2))]
+    assert [m["learning_rate"] for m in with_schedule] == pytest.approx([0.02, 0.01])
+    assert with_schedule[0]["loss"] == pytest.approx(without[0]["loss"], rel=1e-6)
+    assert abs(with_schedule[1]["loss"] - without[1]["loss"]) > 1e-4
 
 
 def test_a_failure_on_the_fit_engine_is_recorded_with_its_error(binary_data, tmp_path):

@@ -72,21 +72,27 @@ class EarlyStopping:
 class TrialControl:
     """One job's callbacks and early stopping, on the model the job trains."""
 
-    def __init__(self, model, callbacks: Sequence, early_stopping: EarlyStoppingConfig | None):
-        self.model = model
+    def __init__(self, model, callbacks: Sequence, early_stopping: EarlyStoppingConfig | None, optimizer=None):
+        self.model, self.optimizer = model, optimizer
         self.callbacks = list(callbacks)
         self.early = EarlyStopping(early_stopping) if early_stopping is not None else None
         self._logs: dict[str, float] = {}
 
     @classmethod
-    def for_job(cls, training: TrainingConfig, model) -> TrialControl | None:
-        """None when the experiment has neither callbacks nor early stopping."""
+    def for_job(cls, training: TrainingConfig, model, optimizer=None) -> TrialControl | None:
+        """None when the experiment has neither callbacks nor early stopping. `optimizer`: the
+        Keras optimizer that trains `model`."""
         if not training.callbacks and training.early_stopping is None:
             return None
-        return cls(model, make_callbacks(training.callbacks), training.early_stopping)
+        return cls(model, make_callbacks(training.callbacks), training.early_stopping, optimizer)
 
     def begin(self, params: Mapping[str, Any]) -> None:
         self.model.stop_training = False
+        if getattr(self.model, "optimizer", None) is None and self.optimizer is not None:
+            # The compiled engine's model is never compiled by Keras: callbacks that read or set
+            # `model.optimizer.learning_rate` (LearningRateScheduler, ReduceLROnPlateau) find the
+            # optimizer that trains it, whose learning rate the step reads from a variable.
+            self.model.optimizer = self.optimizer
         for callback in self.callbacks:
             callback.set_model(self.model)
             callback.set_params(dict(params))

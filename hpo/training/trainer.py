@@ -371,7 +371,7 @@ class Trainer:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
             program.optimizer.assign(params)
-        control = TrialControl.for_job(self.training, program.model)
+        control = TrialControl.for_job(self.training, program.model, program.optimizer.optimizer)
         if engine.engine == "fit":
             from hpo.training.fit_engine import FitTrial
             group = FitTrial(program, task, control)
