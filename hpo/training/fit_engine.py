@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from hpo.metric_names import logged_name
+from hpo.training.epoch_loop import EVAL_BATCH
 from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import TrainingProgram
@@ -118,7 +119,7 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
 
     def evaluate(x, y):
         """Summed validation loss over (x, y), scored in one `evaluate` call."""
-        logs = model.evaluate(x, y, batch_size=1024, verbose=0, return_dict=True)
+        logs = model.evaluate(x, y, batch_size=EVAL_BATCH, verbose=0, return_dict=True)
         measures.record(logs, validation=True)
         n = len(tf.nest.flatten(y)[0])
         return np.float32(measures.loss(validation=True) * n)
