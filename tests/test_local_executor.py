@@ -2,6 +2,7 @@
 
 import signal
 
+import crashing_builder
 from faults import SMOKE, assert_parallel_smoke_run, hpo, kill, query, start_hpo, wait_for, worker_processes
 
 from hpo.executors.local import default_workers, visible_gpu_for
@@ -24,16 +25,18 @@ def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
 
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     study_dir = tmp_path / "study"
+    crashing = ("{layers: 1, units: 16, dropout: %s, learning_rate: 0.01, optimizer: adam}"
+                % crashing_builder.CRASHING_DROPOUT)
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
                "--set", "execution.workers=2", "--set", "model.builder=tests.crashing_builder:build",
-               "--set", "space.units.low=12", "--set", "space.units.high=14", "--set", "space.units.log=false",
+               "--set", f"search.initial_configs=[{crashing}]", "--set", "search.max_trials=4",
                "--set", "execution.max_retries=1")
     assert done.returncode == 0, done.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     failed = [t for t in trials if t.state.value == "failed"]
-    assert failed, "no config drew units=13; the test needs one"
     # A crash that repeats is retried max_retries times, then the trial fails with the reason.
-    assert all(t.config["units"] == 13 and t.attempts == 2 and "worker process died with exit code 9" in t.error
+    assert [t.config["dropout"] for t in failed] == [crashing_builder.CRASHING_DROPOUT]
+    assert all(t.attempts == 2 and "worker process died with exit code 9" in t.error
                and "gave up after 2 attempts" in t.error for t in failed)
     assert any(t.state.value == "complete" for t in trials)
 
