@@ -25,8 +25,9 @@ def dominates(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def non_dominated_ranks(points: np.ndarray, limit: int | None = None) -> np.ndarray:
-    """Each point's front (0: not dominated by any). With `limit`, peeling stops once at least
-    `limit` points are ranked; the rest get rank len(points)."""
+    """Each point's front (0: not dominated by any). With `limit`, peeling may stop once at
+    least `limit` points are ranked (those left get rank len(points)); two objectives are
+    always ranked in full, in O(n log n)."""
     points = np.asarray(points, dtype=float)
     n = len(points)
     ranks = np.full(n, n, dtype=int)
