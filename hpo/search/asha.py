@@ -11,6 +11,7 @@ whose jobs cost eta^s times more, most of the budget: random configs at full cos
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +42,13 @@ class _AshaBracket:
         self.promoted = [set() for _ in self.budgets]
 
 
-def promotable(records: list[_Record], ranked: list[int], already: set[int], eta: float) -> _Record | None:
-    """The best record among the top floor(n / eta) of a rung (`ranked`: its usable trial ids,
-    best first) that was not promoted yet."""
+def promotable(records: list[_Record], already: set[int], eta: float,
+               ranked: list[int] | None = None) -> _Record | None:
+    """The best record among the top floor(n / eta) of a rung that was not promoted yet.
+    `ranked`: the rung's usable trial ids, best first (default: by loss, then trial id)."""
+    if ranked is None:
+        ranked = [r.trial_id for r in sorted((r for r in records if math.isfinite(r.loss)),
+                                             key=lambda r: (r.loss, r.trial_id))]
     top = ranked[: int(len(records) // eta)]
     trial_id = next((t for t in top if t not in already), None)
     return None if trial_id is None else next(r for r in records if r.trial_id == trial_id)
@@ -64,8 +69,8 @@ class ASHA(Searcher):
     def _next_job(self) -> Job:
         bracket = min(self._brackets, key=lambda b: (b.spent, b.index))
         for rung in range(len(bracket.budgets) - 2, -1, -1):
-            record = promotable(bracket.finished[rung], self._ranked(bracket, rung), bracket.promoted[rung],
-                                self.eta)
+            record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta,
+                                self._ranked(bracket, rung))
             if record is not None:
                 bracket.promoted[rung].add(record.trial_id)
                 return self._issue(bracket, rung + 1, record.config, continues=record.trial_id)
