@@ -333,8 +333,8 @@ OURS = [name for name in SEARCHERS if name.startswith("hpo ")]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="20 full-budget evaluations of budget and 10 seeds, two problems, no latency")
-    parser.add_argument("--seeds", type=int, default=None, help="default 10 (quick 10)")
+                        help="20 full-budget evaluations of budget, 5 seeds, two problems, no latency")
+    parser.add_argument("--seeds", type=int, default=None, help="default 10 (quick 5)")
     parser.add_argument("--full-evals", type=float, default=None,
                         help="total budget in full-budget evaluations (default 40, quick 20)")
     parser.add_argument("--only", nargs="*", help="run only these searchers")
@@ -343,7 +343,7 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     full_evals = args.full_evals or (20 if args.quick else 40)
-    seeds = args.seeds or 10
+    seeds = args.seeds or (5 if args.quick else 10)
     total = full_evals * MAX_BUDGET
     names = [n for n in (args.only or list(SEARCHERS)) if n != "syne-tune moasha" or syne_tune_available()]
     if "syne-tune moasha" not in names and not args.only:

@@ -308,3 +308,17 @@ def test_searcher_construction_is_unchanged_with_one_objective():
     named = Hyperband(SPACE, seed=3, objectives=[Objective("objective")])
     assert plain == [(j.trial_id, j.config, j.budget) for j in (named.ask() for _ in range(5))]
     assert not named.goals.ranked and isinstance(Job(0, {}, 1.0), Job)
+
+
+def test_optimize_resumes_a_study_with_several_objectives(tmp_path):
+    kwargs = dict(min_budget=1, max_budget=9, objectives=["f1", "f2"], constraints=["size <= 15"],
+                  study_dir=tmp_path / "study")
+    first = hpo.optimize(two_bowls, BOWL_SPACE, "bohb", max_trials=25, **kwargs)
+    resumed = hpo.optimize(two_bowls, BOWL_SPACE, "bohb", max_trials=50, **kwargs)
+    fresh = hpo.optimize(two_bowls, BOWL_SPACE, "bohb", max_trials=50, **{**kwargs, "study_dir": tmp_path / "b"})
+    assert [t.config for t in resumed.trials[:25]] == [t.config for t in first.trials]
+    # Replay rebuilt the searcher exactly: the resumed search is the uninterrupted one.
+    assert [(t.config, t.budget) for t in resumed.trials] == [(t.config, t.budget) for t in fresh.trials]
+    assert [m.trial_id for m in resumed.pareto] == [m.trial_id for m in fresh.pareto]
+    with pytest.raises(hpo.errors.UserInputError, match="different settings"):
+        hpo.optimize(two_bowls, BOWL_SPACE, "bohb", max_trials=60, **{**kwargs, "objectives": ["f1", "size"]})
