@@ -50,6 +50,11 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         # config key -> (deepest budget, losses, violation), kept in step with the TPE's rows.
         self._points: dict[str, tuple[float, np.ndarray, float]] = {}
         self._weights: np.ndarray | None = None
+        # The same points as arrays by the TPE's row, updated where a point changed: ask()
+        # must not rebuild them from the dict.
+        self._row_points = np.empty((0, len(goals.objectives)))
+        self._row_violations = np.empty(0)
+        self._changed: set[str] = set()
         self._orders: dict[float, tuple[np.ndarray, np.ndarray]] = {}   # budget -> (rows there, their ranks)
 
     def observe_point(self, config: Mapping[str, Any], budget: float, losses: np.ndarray, violation: float) -> None:
@@ -60,6 +65,7 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         known = self._points.get(key)
         if known is None or budget >= known[0]:
             self._points[key] = (budget, np.asarray(losses, dtype=float), float(violation))
+            self._changed.add(key)
 
     def propose(self, rng: np.random.Generator, budget: float, pending) -> dict[str, Any]:
         if self.split == "parego":
@@ -69,12 +75,20 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         return super().propose(rng, budget, pending)
 
     def split_losses(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
-        keys = list(self._rows)                      # insertion order is row order
-        points = np.array([self._points[k][1] for k in keys])
-        violations = np.array([self._points[k][2] for k in keys])
+        n = len(budgets)
+        if len(self._row_violations) < n:
+            grow = max(64, n - len(self._row_violations), len(self._row_violations))
+            self._row_points = np.concatenate([self._row_points, np.empty((grow, self._row_points.shape[1]))])
+            self._row_violations = np.concatenate([self._row_violations, np.empty(grow)])
+        for key in self._changed:
+            row = self._rows[key]
+            self._row_points[row] = self._points[key][1]
+            self._row_violations[row] = self._points[key][2]
+        self._changed.clear()
+        points, violations = self._row_points[:n], self._row_violations[:n]
         if self.split == "parego":
             return self._scalarised(points, violations)
-        scores = np.empty(len(keys))
+        scores = np.empty(n)
         for budget in np.unique(budgets):
             members = np.flatnonzero(budgets == budget)
             # A config's point is fixed while it stays at this budget: a budget whose members
