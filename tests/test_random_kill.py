@@ -1,0 +1,130 @@
+"""Kills at random moments, on every backend: nothing finished is ever lost.
+
+Each backend's search (tests/kill_search.py: the real driver, study and executors, with a
+trainer whose epochs take milliseconds) is struck at kill points drawn from a seeded RNG:
+a delay after the driver is searching, and what dies (the driver, or on local and Dask one
+worker process) by SIGKILL. A killed driver is resumed. At every kill point and at the end,
+each trial that had finished at an earlier kill point is still finished, with the same
+value, epochs and per-epoch metrics; and the search ends with every trial complete, each
+epoch recorded once.
+"""
+
+import json
+import random
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from faults import ROOT, cli_env, kill, query, wait_for, worker_processes
+from kill_search import MAX_TRIALS
+
+# Kill points per backend: 21 in all. Dask's fewer, because each resume starts a LocalCluster.
+KILL_POINTS = {"inline": 8, "local": 7, "dask": 6}
+MAX_DELAY_S = 1.0
+WORKER_KILL_SHARE = 0.3        # on local and dask, the share of kill points that strike a worker
+
+
+def kill_plan(backend: str) -> list[tuple[float, str]]:
+    rng = random.Random(f"random-kill-{backend}")
+    plan = []
+    for _ in range(KILL_POINTS[backend]):
+        target = "worker" if backend != "inline" and rng.random() < WORKER_KILL_SHARE else "driver"
+        plan.append((round(rng.uniform(0.0, MAX_DELAY_S), 3), target))
+    return plan
+
+
+def start_driver(backend: str, study_dir) -> subprocess.Popen:
+    env = cli_env()
+    env["PYTHONPATH"] = f"{ROOT / 'tests'}:{env['PYTHONPATH']}"
+    return subprocess.Popen([sys.executable, "-c", "import kill_search; kill_search.main()", backend, str(study_dir)],
+                            cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def searching(study_dir, since: float):
+    """The driver started at `since` is searching: it has started a trial of its own (a killed
+    driver's trials stay 'running' in the database)."""
+    return lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='running' AND started_at>?", (since,))
+
+
+def finished_trials(study_dir) -> dict[int, tuple]:
+    """Each finished trial: its row and its per-epoch metrics, as an outside reader sees them."""
+    rows = query(study_dir, "SELECT trial_id, state, value, budget, config, epochs_trained FROM trials "
+                            "WHERE state IN ('complete', 'failed')")
+    epochs: dict[int, list] = {}
+    for trial_id, epoch, metrics in query(study_dir, "SELECT trial_id, epoch, metrics FROM epochs ORDER BY 1, 2"):
+        epochs.setdefault(trial_id, []).append((epoch, json.loads(metrics)))
+    return {row[0]: (*row[1:], tuple(map(str, epochs.get(row[0], [])))) for row in rows}
+
+
+def assert_nothing_finished_lost(kept: dict, study_dir, where: str) -> None:
+    now = finished_trials(study_dir)
+    changed = [trial_id for trial_id, row in kept.items() if now.get(trial_id) != row]
+    assert not changed, f"{where}: finished trials changed or vanished: " + \
+        "; ".join(f"{t}: {kept[t]} -> {now.get(t)}" for t in changed[:3])
+    kept.update(now)
+
+
+def strike(driver: subprocess.Popen, target: str, rng: random.Random) -> None:
+    if target == "worker":
+        # The processes that train: leaves of the driver's tree (a Dask worker, not its nanny).
+        leaves = [p for p in worker_processes(driver.pid) if not p.children()]
+        assert leaves, f"no worker to kill: {worker_processes(driver.pid)}"
+        kill(rng.choice(leaves))
+        return
+    orphans = worker_processes(driver.pid)
+    kill(driver.pid)
+    driver.communicate(timeout=30)
+    # Workers notice their driver is gone and exit; wait for them so they train for nobody.
+    wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans),
+             timeout=30, what="the killed driver's workers to exit")
+
+
+@pytest.mark.parametrize("backend", ["inline", "local", "dask"])
+def test_random_kills_lose_no_finished_trial(tmp_path, backend):
+    study_dir = tmp_path / "study"
+    plan = kill_plan(backend)
+    print(f"{backend} kill points (delay s, target): {plan}")
+    rng = random.Random(f"victims-{backend}")
+    kept: dict[int, tuple] = {}
+    driver = None
+    try:
+        for n, (delay, target) in enumerate(plan):
+            where = f"kill point {n} of {plan} ({backend})"
+            if driver is None:
+                started = time.time()
+                driver = start_driver(backend, study_dir)
+                wait_for(searching(study_dir, started), timeout=60, what=f"a running trial before {where}",
+                         process=driver)
+            assert_nothing_finished_lost(kept, study_dir, f"before {where}")
+            try:
+                driver.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                pass
+            assert driver.poll() is None, f"the search ended before {where}: raise MAX_TRIALS"
+            strike(driver, target, rng)
+            if target == "driver":
+                driver = None
+            assert_nothing_finished_lost(kept, study_dir, f"just after {where}")
+            print(f"{backend} kill point {n}: {target} after {delay}s, {len(kept)} trials finished")
+        if driver is None:
+            driver = start_driver(backend, study_dir)
+        _, err = driver.communicate(timeout=240)
+    finally:
+        if driver is not None and driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 0, f"after {plan}: {err[-3000:]}"
+    assert_nothing_finished_lost(kept, study_dir, f"at the end of {plan}")
+
+    trials = query(study_dir, "SELECT trial_id, state, budget, continues, attempts FROM trials ORDER BY trial_id")
+    assert len(trials) == MAX_TRIALS and all(state == "complete" for _, state, *_ in trials), trials
+    budget = {trial_id: b for trial_id, _, b, _, _ in trials}
+    for trial_id, _, b, continues, _ in trials:
+        start = 0 if continues is None else int(round(budget[continues]))
+        recorded = [row[0] for row in query(study_dir, "SELECT epoch FROM epochs WHERE trial_id=? ORDER BY epoch",
+                                            (trial_id,))]
+        assert recorded == list(range(start + 1, int(round(b)) + 1)), (trial_id, recorded, plan)
+    # The kills struck mid-trial: some trial was running at one of them and ran again.
+    assert sum(attempts for *_, attempts in trials) > MAX_TRIALS, plan
