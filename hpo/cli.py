@@ -391,12 +391,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_tensorboard(args: argparse.Namespace) -> int:
+    from hpo.tensorboard_view import logdir_to_show
     study = _open(args.study_dir)
-    logdir = study.tensorboard_dir
-    study.close()
-    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
-    log.info("running: %s", " ".join(command))
-    return subprocess.call(command)
+    # A dead driver's running trials show as interrupted through a view built here, outside
+    # the study (which stays read-only); it lives as long as TensorBoard runs.
+    with tempfile.TemporaryDirectory(prefix="hpo-tensorboard-") as scratch:
+        try:
+            logdir = logdir_to_show(study, Path(scratch))
+        finally:
+            study.close()
+        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
+        log.info("running: %s", " ".join(command))
+        return subprocess.call(command)
 
 
 COMMANDS = {"search": cmd_search, "status": cmd_status, "best": cmd_best, "export": cmd_export,
