@@ -16,7 +16,7 @@ from pathlib import Path
 from hpo.jobs import EpochDone, EpochReport, TrialDone
 
 EPOCH_SECONDS = 0.01
-MAX_TRIALS = 200       # long enough that no kill point finds the search over, on an idle machine too
+MAX_TRIALS = 300       # long enough that no kill point finds the search over, on an idle machine too
 SPACE = {"x": {"type": "float", "low": -2.0, "high": 2.0},
          "shape": {"type": "choice", "values": ["wide", "deep", "flat"]}}
 

@@ -22,16 +22,30 @@ from kill_search import MAX_TRIALS
 
 # Kill points per backend: 21 in all. Dask's fewer, because each resume starts a LocalCluster.
 KILL_POINTS = {"inline": 8, "local": 7, "dask": 6}
-MAX_DELAY_S = 1.0
+# Delays up to 0.6 s: trials take 10 to 90 ms, so a kill lands anywhere in one, and the kill
+# points use well under half of the search, however fast this machine runs it.
+MAX_DELAY_S = 0.6
 WORKER_KILL_SHARE = 0.3        # on local and dask, the share of kill points that strike a worker
+START_UP_KILL_SHARE = 0.3      # the share that strike a driver still starting (lock, create, backup, replay)
+START_UP_MAX_DELAY_S = 1.5     # after launch: Python's imports, then the lock, the study, the workers
 
 
 def kill_plan(backend: str) -> list[tuple[float, str]]:
+    """(delay in seconds, target): 'driver' and 'worker' after the driver is searching,
+    'starting driver' after a driver is launched (the previous kill point killed its driver)."""
     rng = random.Random(f"random-kill-{backend}")
     plan = []
     for _ in range(KILL_POINTS[backend]):
-        target = "worker" if backend != "inline" and rng.random() < WORKER_KILL_SHARE else "driver"
-        plan.append((round(rng.uniform(0.0, MAX_DELAY_S), 3), target))
+        draw = rng.random()
+        restarting = not plan or plan[-1][1] != "worker"
+        if backend != "inline" and draw < WORKER_KILL_SHARE:
+            target = "worker"
+        elif restarting and draw > 1 - START_UP_KILL_SHARE:
+            target = "starting driver"
+        else:
+            target = "driver"
+        longest = START_UP_MAX_DELAY_S if target == "starting driver" else MAX_DELAY_S
+        plan.append((round(rng.uniform(0.0, longest), 3), target))
     return plan
 
 
@@ -43,9 +57,9 @@ def start_driver(backend: str, study_dir) -> subprocess.Popen:
 
 
 def searching(study_dir, since: float):
-    """The driver started at `since` is searching: it has started a trial of its own (a killed
-    driver's trials stay 'running' in the database)."""
-    return lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='running' AND started_at>?", (since,))
+    """The driver started at `since` is searching: its workers are up and have reported an
+    epoch (a killed driver's trials stay 'running' in the database, so that says nothing)."""
+    return lambda: query(study_dir, "SELECT 1 FROM epochs WHERE recorded_at>?", (since,))
 
 
 def finished_trials(study_dir) -> dict[int, tuple]:
@@ -83,6 +97,7 @@ def strike(driver: subprocess.Popen, target: str, rng: random.Random) -> None:
 
 @pytest.mark.parametrize("backend", ["inline", "local", "dask"])
 def test_random_kills_lose_no_finished_trial(tmp_path, backend):
+    """SIGKILL at seeded random moments; after each resume nothing finished has changed."""
     study_dir = tmp_path / "study"
     plan = kill_plan(backend)
     print(f"{backend} kill points (delay s, target): {plan}")
@@ -95,8 +110,9 @@ def test_random_kills_lose_no_finished_trial(tmp_path, backend):
             if driver is None:
                 started = time.time()
                 driver = start_driver(backend, study_dir)
-                wait_for(searching(study_dir, started), timeout=60, what=f"a running trial before {where}",
-                         process=driver)
+                if target != "starting driver":
+                    wait_for(searching(study_dir, started), timeout=60, what=f"a running trial before {where}",
+                             process=driver)
             assert_nothing_finished_lost(kept, study_dir, f"before {where}")
             try:
                 driver.wait(timeout=delay)
@@ -104,10 +120,11 @@ def test_random_kills_lose_no_finished_trial(tmp_path, backend):
                 pass
             assert driver.poll() is None, f"the search ended before {where}: raise MAX_TRIALS"
             strike(driver, target, rng)
-            if target == "driver":
+            if target != "worker":
                 driver = None
             assert_nothing_finished_lost(kept, study_dir, f"just after {where}")
             print(f"{backend} kill point {n}: {target} after {delay}s, {len(kept)} trials finished")
+        assert kept, f"no trial had finished by the last of {plan}: nothing was at stake"
         if driver is None:
             driver = start_driver(backend, study_dir)
         _, err = driver.communicate(timeout=240)
@@ -128,3 +145,27 @@ def test_random_kills_lose_no_finished_trial(tmp_path, backend):
         assert recorded == list(range(start + 1, int(round(b)) + 1)), (trial_id, recorded, plan)
     # The kills struck mid-trial: some trial was running at one of them and ran again.
     assert sum(attempts for *_, attempts in trials) > MAX_TRIALS, plan
+
+
+def test_a_driver_killed_while_creating_its_study_leaves_one_the_next_run_creates_again(tmp_path, monkeypatch):
+    """The schema is written, the experiment not yet (a kill, or any death, in between): the
+    half-made database never takes the name study.sqlite, so the next run is not refused
+    as a damaged study."""
+    import sqlite3
+
+    from kill_search import experiment_for
+
+    import hpo.study
+    from hpo.resume import prepare_study
+
+    study_dir = tmp_path / "study"
+    experiment = experiment_for("inline", study_dir)
+    monkeypatch.setattr(hpo.study, "_SCHEMA", hpo.study._SCHEMA + "CREATE TABLE meta (dies_here);")
+    with pytest.raises(sqlite3.OperationalError):
+        prepare_study(experiment, study_dir)
+    assert not (study_dir / "study.sqlite").exists()
+    monkeypatch.undo()
+    study = prepare_study(experiment, study_dir)
+    assert study.experiment() == experiment.to_dict()
+    study.close()
+    assert sorted(p.name for p in study_dir.iterdir()) == ["study.lock", "study.sqlite"]
