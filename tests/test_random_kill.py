@@ -2,8 +2,9 @@
 
 Each backend's search (tests/kill_search.py: the real driver, study and executors, with a
 trainer whose epochs take milliseconds) is struck at kill points drawn from a seeded RNG:
-a delay after the driver is searching, and what dies (the driver, or on local and Dask one
-worker process) by SIGKILL. A killed driver is resumed. At every kill point and at the end,
+what dies by SIGKILL (the driver; a driver still starting, from its imports through the
+lock, the study's creation or backup and the replay; or on local and Dask one worker
+process) and after what delay. A killed driver is resumed. At every kill point and at the end,
 each trial that had finished at an earlier kill point is still finished, with the same
 value, epochs and per-epoch metrics; and the search ends with every trial complete, each
 epoch recorded once.
