@@ -31,15 +31,25 @@ def logdir_to_show(study: Study, scratch: Path) -> Path:
     counts = trial_counts(study)
     step = sum(t.epochs_trained for t in study.trials() if t.state.finished)
     view = Path(scratch) / logdir.name
-    view.mkdir(parents=True)
-    for entry in sorted(logdir.iterdir()):
-        if entry.name != SEARCH_RUN:
-            (view / entry.name).symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
-    search = view / SEARCH_RUN
-    search.mkdir()
-    if (logdir / SEARCH_RUN).is_dir():
-        for entry in sorted((logdir / SEARCH_RUN).iterdir()):
-            (search / entry.name).symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+    (view / SEARCH_RUN).mkdir(parents=True)
+    link_new_files(logdir, view)
     # The SearchBoard's step: epochs trained by the finished trials.
-    write_derived_counts(search, int(round(step)), counts_with_driver_gone(counts))
+    write_derived_counts(view / SEARCH_RUN, int(round(step)), counts_with_driver_gone(counts))
     return view
+
+
+def link_new_files(logdir: Path, view: Path) -> None:
+    """Link into `view` each run of `logdir`, and each file of its `search` run, that the view
+    lacks: called again while TensorBoard runs, a view follows a search resumed meanwhile (its
+    new runs, and the search run's new event files, which sort after the derived one)."""
+    for entry in sorted(logdir.iterdir()):
+        if entry.name == SEARCH_RUN and entry.is_dir():
+            for file in sorted(entry.iterdir()):
+                _link(file, view / SEARCH_RUN / file.name)
+        else:
+            _link(entry, view / entry.name)
+
+
+def _link(entry: Path, link: Path) -> None:
+    if not link.is_symlink():
+        link.symlink_to(entry.resolve(), target_is_directory=entry.is_dir())

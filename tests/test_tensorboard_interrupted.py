@@ -3,6 +3,8 @@ as `hpo status` and `hpo export` do: derived when reading (`hpo tensorboard` on 
 read-only) and on resume, never by writing to a study that is only being looked at."""
 
 import hashlib
+import subprocess
+from pathlib import Path
 
 from faults import SMOKE
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -64,20 +66,43 @@ def test_hpo_tensorboard_shows_a_dead_drivers_running_trials_as_interrupted(tmp_
     before = fingerprint(study_dir)
     shown = {}
 
-    def tensorboard(command):          # what `hpo tensorboard` hands TensorBoard, read while it runs
-        logdir = command[command.index("--logdir") + 1]
-        shown["logdir"] = logdir
-        shown["counts"] = last_counts(f"{logdir}/{SEARCH_RUN}")
-        shown["runs"] = sorted(p.name for p in study_dir.joinpath("tensorboard").iterdir())
-        return 0
+    class TensorBoard:                 # what `hpo tensorboard` starts, looking at its logdir as it runs
+        def __init__(self, command):
+            self.logdir = Path(command[command.index("--logdir") + 1])
+            self.waits = 0
 
-    monkeypatch.setattr("hpo.cli.subprocess.call", tensorboard)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def wait(self, timeout=None):
+            self.waits += 1
+            if self.waits == 1:
+                shown["logdir"] = self.logdir
+                shown["counts"] = last_counts(self.logdir / SEARCH_RUN)
+                shown["unchanged"] = fingerprint(study_dir) == before
+                # Meanwhile the search is resumed: a new trial run, a new event file in `search`.
+                (study_dir / "tensorboard" / "trial_0002").mkdir()
+                (study_dir / "tensorboard" / SEARCH_RUN / "events.out.tfevents.9999999999.resumed.v2").touch()
+                raise subprocess.TimeoutExpired("tensorboard", timeout)
+            shown["runs"] = sorted(p.name for p in self.logdir.iterdir())
+            shown["search"] = sorted(p.name for p in (self.logdir / SEARCH_RUN).iterdir())
+            return 0
+
+    monkeypatch.setattr("hpo.cli.subprocess.Popen", TensorBoard)
+    monkeypatch.setattr("hpo.cli.VIEW_REFRESH_SECONDS", 0)
     assert main(["tensorboard", str(study_dir)]) == 0
     # Shown where the driver left off (6 epochs trained): one interrupted, none running.
     assert shown["counts"] == {"running": (6, 0.0), "complete": (6, 2.0), "failed": (6, 0.0),
                                "interrupted": (6, 1.0)}
-    assert not shown["logdir"].startswith(str(study_dir))
-    assert fingerprint(study_dir) == before, "looking at a study changed its files"
+    assert not str(shown["logdir"]).startswith(str(study_dir))
+    assert shown["unchanged"], "looking at a study changed its files"
+    # The view followed the resumed search; the derived counts still sort before its new file.
+    assert shown["runs"] == ["search", "trial_0002"]
+    assert shown["search"][-1] == "events.out.tfevents.9999999999.resumed.v2"
+    assert any(name.endswith(".hpo-derived") for name in shown["search"])
 
 
 def test_the_view_links_every_run_of_the_study(tmp_path):
