@@ -9,7 +9,8 @@ from faults import SMOKE, hpo, kill, query, running_trial_with_epochs, start_hpo
 
 from hpo.study import Study
 
-EPOCHS = 30
+# Long enough that a trial struck 3 epochs in has most of its epochs still to go.
+EPOCHS = 12
 LONG_TRIALS = ["--set", "search.algorithm=random", "--set", f"search.min_budget={EPOCHS}",
                "--set", f"search.max_budget={EPOCHS}", "--set", "search.max_trials=4",
                "--set", "training.checkpoint_seconds=0"]     # a checkpoint after every (short) epoch
