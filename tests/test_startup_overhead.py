@@ -17,3 +17,26 @@ def test_a_first_call_faster_than_the_rest_never_goes_below_the_wait_before_it()
 
 def test_an_epoch_of_one_call_counts_it_all():
     assert startup_overhead(2.0, [(1.5, 8)]) == 2.0
+
+
+@pytest.mark.usefixtures("tf_logical_cpus")
+def test_auto_times_the_modes_on_a_few_steps_per_call(digits):
+    """A slow mode's timed calls are paid in full (XLA:CPU convolutions run many times slower
+    than graph mode's here), so `compile: auto` times calls of MEASURE_STEPS steps, not steps_per_call."""
+    from hpo.config import TrainingConfig
+    from hpo.models import get_builder
+    from hpo.training.trainer import MEASURE_STEPS, Trainer
+
+    trainer = Trainer(digits, get_builder("mlp"), TrainingConfig(compile="auto", steps_per_call=16), {},
+                      "/device:CPU:0")
+    timed_steps = []
+    step_call = trainer.step_call
+
+    def recording(train_steps, batch):
+        timed_steps.append(int(batch.shape[0]))
+        return step_call(train_steps, batch)
+    trainer.step_call = recording
+    params = trainer.resolve({"layers": 1, "units": 16, "dropout": 0.0, "learning_rate": 3e-3, "batch_size": 32})
+    trainer.program_for(params, seed=0)                       # a long job: measures both modes
+    [(mode, detail)] = trainer.compile_choices.compile_choices().values()
+    assert detail["measured"] and timed_steps == [MEASURE_STEPS, MEASURE_STEPS] and MEASURE_STEPS < 16
