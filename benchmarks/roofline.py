@@ -231,7 +231,8 @@ def main() -> None:
     print(f"one thread, batch {BATCH}; {cpu_description()}")
     print(f"single-thread fp32 GEMM peak (1024^3 matmul, TensorFlow's kernel): {peak:.1f} GFLOP/s")
     header = (f"{'cnn':<9} {'MFLOP/step':>10} {'conv+mm':>8} {'kernels':>8} {'bound ms':>9} "
-              f"{'engine ms':>10} {'x bound':>8} {'fit ms':>8} {'x bound':>8} {'fit spe32':>10} {'x bound':>8}")
+              f"{'engine ms':>10} {'x bound':>8} {'engine':>10} {'of peak':>6} "
+              f"{'fit ms':>8} {'x bound':>8} {'fit spe32':>10} {'x bound':>8}")
     if not args.quick:
         header += f" {'engine xla':>11}"
     print(header)
@@ -245,13 +246,15 @@ def main() -> None:
         fit32 = fit_step_seconds(shape, x, y, 32, epochs)
         row = (f"{name:<9} {total / 1e6:10.1f} {100 * heavy_flops / total:7.0f}% "
                f"{heavy_flops / bound / 1e9:6.1f} GF {1e3 * bound:9.2f} {1e3 * engine:10.2f} {engine / bound:8.2f} "
+               f"{total / engine / 1e9:7.1f} GF {100 * total / engine / 1e9 / peak:5.0f}% "
                f"{1e3 * fit1:8.2f} {fit1 / bound:8.2f} {1e3 * fit32:10.2f} {fit32 / bound:8.2f}")
         if not args.quick:
             xla = engine_step_seconds(shape, "xla", x_device, y_device, 4, 2)
             row += f" {1e3 * xla:8.1f} ms"
         print(row + f"   {shape}", flush=True)
     print("conv+mm: the share of the step's FLOPs in convolutions and matmuls; kernels: their rate alone "
-          "(GFLOP/s); bound: those FLOPs at those rates; engine: our compiled step (graph mode); "
+          "(GFLOP/s); bound: those FLOPs at those rates; engine: our compiled step (graph mode), its GFLOP/s "
+          "and their share of the GEMM peak; "
           "fit: model.fit, steps_per_execution 1 and 32")
     # Threads per worker: TensorFlow fixes its thread pools at start, so two threads is another process.
     one = engine_step_seconds(cnns["median"], "graph", x_device, y_device, 32, repeats)
