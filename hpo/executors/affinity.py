@@ -6,7 +6,7 @@ a traced TensorFlow function and its variables live in one process's runtime. A 
 (a task that continues its parent from `checkpoint_in`) that lands on the worker whose cache
 holds its architecture skips the build, the trace and the graph optimisation, and only
 restores the checkpoint; on any other worker it pays all of them again, measured at
-1.0-1.7 s against 0.02-0.1 s on this 2-core CPU for the main job's CNNs
+1.0-1.9 s against 0.02-0.2 s on this 2-core CPU for the main job's CNNs
 (`benchmarks/startup_profile.py`).
 
 The choice only breaks ties: among the workers with the fewest tasks (the executor keeps
