@@ -100,9 +100,11 @@ def event_loop_only(workers, capacity=1):
     """The local executor's event loop over stand-in workers, without real trainers."""
     import collections
 
+    from hpo.executors.affinity import WorkerAffinity
     from hpo.executors.local import LocalProcessExecutor
     executor = object.__new__(LocalProcessExecutor)
     executor._cancelled, executor.recycle_after, executor.capacity = set(), 100, capacity
+    executor.affinity = WorkerAffinity()
     executor._backlog = collections.deque()
     executor._workers = workers
     return executor

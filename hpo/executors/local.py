@@ -20,6 +20,9 @@ sends each worker its share in one message, and only when no event is waiting (a
 ends arrive together, so the trials refilling its slots leave together): a worker sees its
 whole share before it starts, and can fuse it.
 
+A promotion goes to the worker that trained its parent when that worker is among the least
+loaded (`hpo.executors.affinity`): its compiled program is still warm there.
+
 A worker that dies (out of memory, a segfault in a native op, kill -9) is replaced and its
 trials reported lost, so the runner retries it from its last progress checkpoint (up to
 `execution.max_retries`). Workers are also replaced after `execution.recycle_after`
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 
+from hpo.executors.affinity import WorkerAffinity
 from hpo.jobs import CompileChoiceMade, EpochDone, Event, TrainTask, TrialDone
 
 log = logging.getLogger("hpo.executors")
@@ -80,6 +84,7 @@ class _Worker:
     unsent: list[TrainTask] = field(default_factory=list)      # submitted, not yet sent to it
     epochs: dict[int, int] = field(default_factory=dict)       # trial id -> epochs trained
     trials_run: int = 0
+    serial: int = 0             # which process this is: a replacement has none of its programs
 
 
 class LocalProcessExecutor:
@@ -103,6 +108,7 @@ class LocalProcessExecutor:
         self._make_trainer = make_trainer
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
+        self.affinity = WorkerAffinity()
         self._workers = [self._start(slot) for slot in range(workers)]
         self._cancelled: set[int] = set()
         self._backlog: deque[Event] = deque()    # events found together (a dead worker's trials)
@@ -129,7 +135,7 @@ class LocalProcessExecutor:
         # The worker now holds the only write end, so its death reads as EOF here.
         events_writer.close()
         self.workers_started += 1
-        return _Worker(slot, process, inbox, events)
+        return _Worker(slot, process, inbox, events, serial=self.workers_started)
 
     def _recycle_if_due(self, index: int) -> None:
         """Replace a worker that has run its quota once it holds no trial it was sent (trials
@@ -150,9 +156,11 @@ class LocalProcessExecutor:
         to it move over."""
         old = self._workers[index]
         old.events.close()
+        self.affinity.forget(old.serial)
         fresh = self._workers[index] = self._start(old.slot)
         for task in old.unsent:
             fresh.tasks[task.trial_id], fresh.epochs[task.trial_id] = task, 0
+            self.affinity.wrote(task.checkpoint_out, fresh.serial)
         fresh.unsent = list(old.unsent)
         return fresh
 
@@ -167,7 +175,10 @@ class LocalProcessExecutor:
         free = [w for w in self._workers if len(w.tasks) < self.capacity]
         if not free:
             raise RuntimeError("no free worker")
-        worker = min(free, key=lambda w: len(w.tasks))      # spread evenly: every worker busy
+        # Spread evenly (every worker busy); among the least loaded, the parent's worker.
+        worker = self.affinity.choose(free, [len(w.tasks) for w in free], task.checkpoint_in,
+                                      key=lambda w: w.serial)
+        self.affinity.wrote(task.checkpoint_out, worker.serial)
         worker.tasks[task.trial_id], worker.epochs[task.trial_id] = task, 0
         worker.unsent.append(task)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
 from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
 
@@ -83,6 +84,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
     steps_per_call = steps_per_epoch if whole_epoch else trainer.training.steps_per_call
     control = getattr(group, "control", None)    # callbacks and early stopping, one trial's
     startup: float | None = None        # job start to the first finished training call
+    call_seconds: list[tuple[float, int]] = []   # the first epoch's calls: (seconds, steps)
     writers = [tf.summary.create_file_writer(t.tensorboard_run) if t.tensorboard_run else None for t in tasks]
     try:
         for task, writer in zip(tasks, writers):
@@ -106,7 +108,11 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             group.reset_metrics()
             with tf.device(trainer.device):
                 for first in range(0, steps_per_epoch, steps_per_call):
+                    call_started = time.perf_counter()
                     losses += group.train_steps(tf.constant(batches[first:first + steps_per_call]))
+                    if epoch == start + 1:
+                        call_seconds.append((time.perf_counter() - call_started,
+                                             min(steps_per_call, steps_per_epoch - first)))
                     if startup is None:
                         startup = time.perf_counter() - job_started
             losses /= steps_per_epoch
@@ -121,7 +127,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                        for i, rate in enumerate(group.learning_rates())]
             if epoch == start + 1:
                 for trial_metrics in metrics:
-                    trial_metrics["startup_seconds"] = startup
+                    trial_metrics["startup_seconds"] = startup_overhead(startup, call_seconds)
             for writer, trial_metrics in zip(writers, metrics):
                 if writer is not None:
                     write_scalars(writer, epoch, {n: v for n, v in trial_metrics.items() if math.isfinite(v)})
@@ -147,6 +153,17 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
         for writer in writers:
             if writer is not None:
                 writer.close()
+
+
+def startup_overhead(first_call_end: float, calls: Sequence[tuple[float, int]]) -> float:
+    """Job start to the first training step, and what the first call took beyond training
+    its steps (trace, graph optimisation, kernel set-up): its steps at the median per-step
+    time of the epoch's later calls come off. With no later call, all of it counts."""
+    if len(calls) < 2:
+        return first_call_end
+    per_step = statistics.median(seconds / steps for seconds, steps in calls[1:])
+    first_seconds, first_steps = calls[0]
+    return first_call_end - min(first_seconds, first_steps * per_step)
 
 
 def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False) -> np.ndarray:

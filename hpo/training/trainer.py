@@ -52,6 +52,8 @@ from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_upd
 
 log = logging.getLogger("hpo.train")
 
+MEASURE_STEPS = 4      # training steps per timed call when `compile: auto` measures the modes
+
 
 @dataclass(frozen=True)
 class DeviceArrays:
@@ -254,7 +256,9 @@ class Trainer:
         return self._measure_modes(key, signature, params, seed)
 
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
-        batch = self.timing_batch(int(params["batch_size"]), seed)
+        # A few steps per timed call, not steps_per_call: XLA:CPU's convolutions can run 5-35x
+        # slower than graph mode's (benchmarks/roofline.py), and each timed call of a slow mode is paid in full.
+        batch = self.timing_batch(int(params["batch_size"]), seed, steps=MEASURE_STEPS)
         first_calls, calls, programs, failures = {}, {}, {}, {}
         for mode in MODES:
             try:
@@ -286,13 +290,14 @@ class Trainer:
                 return tf.nest.flatten(train_steps(batch))[0].numpy()
         return call
 
-    def timing_batch(self, batch_size: int, seed: int):
+    def timing_batch(self, batch_size: int, seed: int, steps: int | None = None):
         """One compiled call's worth of batch indices [steps, batch_size] on this trainer's
-        device, for timing a training step (which examples does not matter)."""
+        device (at most `steps`), for timing a training step (which examples does not matter)."""
         import tensorflow as tf
 
         n_train = len(self.dataset.x_train)
-        steps = max(1, min(self.training.steps_per_call, n_train // batch_size))
+        steps = max(1, min(self.training.steps_per_call, steps or self.training.steps_per_call,
+                           n_train // batch_size))
         indices = np.random.default_rng(seed).integers(0, n_train, (steps, batch_size)).astype("int32")
         with tf.device(self.device):
             return tf.constant(indices)
