@@ -283,7 +283,8 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, 
                           "--set", "search.max_trials=8", "--set", "training.compile=graph"]
     runs = {}
     # The local workers are also recycled after 3 trials: a fusing worker is replaced between
-    # the group it was sent and any trials still waiting to be sent.
+    # the group it was sent and any trials still waiting to be sent. (This local run is also
+    # the suite's check that two workers train at once and are recycled after their quota.)
     local = ["--set", "execution.backend=local", "--set", "execution.workers=2", "--set", "execution.recycle_after=3"]
     for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local)):
         study_dir = tmp_path / f"fuse{fuse}"
@@ -312,6 +313,11 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, 
     for a, b in zip(unfused, runs["local"].trials()):
         assert b.value == pytest.approx(a.value, abs=1e-6), a.trial_id
     assert [m.get("fused_trials") for _, _, m in runs["local"].epochs()] == [4] * 8 * 3
+    # The two workers trained their groups at the same time.
+    local = runs["local"].trials()
+    first_group, second_group = local[:4], local[4:]
+    assert max(t.started_at for t in second_group) < min(t.finished_at for t in first_group), \
+        [(t.trial_id, t.started_at, t.finished_at) for t in local]
     assert (tmp_path / "fuselocal" / "hpo.log").read_text().count("replacing it with a fresh process") >= 1
 
 

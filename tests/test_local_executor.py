@@ -3,7 +3,7 @@
 import signal
 
 import crashing_builder
-from faults import SMOKE, assert_parallel_smoke_run, hpo, kill, query, start_hpo, wait_for, worker_processes
+from faults import SMOKE, hpo, kill, query, start_hpo, wait_for, worker_processes
 
 from hpo.executors.local import default_workers, visible_gpu_for
 from hpo.study import Study
@@ -39,18 +39,6 @@ def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     assert all(t.attempts == 2 and "worker process died with exit code 9" in t.error
                and "gave up after 2 attempts" in t.error for t in failed)
     assert any(t.state.value == "complete" for t in trials)
-
-
-def test_two_workers_run_trials_at_the_same_time_and_are_recycled_after_their_quota(tmp_path):
-    study_dir = tmp_path / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-               "--set", "execution.workers=2", "--set", "execution.recycle_after=3")
-    trials = assert_parallel_smoke_run(done, study_dir)
-    assert all(t.state.value == "complete" for t in trials)
-    # 8 trials over 2 workers at 3 per process: each worker is replaced once its third ends,
-    # and a worker that ran only two of the last ones is not.
-    replaced = (study_dir / "hpo.log").read_text().count("replacing it with a fresh process")
-    assert replaced >= 1
 
 
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
