@@ -126,6 +126,20 @@ class BOHB(Hyperband):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options))
 
+    def _start_bracket(self):
+        # Brackets go in Hyperband's order, but one whose first budget the model does not trust
+        # (its ranking disagrees with the top budget's: `MultiFidelityTPESampler.trusted_start`)
+        # is skipped: its budget would go to configs judged where the ranking points the wrong
+        # way. The full-budget bracket is always trusted, so one is always found.
+        trusted = getattr(self.sampler, "trusted_start", None)
+        if trusted is not None:
+            for _ in range(len(self.brackets) - 1):
+                plan = self.brackets[self._brackets_started % len(self.brackets)]
+                if trusted(plan.rungs[0].budget):
+                    break
+                self._brackets_started += 1
+        return super()._start_bracket()
+
 
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.

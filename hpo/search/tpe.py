@@ -42,12 +42,15 @@ from scipy.special import ndtr, ndtri
 
 from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
+from hpo.search.rung_agreement import agreement
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
+MIN_TOP_RESULTS = 6  # results a budget needs before the budgets below are judged against it
+RHO_MIN = 0.3        # a budget whose ranking agrees less than this with the top budget's misleads
 
 
 class ParzenEstimator:
@@ -164,6 +167,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
         self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
+        self._vectors: dict[float, np.ndarray] = {}         # budget -> unit vectors of its results, likewise
+        self._unordered = np.array([dim.kind == "u" for dim in self.dims])
+        self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
+        self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
@@ -171,6 +178,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         self._arrays.pop(budget, None)
+        self._vectors.pop(budget, None)
         if known is None or budget >= known[0]:
             vector = known[2] if known is not None else self.space.to_unit(config)
             self.deepest[key] = (budget, loss, vector)
@@ -189,6 +197,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         stats = {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
         for budget, weight in self.rung_trusted.items():
             stats[f"rung_trusted/{budget:g}"] = weight
+        for budget, rho in self.rung_agreement.items():
+            stats[f"rung_agreement/{budget:g}"] = rho
         return stats
 
     def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -257,12 +267,20 @@ class MultiFidelityTPESampler(ConfigSampler):
         return model
 
     def _reliability(self) -> dict[float, float]:
-        """Per budget, 1 if its ranking can be trusted, else 0. A budget's winners are the
-        configs promoted from it; at the next budget up they compete with configs that
-        started there. If they lose to those in more than 1 - AUC_MIN of the pairs, the lower
-        budget's ranking points the wrong way (a learning rate that wins early and loses
-        late), and so does every budget below it (the chain of promotions went through it).
-        Needs MIN_PAIRS of each kind; until then a budget is trusted."""
+        """Per budget, 1 if its ranking can be trusted, else 0; recomputed only when a result arrived.
+
+        Two checks. (1) Rank agreement: the budgets below the top one (the largest with
+        MIN_TOP_RESULTS results) are judged against it (`hpo.search.rung_agreement`): a budget
+        whose ranking agrees with the top's by a Spearman's rho under RHO_MIN is not trusted.
+        Each is judged on its own, not through the budgets between: a noisy middle budget
+        does not condemn a good lower one. (2) Promoted against fresh: a budget's winners
+        are the configs promoted from it; at the next budget up they compete with configs
+        that started there. If they lose to those in more than 1 - AUC_MIN of the pairs,
+        the lower budget's ranking points the wrong way, and so does every budget below it
+        (the chain of promotions went through it). Needs MIN_PAIRS of each kind."""
+        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        if self._trust is not None and self._trust[0] == key:
+            return self._trust[1]
         budgets = sorted(self.by_budget)
         reliability = {b: 1.0 for b in budgets}
         trust = 1.0
@@ -274,7 +292,36 @@ class MultiFidelityTPESampler(ConfigSampler):
                 auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
             reliability[lower] = trust
+        judged = [b for b in budgets if len(self.by_budget[b]) >= MIN_TOP_RESULTS]
+        self.rung_agreement = {}
+        if judged:
+            top = max(judged)
+            upper = (self._vectors_at(top), self._results(top)[:, 0])
+            for budget in budgets:
+                if budget < top:
+                    rho = agreement((self._vectors_at(budget), self._results(budget)[:, 0]), upper, self._unordered)
+                    self.rung_agreement[budget] = rho
+                    if rho < RHO_MIN:
+                        reliability[budget] = 0.0
+        self._trust = (key, reliability)
+        self.rung_trusted = reliability
         return reliability
+
+    def trusted_start(self, budget: float) -> bool:
+        """Whether new configs may start at `budget`: its ranking is trusted (see
+        `_reliability`). BOHB skips the brackets that start on an untrusted budget, so the
+        budget goes where the ranking is right (down to plain model-based search at the
+        full budget where every lower budget misleads)."""
+        if self.rungs != "reliable":
+            return True
+        return self._reliability().get(budget, 1.0) > 0
+
+    def _vectors_at(self, budget: float) -> np.ndarray:
+        """Unit vectors of the configs with a result at `budget`, in the order of _results(budget)."""
+        if budget not in self._vectors:
+            self._vectors[budget] = np.array([self.deepest[key][2] for key in self.by_budget[budget]],
+                                             dtype=float).reshape(-1, len(self.dims))
+        return self._vectors[budget]
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
@@ -289,7 +336,6 @@ class MultiFidelityTPESampler(ConfigSampler):
         worse half of its deepest budget's results ranks after every config in a better half,
         however deep it got."""
         reliability = self._reliability()
-        self.rung_trusted = reliability
         median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
         worse = losses > np.array([median[b] for b in budgets])
         order = np.lexsort((losses, -budgets, worse))
