@@ -42,7 +42,7 @@ from scipy.special import ndtr, ndtri
 
 from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
-from hpo.search.rung_agreement import agreement
+from hpo.search.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
@@ -167,8 +167,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
         self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
-        self._vectors: dict[float, np.ndarray] = {}         # budget -> unit vectors of its results, likewise
-        self._unordered = np.array([dim.kind == "u" for dim in self.dims])
+        self._features: dict[float, np.ndarray] = {}        # budget -> `features` of its last results, likewise
+        self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
 
@@ -178,7 +178,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         self._arrays.pop(budget, None)
-        self._vectors.pop(budget, None)
+        self._features.pop(budget, None)
         if known is None or budget >= known[0]:
             vector = known[2] if known is not None else self.space.to_unit(config)
             self.deepest[key] = (budget, loss, vector)
@@ -296,10 +296,16 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.rung_agreement = {}
         if judged:
             top = max(judged)
-            upper = (self._vectors_at(top), self._results(top)[:, 0])
             for budget in budgets:
                 if budget < top:
-                    rho = agreement((self._vectors_at(budget), self._results(budget)[:, 0]), upper, self._unordered)
+                    # Recomputed only when either side has a new result.
+                    pair = (budget, top, len(self.by_budget[budget]), len(self.by_budget[top]))
+                    if pair not in self._agreements:
+                        self._agreements = {k: v for k, v in self._agreements.items() if k[:2] != pair[:2]}
+                        self._agreements[pair] = agreement(
+                            (self._features_at(budget), self._results(budget)[-MAX_LOWER:, 0]),
+                            (self._features_at(top), self._results(top)[-MAX_LOWER:, 0]))
+                    rho = self._agreements[pair]
                     self.rung_agreement[budget] = rho
                     if rho < RHO_MIN:
                         reliability[budget] = 0.0
@@ -316,12 +322,14 @@ class MultiFidelityTPESampler(ConfigSampler):
             return True
         return self._reliability().get(budget, 1.0) > 0
 
-    def _vectors_at(self, budget: float) -> np.ndarray:
-        """Unit vectors of the configs with a result at `budget`, in the order of _results(budget)."""
-        if budget not in self._vectors:
-            self._vectors[budget] = np.array([self.deepest[key][2] for key in self.by_budget[budget]],
-                                             dtype=float).reshape(-1, len(self.dims))
-        return self._vectors[budget]
+    def _features_at(self, budget: float) -> np.ndarray:
+        """`rung_agreement.features` of the last MAX_LOWER configs with a result at `budget`,
+        in the order of _results(budget)."""
+        if budget not in self._features:
+            keys = list(self.by_budget[budget])[-MAX_LOWER:]
+            vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
+            self._features[budget] = features(vectors, self.dims)
+        return self._features[budget]
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
