@@ -167,8 +167,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
         self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
-        self._features: dict[float, np.ndarray] = {}        # budget -> `features` of its last results, likewise
+        self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
         self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
+        self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
 
@@ -217,6 +218,8 @@ class MultiFidelityTPESampler(ConfigSampler):
                 config = self.prior_draw(rng, pending)
             else:
                 config = self._best_candidate(rng, pending)
+                if config is not None:
+                    self._modelled[config_key(config)] = budget
         if config is None:
             # A probe (lower budgets have results to check against): spread over the choices.
             probe = not use_random and any(b < floor for b in self._reached)
@@ -292,19 +295,27 @@ class MultiFidelityTPESampler(ConfigSampler):
                 auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
             reliability[lower] = trust
-        judged = [b for b in budgets if len(self.by_budget[b]) >= MIN_TOP_RESULTS]
+        # The top budget's side: its configs that the model did not draw there (random probes,
+        # promoted ones). The model's own draws cluster where it already believes the optimum
+        # is, and inside such a cluster the budgets agree on the parameters that do not move,
+        # whatever the lower budget says about the region: a reversal seen once would look
+        # healed, and the misleading brackets would come back.
+        judges = {b: self._unmodelled(b) for b in budgets}
+        judged = [b for b in budgets if judges[b].sum() >= MIN_TOP_RESULTS]
         self.rung_agreement = {}
         if judged:
             top = max(judged)
+            upper = (self._features_at(top)[judges[top]], self._results(top)[-MAX_LOWER:, 0][judges[top]])
             for budget in budgets:
                 if budget < top:
-                    # Recomputed only when either side has a new result.
-                    pair = (budget, top, len(self.by_budget[budget]), len(self.by_budget[top]))
+                    # Recomputed when the top has a new result, and when the lower budget has
+                    # grown by a sixteenth: one more result among hundreds changes little.
+                    n = len(self.by_budget[budget])
+                    pair = (budget, top, n - n % max(1, n // 16), len(self.by_budget[top]))
                     if pair not in self._agreements:
                         self._agreements = {k: v for k, v in self._agreements.items() if k[:2] != pair[:2]}
                         self._agreements[pair] = agreement(
-                            (self._features_at(budget), self._results(budget)[-MAX_LOWER:, 0]),
-                            (self._features_at(top), self._results(top)[-MAX_LOWER:, 0]))
+                            (self._features_at(budget), self._results(budget)[-MAX_LOWER:, 0]), upper)
                     rho = self._agreements[pair]
                     self.rung_agreement[budget] = rho
                     if rho < RHO_MIN:
@@ -322,14 +333,21 @@ class MultiFidelityTPESampler(ConfigSampler):
             return True
         return self._reliability().get(budget, 1.0) > 0
 
+    def _unmodelled(self, budget: float) -> np.ndarray:
+        """Mask over the last MAX_LOWER results at `budget`: configs the model did not draw there
+        (a config is drawn before its result arrives, so the mask is cached like the features)."""
+        self._features_at(budget)
+        return self._features[budget][1]
+
     def _features_at(self, budget: float) -> np.ndarray:
         """`rung_agreement.features` of the last MAX_LOWER configs with a result at `budget`,
         in the order of _results(budget)."""
         if budget not in self._features:
             keys = list(self.by_budget[budget])[-MAX_LOWER:]
             vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
-            self._features[budget] = features(vectors, self.dims)
-        return self._features[budget]
+            unmodelled = np.array([self._modelled.get(key) != budget for key in keys], dtype=bool)
+            self._features[budget] = (features(vectors, self.dims), unmodelled)
+        return self._features[budget][0]
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
