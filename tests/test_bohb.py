@@ -199,7 +199,7 @@ def test_features_give_choice_and_inactive_distances_of_one():
                                    "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "b"}}})
     rows = np.array([space.to_unit(c) for c in ({"opt": "a"}, {"opt": "c"}, {"opt": "b", "m": 0.25},
                                                  {"opt": "b", "m": 0.75})])
-    f = features(rows, dimensions_of(space))
+    f = features(rows, dimensions_of(space), [False, True])
     squared = ((f[:, None, :] - f[None, :, :]) ** 2).sum(axis=2)
     assert squared[0, 1] == pytest.approx(1.0)                  # two choices, both without m
     assert squared[2, 3] == pytest.approx(0.25)                 # same choice, m 0.5 apart

@@ -42,11 +42,16 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float((rx * ry).sum() / denominator) if denominator > 0 else 0.0
 
 
-def features(vectors: np.ndarray, dims) -> np.ndarray:
+def dim_conditional(j: int, conditional) -> bool:
+    return bool(conditional[j]) if conditional is not None else False
+
+
+def features(vectors: np.ndarray, dims, conditional=None) -> np.ndarray:
     """Rows whose squared Euclidean distances are the distances described above: a number
     as itself, a choice one-hot over its levels (scaled so two levels differ by 1), and per
-    conditional dimension an indicator of inactivity (an inactive entry's own columns are 0;
-    against an active one it differs by at least 1)."""
+    conditional dimension (`conditional[j]` true) an indicator of inactivity (an inactive
+    entry's own columns are 0; against an active one it differs by at least 1). The width
+    depends on the space only, so the rows of every budget line up."""
     columns = []
     for j, dim in enumerate(dims):
         column = vectors[:, j]
@@ -59,7 +64,7 @@ def features(vectors: np.ndarray, dims) -> np.ndarray:
             columns.append(onehot)
         else:
             columns.append(np.where(inactive, 0.0, column)[:, None])
-        if inactive.any():
+        if dim_conditional(j, conditional):
             columns.append(inactive[:, None].astype(float))
     return np.hstack(columns) if columns else np.zeros((len(vectors), 0))
 

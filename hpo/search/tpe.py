@@ -158,6 +158,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
+        self._conditional_dims = [bool(p.when) for p in space]
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
         # budget -> config -> (loss, the budget it was promoted from or NaN)
         self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
@@ -346,7 +347,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             keys = list(self.by_budget[budget])[-MAX_LOWER:]
             vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
             unmodelled = np.array([self._modelled.get(key) != budget for key in keys], dtype=bool)
-            self._features[budget] = (features(vectors, self.dims), unmodelled)
+            self._features[budget] = (features(vectors, self.dims, self._conditional_dims), unmodelled)
         return self._features[budget][0]
 
     def _results(self, budget: float) -> np.ndarray:
