@@ -9,8 +9,11 @@ candidates are drawn from l(x) with bandwidths widened by `bandwidth_factor`, an
 maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay uniform, which
 keeps the convergence guarantee of Hyperband.
 
-`BOHB` schedules like synchronous Hyperband; `AsyncBOHB` like asynchronous Hyperband, so
-no worker waits at a rung barrier. Both skip candidates equal to a pending or already
+`BOHB` schedules like synchronous Hyperband, except that with the default model a bracket
+whose first budget misleads (its ranking disagrees with the top budget's, see
+`hpo.search.tpe`) is skipped, down to plain model-based search at the full budget where
+every lower budget misleads; `AsyncBOHB` like asynchronous Hyperband, so no worker waits at
+a rung barrier. Both skip candidates equal to a pending or already
 evaluated config.
 """
 

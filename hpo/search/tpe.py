@@ -8,13 +8,17 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 - **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
   once, at the largest budget it reached; configurations are ordered by that budget (deeper
   is better: the schedule promoted it) and then by loss. The best `top_n_percent` form l(x),
-  the rest g(x). Two guards (`rungs="reliable"`, the default) keep a budget whose ranking
+  the rest g(x). Guards (`rungs="reliable"`, the default) keep a budget whose ranking
   misleads (a learning rate that wins after one epoch and loses after thirty) from filling
   l(x): a config in the worse half of the results at its deepest budget ranks after every
-  config in the better half, however deep it got; and where the configs promoted from a
-  budget lose most pairings (AUC < 0.25) against configs that started on the budget above,
-  that budget and every one below it are left out of the model. `rungs="deepest"` is the
-  plain deeper-first ranking.
+  config in the better half, however deep it got; and a budget is left out of the model
+  (with every config whose deepest budget it is) where its ranking disagrees with the top
+  budget's (`hpo.search.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
+  lower budget gives the top budget's configs, its own where they ran there and its nearest
+  neighbours' otherwise, and their losses at the top), or where the configs promoted from
+  it lose most pairings (AUC < 0.25) against configs that started on the budget above.
+  `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
+  configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
