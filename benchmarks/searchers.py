@@ -4,7 +4,8 @@
     nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache
 
 Ours: random, Hyperband, ASHA, BOHB. Peers: Optuna TPE with HyperbandPruner, plain Optuna
-TPE, HpBandSter BOHB and Hyperband (name server on 127.0.0.1), DEHB. Every searcher gets
+TPE, HpBandSter BOHB and Hyperband (name server on 127.0.0.1), DEHB, SMAC3's multi-fidelity
+facade and Syne Tune's BOHB (each in a venv of its own: `.venv-bench-smac`, `.venv-bench-syne`). Every searcher gets
 the same total budget (counted as the sum of budgets, only the increment where a config
 already ran at a lower budget), over 20 seeds. Regret is that of the incumbent: the best
 config evaluated at the full budget (until the first full-budget evaluation, the best at
@@ -306,6 +307,47 @@ def run_smac(problem: Problem, seed: int, total: float) -> Trace:
     return trace.finish()
 
 
+# --- Syne Tune -------------------------------------------------------------------------------
+
+def run_syne_bohb(problem: Problem, seed: int, total: float) -> Trace:
+    """Syne Tune's BOHB: its KDE searcher with asynchronous successive halving (stopping
+    type), one trial at a time, results reported at the rung budgets as for Optuna's pruner."""
+    from datetime import datetime
+
+    from syne_tune.backend.trial_status import Trial
+    from syne_tune.config_space import choice, loguniform, uniform
+    from syne_tune.optimizer.baselines import BOHB as SyneBOHB
+    from syne_tune.optimizer.scheduler import SchedulerDecision
+
+    logging.getLogger("syne_tune").setLevel(logging.ERROR)
+    space = {}
+    for name, spec in problem.space.items():
+        if spec["type"] == "choice":
+            space[name] = choice(list(spec["values"]))
+        else:
+            space[name] = (loguniform if spec.get("log") else uniform)(spec["low"], spec["high"])
+    scheduler = SyneBOHB(space, metric="loss", time_attr="budget", max_t=int(MAX_BUDGET), do_minimize=True,
+                         random_seed=seed, grace_period=int(MIN_BUDGET), reduction_factor=ETA)
+    trace = Trace(problem, seed, total)
+    trial_id = 0
+    try:
+        while True:
+            suggestion = scheduler.suggest()
+            trial = Trial(trial_id=trial_id, config=suggestion.config, creation_time=datetime.now())
+            trial_id += 1
+            scheduler.on_trial_add(trial)
+            config = typed(problem, suggestion.config)
+            for budget in RUNGS:
+                result = {"loss": trace.evaluate(config, budget), "budget": int(round(budget))}
+                if budget >= MAX_BUDGET:
+                    scheduler.on_trial_complete(trial, result)
+                elif scheduler.on_trial_result(trial, result) == SchedulerDecision.STOP:
+                    break
+    except BudgetSpent:
+        pass
+    return trace.finish()
+
+
 SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo random": run_ours(RandomSearch),
     "hpo hyperband": run_ours(Hyperband),
@@ -319,6 +361,7 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpbandster hyperband": run_hpbandster("hyperband"),
     "dehb": run_dehb,
     "smac3 hyperband+rf": run_smac,
+    "syne tune bohb": run_syne_bohb,
 }
 PEERS = [name for name in SEARCHERS if not name.startswith("hpo ")]
 FRACTIONS = (0.25, 0.5, 1.0)

@@ -2,7 +2,8 @@
 # The searcher benchmark's own environments. DEHB pins numpy<2, which TensorFlow's ml-dtypes
 # and mlxtend cannot live with, so the peers get a venv of their own; hpo's searchers need
 # only numpy, scipy and PyYAML, so hpo goes in without its (TensorFlow) dependencies.
-# SMAC3 wants numpy>=2 and a newer ConfigSpace than HpBandSter lives with: a second venv.
+# SMAC3 wants numpy>=2 and a newer ConfigSpace than HpBandSter lives with: a second venv;
+# Syne Tune (numpy>=2, pandas) a third.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv-bench
@@ -15,5 +16,12 @@ if [ "${WITH_SMAC:-1}" = 1 ]; then
   .venv-bench-smac/bin/pip install -q --no-deps -e .
   .venv-bench-smac/bin/pip install -q smac PyYAML matplotlib
 fi
+if [ "${WITH_SYNE:-1}" = 1 ]; then
+  python3 -m venv .venv-bench-syne
+  .venv-bench-syne/bin/pip install -q --upgrade pip
+  .venv-bench-syne/bin/pip install -q --no-deps -e .
+  .venv-bench-syne/bin/pip install -q syne-tune scipy statsmodels PyYAML matplotlib
+fi
 echo "ready: nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache"
 echo "       nice -n 10 .venv-bench-smac/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'smac3 hyperband+rf'"
+echo "       nice -n 10 .venv-bench-syne/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'syne tune bohb'"

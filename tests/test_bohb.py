@@ -189,3 +189,54 @@ def test_probes_spread_over_the_branches_of_a_choice():
     for _ in range(3):                                # three probes asked together at budget 27
         pending.append(sampler.propose(rng, 27.0, pending))
     assert sorted(c["branch"] for c in pending) == ["a", "b", "c"]
+
+
+# --- rank agreement between budgets (hpo.search.rung_agreement) ------------------------------
+
+def test_features_give_choice_and_inactive_distances_of_one():
+    from hpo.search.rung_agreement import features
+    space = SearchSpace.from_dict({"opt": {"type": "choice", "values": ["a", "b", "c"]},
+                                   "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "b"}}})
+    rows = np.array([space.to_unit(c) for c in ({"opt": "a"}, {"opt": "c"}, {"opt": "b", "m": 0.25},
+                                                 {"opt": "b", "m": 0.75})])
+    f = features(rows, dimensions_of(space), [False, True])
+    squared = ((f[:, None, :] - f[None, :, :]) ** 2).sum(axis=2)
+    assert squared[0, 1] == pytest.approx(1.0)                  # two choices, both without m
+    assert squared[2, 3] == pytest.approx(0.25)                 # same choice, m 0.5 apart
+    assert squared[0, 2] >= 2.0                                 # another choice, and m switched on
+
+
+@pytest.mark.parametrize("reversed_above, sign", [(False, 1), (True, -1)])
+def test_agreement_is_read_from_fresh_configs_at_the_upper_budget(reversed_above, sign):
+    from hpo.search.rung_agreement import agreement, features
+    dims = [Dimension("c")]
+    lower = np.linspace(0, 1, 30)[:, None]                      # budget 1: small x is good
+    # The upper budget holds the three promoted winners and eight fresh configs spread over x.
+    upper = np.concatenate([lower[:3], np.linspace(0.1, 1, 8)[:, None]])
+    upper_losses = 1 - upper[:, 0] if reversed_above else upper[:, 0]
+    rho = agreement((features(lower, dims), lower[:, 0]), (features(upper, dims), upper_losses))
+    assert sign * rho > 0.9
+
+
+def _trap(config, budget, reversal):
+    """Best x at 0.9 at budget 27; with `reversal`, best at 0.1 at budget 1 (log-linear in between)."""
+    centre = 0.9 - (0.8 * (1 - np.log(budget) / np.log(27)) if reversal else 0.0)
+    return (config["x"] - centre) ** 2 + 0.2 * config["y"]
+
+
+@pytest.mark.parametrize("reversal", [False, True])
+def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
+    log = []
+    for _ in range(420):
+        job = searcher.ask()
+        searcher.tell(job, _trap(job.config, job.budget, reversal))
+        log.append(job)
+    late_starts = {j.budget for j in log[-150:] if j.continues is None}
+    if reversal:
+        assert searcher.sampler.rung_agreement[1.0] < 0 and not searcher.sampler.trusted_start(1.0)
+        assert 1.0 not in late_starts                            # no new config is judged at budget 1
+        assert searcher.stats()["rung_trusted/1"] == 0.0
+    else:
+        assert searcher.sampler.rung_agreement[1.0] > 0.5 and 1.0 in late_starts

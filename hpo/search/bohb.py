@@ -9,8 +9,11 @@ candidates are drawn from l(x) with bandwidths widened by `bandwidth_factor`, an
 maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay uniform, which
 keeps the convergence guarantee of Hyperband.
 
-`BOHB` schedules like synchronous Hyperband; `AsyncBOHB` like asynchronous Hyperband, so
-no worker waits at a rung barrier. Both skip candidates equal to a pending or already
+`BOHB` schedules like synchronous Hyperband, except that with the default model a bracket
+whose first budget misleads (its ranking disagrees with the top budget's, see
+`hpo.search.tpe`) is skipped, down to plain model-based search at the full budget where
+every lower budget misleads; `AsyncBOHB` like asynchronous Hyperband, so no worker waits at
+a rung barrier. Both skip candidates equal to a pending or already
 evaluated config.
 """
 
@@ -136,6 +139,20 @@ class BOHB(Hyperband):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
                          **goals)
+
+    def _start_bracket(self):
+        # Brackets go in Hyperband's order, but one whose first budget the model does not trust
+        # (its ranking disagrees with the top budget's: `MultiFidelityTPESampler.trusted_start`)
+        # is skipped: its budget would go to configs judged where the ranking points the wrong
+        # way. The full-budget bracket is always trusted, so one is always found.
+        trusted = getattr(self.sampler, "trusted_start", None)
+        if trusted is not None:
+            for _ in range(len(self.brackets) - 1):
+                plan = self.brackets[self._brackets_started % len(self.brackets)]
+                if trusted(plan.rungs[0].budget):
+                    break
+                self._brackets_started += 1
+        return super()._start_bracket()
 
 
 class AsyncBOHB(AsyncHyperband):

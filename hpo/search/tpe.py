@@ -8,13 +8,17 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 - **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
   once, at the largest budget it reached; configurations are ordered by that budget (deeper
   is better: the schedule promoted it) and then by loss. The best `top_n_percent` form l(x),
-  the rest g(x). Two guards (`rungs="reliable"`, the default) keep a budget whose ranking
+  the rest g(x). Guards (`rungs="reliable"`, the default) keep a budget whose ranking
   misleads (a learning rate that wins after one epoch and loses after thirty) from filling
   l(x): a config in the worse half of the results at its deepest budget ranks after every
-  config in the better half, however deep it got; and where the configs promoted from a
-  budget lose most pairings (AUC < 0.25) against configs that started on the budget above,
-  that budget and every one below it are left out of the model. `rungs="deepest"` is the
-  plain deeper-first ranking.
+  config in the better half, however deep it got; and a budget is left out of the model
+  (with every config whose deepest budget it is) where its ranking disagrees with the top
+  budget's (`hpo.search.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
+  lower budget gives the top budget's configs, its own where they ran there and its nearest
+  neighbours' otherwise, and their losses at the top), or where the configs promoted from
+  it lose most pairings (AUC < 0.25) against configs that started on the budget above.
+  `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
+  configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
@@ -42,12 +46,15 @@ from scipy.special import ndtr, ndtri
 
 from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
 from hpo.search.kde import dimensions_of
+from hpo.search.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
+MIN_TOP_RESULTS = 6  # results a budget needs before the budgets below are judged against it
+RHO_MIN = 0.5        # a budget whose ranking agrees less than this with the top budget's misleads
 
 
 class ParzenEstimator:
@@ -155,6 +162,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
         self._conditional = any(p.when for p in space)
+        self._conditional_dims = [bool(p.when) for p in space]
         self.deepest: dict[str, tuple[float, float, np.ndarray]] = {}   # config -> (budget, loss, unit vector)
         # budget -> config -> (loss, the budget it was promoted from or NaN)
         self.by_budget: dict[float, dict[str, tuple[float, float]]] = {}
@@ -164,6 +172,11 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
         self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
+        self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
+        self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
+        self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
+        self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
+        self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
@@ -171,6 +184,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         self._arrays.pop(budget, None)
+        self._features.pop(budget, None)
         if known is None or budget >= known[0]:
             vector = known[2] if known is not None else self.space.to_unit(config)
             self.deepest[key] = (budget, loss, vector)
@@ -189,6 +203,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         stats = {"model_observations": float(len(budgets)), "model_budget": float(max(budgets)) if budgets else -1.0}
         for budget, weight in self.rung_trusted.items():
             stats[f"rung_trusted/{budget:g}"] = weight
+        for budget, rho in self.rung_agreement.items():
+            stats[f"rung_agreement/{budget:g}"] = rho
         return stats
 
     def propose(self, rng: np.random.Generator, budget: float, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -207,6 +223,8 @@ class MultiFidelityTPESampler(ConfigSampler):
                 config = self.prior_draw(rng, pending)
             else:
                 config = self._best_candidate(rng, pending)
+                if config is not None:
+                    self._modelled[config_key(config)] = budget
         if config is None:
             # A probe (lower budgets have results to check against): spread over the choices.
             probe = not use_random and any(b < floor for b in self._reached)
@@ -263,12 +281,20 @@ class MultiFidelityTPESampler(ConfigSampler):
         return losses
 
     def _reliability(self) -> dict[float, float]:
-        """Per budget, 1 if its ranking can be trusted, else 0. A budget's winners are the
-        configs promoted from it; at the next budget up they compete with configs that
-        started there. If they lose to those in more than 1 - AUC_MIN of the pairs, the lower
-        budget's ranking points the wrong way (a learning rate that wins early and loses
-        late), and so does every budget below it (the chain of promotions went through it).
-        Needs MIN_PAIRS of each kind; until then a budget is trusted."""
+        """Per budget, 1 if its ranking can be trusted, else 0; recomputed only when a result arrived.
+
+        Two checks. (1) Rank agreement: the budgets below the top one (the largest with
+        MIN_TOP_RESULTS results) are judged against it (`hpo.search.rung_agreement`): a budget
+        whose ranking agrees with the top's by a Spearman's rho under RHO_MIN is not trusted.
+        Each is judged on its own, not through the budgets between: a noisy middle budget
+        does not condemn a good lower one. (2) Promoted against fresh: a budget's winners
+        are the configs promoted from it; at the next budget up they compete with configs
+        that started there. If they lose to those in more than 1 - AUC_MIN of the pairs,
+        the lower budget's ranking points the wrong way, and so does every budget below it
+        (the chain of promotions went through it). Needs MIN_PAIRS of each kind."""
+        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        if self._trust is not None and self._trust[0] == key:
+            return self._trust[1]
         budgets = sorted(self.by_budget)
         reliability = {b: 1.0 for b in budgets}
         trust = 1.0
@@ -280,7 +306,59 @@ class MultiFidelityTPESampler(ConfigSampler):
                 auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
             reliability[lower] = trust
+        # The top budget's side: its configs that the model did not draw there (random probes,
+        # promoted ones). The model's own draws cluster where it already believes the optimum
+        # is, and inside such a cluster the budgets agree on the parameters that do not move,
+        # whatever the lower budget says about the region: a reversal seen once would look
+        # healed, and the misleading brackets would come back.
+        judges = {b: self._unmodelled(b) for b in budgets}
+        judged = [b for b in budgets if judges[b].sum() >= MIN_TOP_RESULTS]
+        self.rung_agreement = {}
+        if judged:
+            top = max(judged)
+            upper = (self._features_at(top)[judges[top]], self._results(top)[-MAX_LOWER:, 0][judges[top]])
+            for budget in budgets:
+                if budget < top:
+                    # Recomputed when the top has a new result, and when the lower budget has
+                    # grown by a sixteenth: one more result among hundreds changes little.
+                    n = len(self.by_budget[budget])
+                    pair = (budget, top, n - n % max(1, n // 16), len(self.by_budget[top]))
+                    if pair not in self._agreements:
+                        self._agreements = {k: v for k, v in self._agreements.items() if k[:2] != pair[:2]}
+                        self._agreements[pair] = agreement(
+                            (self._features_at(budget), self._results(budget)[-MAX_LOWER:, 0]), upper)
+                    rho = self._agreements[pair]
+                    self.rung_agreement[budget] = rho
+                    if rho < RHO_MIN:
+                        reliability[budget] = 0.0
+        self._trust = (key, reliability)
+        self.rung_trusted = reliability
         return reliability
+
+    def trusted_start(self, budget: float) -> bool:
+        """Whether new configs may start at `budget`: its ranking is trusted (see
+        `_reliability`). BOHB skips the brackets that start on an untrusted budget, so the
+        budget goes where the ranking is right (down to plain model-based search at the
+        full budget where every lower budget misleads)."""
+        if self.rungs != "reliable":
+            return True
+        return self._reliability().get(budget, 1.0) > 0
+
+    def _unmodelled(self, budget: float) -> np.ndarray:
+        """Mask over the last MAX_LOWER results at `budget`: configs the model did not draw there
+        (a config is drawn before its result arrives, so the mask is cached like the features)."""
+        self._features_at(budget)
+        return self._features[budget][1]
+
+    def _features_at(self, budget: float) -> np.ndarray:
+        """`rung_agreement.features` of the last MAX_LOWER configs with a result at `budget`,
+        in the order of _results(budget)."""
+        if budget not in self._features:
+            keys = list(self.by_budget[budget])[-MAX_LOWER:]
+            vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
+            unmodelled = np.array([self._modelled.get(key) != budget for key in keys], dtype=bool)
+            self._features[budget] = (features(vectors, self.dims, self._conditional_dims), unmodelled)
+        return self._features[budget][0]
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
@@ -295,7 +373,6 @@ class MultiFidelityTPESampler(ConfigSampler):
         worse half of its deepest budget's results ranks after every config in a better half,
         however deep it got."""
         reliability = self._reliability()
-        self.rung_trusted = reliability
         median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
         worse = losses > np.array([median[b] for b in budgets])
         order = np.lexsort((losses, -budgets, worse))
