@@ -64,6 +64,8 @@ class TrialDone:
     error: str | None = None          # None: success
     traceback: str | None = None
     lost: bool = False                # the worker died, not the trial: worth another attempt
+    engine: str | None = None         # the engine that trained it ('compiled', 'fit'), where one was chosen
+    engine_reason: str | None = None  # why that engine, for the driver's log
 
 
 @dataclass(frozen=True)

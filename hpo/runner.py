@@ -53,6 +53,25 @@ def epochs_for(budget: float) -> int:
     return max(1, int(round(budget)))
 
 
+class EngineLines:
+    """Says in the driver's log which engine trained a trial and why (`training.engine`), once
+    per distinct engine and reason, naming the first trial it applies to; every trial's own
+    line goes to the debug log. The engine travels on the trial's TrialDone, so the lines
+    are the same whichever backend trained it."""
+
+    def __init__(self):
+        self._said: set[tuple[str, str]] = set()
+
+    def say(self, done: TrialDone) -> None:
+        if done.engine is None:
+            return
+        key = (done.engine, done.engine_reason or "")
+        if key not in self._said:
+            self._said.add(key)
+            log.info("trial %d (and others like it) trains with the %s engine: %s", done.trial_id, *key)
+        log.debug("trial %d: %s engine (%s)", done.trial_id, *key)
+
+
 class Runner:
     def __init__(self, experiment: Experiment, study: Study, searcher: Searcher, executor: Executor,
                  on_progress: Callable[[Progress], None] | None = None):
@@ -68,6 +87,7 @@ class Runner:
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
         self._started = time.monotonic()
+        self._engine_lines = EngineLines()
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
@@ -168,6 +188,7 @@ class Runner:
     def _on_done(self, event: TrialDone) -> bool:
         """Record a finished trial; False when it was queued for another attempt instead."""
         job = self._jobs.pop(event.trial_id)
+        self._engine_lines.say(event)
         if event.lost and self._retry(job, event):
             return False
         metrics = self._last_epoch.pop(event.trial_id, {})

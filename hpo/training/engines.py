@@ -79,19 +79,3 @@ def choose_engine(model, training: TrainingConfig, callbacks: Sequence = (), y_e
     if reasons:
         return EngineChoice("fit", "auto: " + "; ".join(reasons))
     return EngineChoice("compiled", "auto: the compiled step trains this model, loss and metrics")
-
-
-class EngineLog:
-    """Says once per distinct (engine, reason) which engine trains and why, naming the
-    first trial it applies to; each trial's own line goes to the debug log."""
-
-    def __init__(self):
-        self._said: set[tuple[str, str]] = set()
-
-    def trial(self, trial_id: int, choice: EngineChoice) -> None:
-        key = (choice.engine, choice.reason)
-        if key not in self._said:
-            self._said.add(key)
-            log.info("trial %d (and others like it) trains with the %s engine: %s",
-                     trial_id, choice.engine, choice.reason)
-        log.debug("trial %d: %s engine (%s)", trial_id, choice.engine, choice.reason)

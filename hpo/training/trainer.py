@@ -35,7 +35,7 @@ from hpo.training.compile_mode import (
     provisional_mode,
 )
 from hpo.training.devices import device_type
-from hpo.training.engines import EngineChoice, EngineLog, choose_engine
+from hpo.training.engines import EngineChoice, choose_engine
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.initial_weights import (
     InitRecipe,
@@ -93,7 +93,7 @@ class Trainer:
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         self._engines: dict[str, EngineChoice] = {}     # architecture signature -> its engine
-        self._engine_log = EngineLog()
+        self._engine_of_trial: dict[int, EngineChoice] = {}   # until its TrialDone carries it to the driver
         with tf.device(device):
             # Copied to the device once per process; every trial gathers batches from these.
             self.data = DeviceArrays(tf.constant(dataset.x_train), tf.constant(dataset.y_train),
@@ -324,11 +324,16 @@ class Trainer:
                 yield EpochDone(report)
         except Exception as exc:
             yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, error=f"{type(exc).__name__}: {exc}",
-                            traceback=traceback.format_exc())
+                            traceback=traceback.format_exc(), **self._engine_fields(task.trial_id))
             return
         finally:
             epochs.close()
-        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, **self._engine_fields(task.trial_id))
+
+    def _engine_fields(self, trial_id: int) -> dict[str, str]:
+        """The engine that trained the trial and why, for its TrialDone (empty if none was chosen)."""
+        choice = self._engine_of_trial.pop(trial_id, None)
+        return {} if choice is None else {"engine": choice.engine, "engine_reason": choice.reason}
 
     def new_compile_choices(self) -> list[CompileChoiceMade]:
         """The compile modes decided here since the last call, for the runner to record."""
@@ -367,7 +372,7 @@ class Trainer:
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
         task = resumed
         engine = self.engine_for(params, task.seed)
-        self._engine_log.trial(task.trial_id, engine)
+        self._engine_of_trial[task.trial_id] = engine
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=self.job_steps(task, batch_size), engine=engine.engine)
         if task.checkpoint_in:
