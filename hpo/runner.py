@@ -18,6 +18,7 @@ from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import objective_names
+from hpo.model_measures import MEASURES, merged, wanted
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
@@ -68,6 +69,10 @@ class Runner:
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
         self._started = time.monotonic()
+        # Every name an objective or constraint reads; the model measures among them are taken
+        # after training, and a trial that reports none of one of them failed.
+        self._goal_names = experiment.search.goal_names
+        self._measures = wanted(self._goal_names)
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
@@ -142,7 +147,8 @@ class Runner:
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
                          hparams=hparams, objective=self.experiment.search.objective, budget=job.budget,
-                         data_seed=self.experiment.seed)
+                         data_seed=self.experiment.seed, measures=self._measures,
+                         latency_batch=self.experiment.training.latency_batch)
         self._jobs[job.trial_id] = job
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
@@ -170,11 +176,16 @@ class Runner:
         job = self._jobs.pop(event.trial_id)
         if event.lost and self._retry(job, event):
             return False
-        metrics = self._last_epoch.pop(event.trial_id, {})
+        metrics = merged(self._last_epoch.pop(event.trial_id, {}), event.measures)
         objective = self.experiment.search.objective
-        if event.error is None and objective in metrics and not math.isfinite(metrics[objective]):
+        missing = [n for n in self._goal_names if n not in metrics]
+        bad = [n for n in self._goal_names if n in metrics and not math.isfinite(metrics[n])]
+        if event.error is None and bad:
             event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
-                              error=f"the objective {objective!r} was {metrics[objective]}")
+                              error=f"the objective {bad[0]!r} was {metrics[bad[0]]}")
+        elif event.error is None and missing:
+            event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
+                              error=f"no {missing[0]!r} was reported")
         if event.error is None and objective in metrics:
             result = TrialResult(value=float(metrics[objective]), metrics=metrics)
             self._consecutive_failures = 0
@@ -253,14 +264,18 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
 
     search = experiment.search
     reported = objective_names(experiment.training.metrics)
-    if executor is None and search.objective not in reported:
+    if executor is None and search.objective not in reported + MEASURES:
         raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
+    # A study with one objective and no constraint builds its searcher exactly as before they existed.
+    ranked = bool(search.objectives or search.constraints)
     try:
         searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
                                  direction=search.direction, min_budget=search.min_budget,
                                  max_budget=search.max_budget, eta=search.eta, options=search.options,
-                                 initial_configs=search.initial_configs)
+                                 initial_configs=search.initial_configs,
+                                 objectives=search.goals().objectives if ranked else None,
+                                 constraints=list(search.constraints) or None)
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None
