@@ -169,6 +169,8 @@ BAD = [
      ["search.objectives", "'minimize' or 'maximize'", "'smallest'"]),
     ("searcher without several objectives", ["search.algorithm=single_only"],
      ["search.objectives", "'single_only' cannot take several objectives"]),
+    ("BOHB's KDE model with several objectives", ["search.algorithm=bohb", "search.options={model: kde}"],
+     ["search.objectives", "'bohb' cannot take several objectives", "model 'kde' takes one objective"]),
 ]
 
 
