@@ -215,3 +215,46 @@ def test_single_objective_study_without_the_new_keys_reads_and_resumes(tmp_path,
     assert not any(column.startswith(("objective.", "measure.")) for column in out.splitlines()[0].split(","))
     assert main(["search", path, "--study-dir", str(study_dir), "--set", "search.max_trials=3"]) == 0
     assert len(completed(study_dir)) == 3
+
+
+def test_report_shows_the_front_and_the_hypervolume(searched, capsys):
+    from hpo.pareto_plots import hypervolume_curve
+    from hpo.pareto_view import stored_goals
+
+    _, study = searched
+    code, _, _ = cli(capsys, "report", str(study))
+    report = study / "report"
+    assert code == 0 and (report / "pareto_front.png").exists() and (report / "hypervolume.png").exists()
+    assert "Pareto front" in (report / "report.html").read_text()
+    handle = Study.open(study, read_only=True)
+    goals, trials = stored_goals(handle.experiment()), handle.trials()
+    handle.close()
+    epochs, volumes = hypervolume_curve(trials, goals)
+    # One budget: the front only grows, so its hypervolume never falls.
+    assert epochs == sorted(epochs) and len(volumes) == 6 and volumes[-1] > 0
+    assert all(b >= a for a, b in zip(volumes, volumes[1:]))
+
+
+def test_hypervolume_is_exact():
+    from itertools import product
+
+    from hpo.hypervolume import hypervolume
+    assert hypervolume([[0.5, 0.0], [0.0, 0.5]], [1, 1]) == pytest.approx(0.75)
+    assert hypervolume([[2.0, 0.0]], [1, 1]) == 0.0          # beyond the reference: nothing
+    # Three objectives against a grid count of the dominated unit cells.
+    points = np.array([[1, 3, 2], [2, 1, 3], [3, 2, 1], [2, 2, 2], [4, 4, 0]])
+    cells = sum(any(np.all(p <= np.array(c)) for p in points) for c in product(range(5), repeat=3))
+    assert hypervolume(points, [5, 5, 5]) == pytest.approx(cells)
+
+
+def test_model_measures_of_a_small_model():
+    import keras
+
+    from hpo.model_measures import measure_model
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()])
+    measured = measure_model(model, ["params", "model_bytes", "latency_ms"], np.zeros((1, 4), "float32"), batch=2)
+    # Dense 4*3+3 and the batch norm's scale and offset train; its two moving statistics are stored too.
+    assert measured["params"] == 4 * 3 + 3 + 2 * 3
+    assert measured["model_bytes"] == 4 * (4 * 3 + 3 + 4 * 3)
+    assert measured["latency_ms"] > 0
+    assert measure_model(model, ["val_accuracy"], np.zeros((1, 4), "float32")) == {}
