@@ -74,3 +74,25 @@ def pareto_table(trials: Sequence[TrialRow], goals: Goals, title: str, width: in
             row.append("yes" if m.feasible else "no")
         rows.append([*row, config_text(m.config)])
     return _table(title, columns, rows, width, "config")
+
+
+def current_hypervolume(trials: Sequence[TrialRow], goals: Goals) -> float | None:
+    """The normalised hypervolume (hpo.hypervolume) of the feasible results at the largest
+    budget reached, each objective scaled between its best and worst feasible value among
+    `trials` (None: no feasible result yet)."""
+    from hpo.hypervolume import normalised_hypervolume
+    from hpo.trial import TrialResult
+
+    points = []
+    for t in trials:
+        if t.state != TrialState.COMPLETE:
+            continue
+        result = goals.result_of(TrialResult(value=t.value, metrics=t.metrics))
+        if result.ok and goals.violation(result) == 0:
+            points.append((t.budget, goals.losses(result)))
+    if not points:
+        return None
+    import numpy as np
+    every = np.array([p for _, p in points])
+    top = max(b for b, _ in points)
+    return normalised_hypervolume([p for b, p in points if b == top], every.min(axis=0), every.max(axis=0))

@@ -258,3 +258,21 @@ def test_model_measures_of_a_small_model():
     assert measured["model_bytes"] == 4 * (4 * 3 + 3 + 4 * 3)
     assert measured["latency_ms"] > 0
     assert measure_model(model, ["val_accuracy"], np.zeros((1, 4), "float32")) == {}
+
+
+def test_tensorboard_has_every_goal_as_a_metric_and_the_hypervolume(searched):
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    _, study = searched
+    runs = EventMultiplexer()
+    runs.AddRunsFromDirectory(str(study / "tensorboard"))
+    runs.Reload()
+    trial_runs = [r for r in runs.Runs() if r.startswith("trial_")]
+    assert len(trial_runs) == 6 and all("params" in runs.Runs()[r]["tensors"] for r in trial_runs)
+    config = runs.SummaryMetadata("search", "_hparams_/experiment").plugin_data.content
+    metrics = {m.name.tag for m in plugin_data_pb2.HParamsPluginData.FromString(config).experiment.metric_infos}
+    assert {"val_accuracy", "params"} <= metrics
+    volumes = [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in runs.Tensors("search", "search/hypervolume")]
+    assert [step for step, _ in volumes] == [1, 2, 3, 4, 5, 6] and all(v > 0 for _, v in volumes)
