@@ -605,12 +605,12 @@ def _objectives(search: Any) -> tuple[dict[str, str], ...]:
     """`search.objectives`: names (direction inferred) or {name, direction} mappings, stored
     as {name, direction}. Whether each name is logged or measured is the pre-flight's check."""
     raw = search.get("objectives") if isinstance(search, Mapping) else None
-    if raw is None:
+    if raw is None or raw == []:       # [] is how a study stores the default (one objective)
         return ()
     from hpo.search.objectives import Goals
     key = "search.objectives"
-    if not isinstance(raw, list) or not raw:
-        raise ConfigTypeError(f"expected a non-empty list of names or {{name, direction}} mappings, e.g. "
+    if not isinstance(raw, list):
+        raise ConfigTypeError(f"expected a list of names or {{name, direction}} mappings, e.g. "
                               f"[val_accuracy, {{name: params, direction: minimize}}], got {raw!r}", key=key)
     try:
         goals = Goals.build(raw)

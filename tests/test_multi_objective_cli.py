@@ -200,10 +200,14 @@ def test_single_objective_study_without_the_new_keys_reads_and_resumes(tmp_path,
     assert main(["search", path, "--study-dir", str(study_dir)]) == 0
     study = Study.open(study_dir)
     stored = study.experiment()
+    # `best --export` rebuilds the experiment from the stored form, which keeps the defaults as [].
+    from hpo.config import experiment_from_dict
+    assert stored["search"]["objectives"] == [] and experiment_from_dict(stored).search.objectives == ()
     for section, key in (("search", "objectives"), ("search", "constraints"), ("training", "latency_batch")):
         del stored[section][key]
     study.replace_experiment(stored)
     study.close()
+    assert experiment_from_dict(stored).training.latency_batch == 1
     code, out, _ = cli(capsys, "best", str(study_dir), "--json")
     record = json.loads(out)
     assert code == 0 and set(record) == {"trial_id", "objective", "direction", "value", "budget", "config",
