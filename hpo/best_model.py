@@ -28,7 +28,8 @@ class ExportedModel:
     test_metrics: Mapping[str, float] = field(default_factory=dict)   # training.metrics by logged name
 
 
-def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
+def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | None = None) -> ExportedModel:
+    """The best trial's model (or trial `trial_id`'s, e.g. a Pareto front member) saved to `path`."""
     import numpy as np
 
     from hpo.config import experiment_from_dict
@@ -42,7 +43,7 @@ def export_best_model(study_dir: str | Path, path: str | Path) -> ExportedModel:
     study = Study.open(study_dir, read_only=True)
     try:
         stored = study.experiment()
-        best = study.best(stored["search"]["direction"])
+        best = study.best(stored["search"]["direction"]) if trial_id is None else study.trial(trial_id)
         checkpoint = study.checkpoint_dir / f"trial_{best.trial_id:04d}.npz" if best else None
     finally:
         study.close()

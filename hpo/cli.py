@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     best.add_argument("--experiment", metavar="FILE",
                       help="the experiment file that names the study's loader and builder: --export "
                            "imports them from its folder")
+    best.add_argument("--trial", type=int, metavar="N",
+                      help="with --export: export trial N (e.g. a member of the Pareto front) instead of the best")
 
     report = commands.add_parser("report", help="write report.html with plots of the search")
     report.add_argument("study_dir", help=STUDY_DIR_HELP)
@@ -281,7 +283,12 @@ def cmd_best(args: argparse.Namespace) -> int:
     study = _open(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]
+    from hpo.pareto_view import is_ranked, stored_goals
+    if is_ranked(experiment) and stored_goals(experiment).multi:
+        return _best_pareto(args, study, experiment)
     best = study.best(search["direction"])
+    if args.trial is not None:
+        best = _chosen_trial(args, study)
     if best is None:
         raise UserInputError(f"{args.study_dir}: no trial has completed yet")
     record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
@@ -289,7 +296,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     if args.export:
         from hpo.best_model import export_best_model
         _consent_to_code(args, experiment)
-        exported = export_best_model(args.study_dir, args.export)
+        exported = export_best_model(args.study_dir, args.export, trial_id=args.trial)
         record["export"] = {"path": str(exported.path), "test_accuracy": exported.test_accuracy,
                             "test_loss": exported.test_loss, "test_examples": exported.test_examples,
                             "test_metrics": dict(exported.test_metrics)}
@@ -305,6 +312,62 @@ def cmd_best(args: argparse.Namespace) -> int:
                      highlight=False)
         for key, value in best.config.items():
             stdout.print(f"  {key}: {value}", highlight=False)
+    return 0
+
+
+def _chosen_trial(args: argparse.Namespace, study):
+    """`--trial N`: a completed trial of the study (exit 2 otherwise)."""
+    from hpo.trial import TrialState
+    if args.export is None:
+        raise UserInputError("--trial N chooses the trial --export saves; give --export MODEL.keras too")
+    trial = study.trial(args.trial)
+    if trial is None or trial.state != TrialState.COMPLETE:
+        done = [t.trial_id for t in study.trials() if t.state == TrialState.COMPLETE]
+        raise UserInputError(f"{args.study_dir}: trial {args.trial} "
+                             f"{'does not exist' if trial is None else 'did not complete'}; "
+                             f"completed trials: {', '.join(map(str, done)) or 'none'}")
+    return trial
+
+
+def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
+    """`hpo best` for several objectives: the Pareto front, as a table or JSON; `--export`
+    saves the member `--trial` names."""
+    from hpo.console import stdout
+    from hpo.pareto_view import pareto_record, pareto_table, stored_goals
+    goals = stored_goals(experiment)
+    trials = study.trials()
+    record = pareto_record(trials, goals)
+    if not record["pareto"]:
+        raise UserInputError(f"{args.study_dir}: no trial has completed yet")
+    if args.export:
+        if args.trial is None:
+            ids = ", ".join(str(m["trial_id"]) for m in record["pareto"])
+            raise UserInputError(f"{args.study_dir}: the study has several objectives, so there is no single best "
+                                 f"trial; choose one with --trial N (the Pareto front: trials {ids})")
+        chosen = _chosen_trial(args, study)
+        from hpo.best_model import export_best_model
+        _consent_to_code(args, experiment)
+        exported = export_best_model(args.study_dir, args.export, trial_id=chosen.trial_id)
+        record["export"] = {"trial_id": chosen.trial_id, "path": str(exported.path),
+                            "test_examples": exported.test_examples, "test_loss": exported.test_loss,
+                            "test_metrics": dict(exported.test_metrics)}
+        if not args.json:
+            scores = ", ".join(f"{name} {value:.4f}" for name, value in
+                               [*exported.test_metrics.items(), ("loss", exported.test_loss)])
+            stdout.print(f"saved trial {chosen.trial_id} to {exported.path}; held-out test set "
+                         f"({exported.test_examples} examples): {scores}", highlight=False)
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+        return 0
+    names = ", ".join(f"{o.name} ({o.direction})" for o in goals.objectives)
+    title = f"Pareto front: {len(record['pareto'])} trial(s), objectives {names}"
+    if goals.constraints:
+        title += f", constraints {', '.join(map(str, goals.constraints))}"
+    table, config_shown = pareto_table(trials, goals, title, stdout.width)
+    stdout.print(table)
+    if not config_shown:
+        stdout.print(f"configs are too wide for this terminal; one trial's:\n  hpo status {args.study_dir} --trial N",
+                     highlight=False, markup=False)
     return 0
 
 
@@ -338,16 +401,24 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
 
 
 def export_rows(study) -> list[dict]:
-    """One record per trial, with its per-epoch metrics."""
+    """One record per trial, with its per-epoch metrics; a study with several objectives or
+    constraints adds each trial's `objectives` {name: value}, `measures` and `feasible`."""
     by_trial: dict[int, list] = {}
     for trial_id, epoch, metrics in study.epochs():
         by_trial.setdefault(trial_id, []).append({"epoch": epoch, **metrics})
+    from hpo.pareto_view import is_ranked, measures, stored_goals, trial_goals
+    experiment = study.experiment()
+    goals = stored_goals(experiment) if is_ranked(experiment) else None
     rows = []
     for t in study.trials():
-        rows.append({"trial_id": t.trial_id, "lineage": t.lineage, "state": t.state.value, "budget": t.budget,
-                     "bracket": t.bracket, "rung": t.rung, "continues": t.continues, "value": t.value,
-                     "error": t.error, "epochs_trained": t.epochs_trained, "attempts": t.attempts,
-                     "duration_s": t.duration, "config": t.config, "epochs": by_trial.get(t.trial_id, [])})
+        row = {"trial_id": t.trial_id, "lineage": t.lineage, "state": t.state.value, "budget": t.budget,
+               "bracket": t.bracket, "rung": t.rung, "continues": t.continues, "value": t.value,
+               "error": t.error, "epochs_trained": t.epochs_trained, "attempts": t.attempts,
+               "duration_s": t.duration, "config": t.config, "epochs": by_trial.get(t.trial_id, [])}
+        if goals is not None:
+            row["objectives"], row["feasible"] = trial_goals(t, goals)
+            row["measures"] = measures(t)
+        rows.append(row)
     return rows
 
 
@@ -371,11 +442,23 @@ def _csv_text(rows: list[dict]) -> str:
     metrics = sorted({k for r in rows for e in r["epochs"] for k in e if k != "epoch"})
     fixed = ["trial_id", "lineage", "state", "budget", "bracket", "rung", "continues", "value", "error",
              "epochs_trained", "attempts", "duration_s"]
+    # Several objectives or constraints: each trial's objectives, measures and feasibility.
+    ranked = bool(rows) and "objectives" in rows[0]
+    goal_columns = []
+    if ranked:
+        names = list(dict.fromkeys(k for r in rows for k in r["objectives"]))
+        kept = list(dict.fromkeys(k for r in rows for k in r["measures"]))
+        goal_columns = [f"objective.{n}" for n in names] + [f"measure.{n}" for n in kept] + ["feasible"]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=fixed + [f"config.{p}" for p in params] + ["epoch"] + metrics)
+    writer = csv.DictWriter(out, fieldnames=fixed + goal_columns + [f"config.{p}" for p in params] + ["epoch"]
+                            + metrics)
     writer.writeheader()
     for r in rows:
         base = {k: r[k] for k in fixed}
+        if ranked:
+            base.update({f"objective.{n}": v for n, v in r["objectives"].items()})
+            base.update({f"measure.{n}": v for n, v in r["measures"].items()})
+            base["feasible"] = "" if r["feasible"] is None else r["feasible"]
         base.update({f"config.{p}": r["config"].get(p, "") for p in params})
         for epoch in r["epochs"] or [{}]:
             writer.writerow({**base, **epoch})

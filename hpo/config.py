@@ -62,6 +62,23 @@ class SearchConfig:
     max_consecutive_failures: int = 10
     options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
     initial_configs: tuple[Mapping[str, Any], ...] = ()      # run first, before any proposed config
+    # Several objectives ({name, direction} each; empty: `objective` alone) and constraints
+    # ("params <= 20000"); names are checked by the pre-flight (hpo.preflight).
+    objectives: tuple[Mapping[str, str], ...] = ()
+    constraints: tuple[str, ...] = ()
+
+    def goals(self):
+        """The objectives (`objectives`, else `objective` alone) and constraints, as the
+        searchers take them (`hpo.search.objectives.Goals`)."""
+        from hpo.search.objectives import Goals, Objective
+        objectives = self.objectives or ({"name": self.objective, "direction": self.direction},)
+        return Goals.build([Objective(o["name"], o["direction"]) for o in objectives], list(self.constraints))
+
+    @property
+    def goal_names(self) -> tuple[str, ...]:
+        """Every name an objective or constraint reads."""
+        goals = self.goals()
+        return tuple(dict.fromkeys(goals.names + tuple(c.name for c in goals.constraints)))
 
 
 FUSE_AUTO_CEILING = 32     # the most jobs `training.fuse: auto` takes in flight and fuses
@@ -92,6 +109,7 @@ class TrainingConfig:
     engine: str = "auto"              # 'compiled', 'fit' (Keras's model.fit) or 'auto' (hpo.training.engines)
     callbacks: tuple[str, ...] = ()   # 'package.module:function' references, each returning a Keras callback
     early_stopping: EarlyStoppingConfig | None = None
+    latency_batch: int = 1            # batch size of the forward pass `latency_ms` times
 
     @property
     def class_labels(self) -> bool:
@@ -485,8 +503,20 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
                           f"{execution.backend!r}", key="execution.scheduler")
 
     s = _Section(raw.get("search"), "search", SearchConfig)
+    objectives, constraints = _objectives(raw.get("search")), _constraints(raw.get("search"))
     objective = s.get("objective", "str")
     default_direction = metric_names.infer_direction(objective)
+    if objectives:
+        # The first objective is what `search.objective` names: the one `best` and the logs rank by.
+        first = objectives[0]
+        if s.raw.get("objective") not in (None, first["name"]):
+            raise ConfigError(f"search.objective is {objective!r} but search.objectives starts with "
+                              f"{first['name']!r}; give only search.objectives", key="search.objective")
+        if s.raw.get("direction") not in (None, first["direction"]):
+            raise ConfigError(f"search.direction is {s.raw['direction']!r} but the first objective's is "
+                              f"{first['direction']!r}; give each objective its direction instead",
+                              key="search.direction")
+        objective, default_direction = first["name"], first["direction"]
     search = SearchConfig(
         # Several workers would idle at synchronous Hyperband's rung barriers.
         algorithm=s.get("algorithm", "str", "hyperband" if execution.backend == "inline" else "async_hyperband",
@@ -502,6 +532,8 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         max_consecutive_failures=s.get("max_consecutive_failures", "int", minimum=1),
         options=dict(s.get("options", "mapping")),
         initial_configs=_initial_configs((raw.get("search") or {}).get("initial_configs"), space),
+        objectives=objectives,
+        constraints=constraints,
     )
     if search.min_budget > search.max_budget:
         raise ConfigError(f"expected min_budget <= max_budget, got min_budget={search.min_budget:g} "
@@ -525,6 +557,7 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         engine=t.get("engine", "str", choices=ENGINES),
         callbacks=_callbacks(t),
         early_stopping=_early_stopping(raw.get("training")),
+        latency_batch=t.get("latency_batch", "int", minimum=1),
     )
     if training.early_stopping is not None:
         _check_monitor(training)
@@ -566,6 +599,42 @@ def _metrics(section: _Section) -> tuple[str, ...]:
                               key=key)
         seen[name] = item
     return tuple(raw)
+
+
+def _objectives(search: Any) -> tuple[dict[str, str], ...]:
+    """`search.objectives`: names (direction inferred) or {name, direction} mappings, stored
+    as {name, direction}. Whether each name is logged or measured is the pre-flight's check."""
+    raw = search.get("objectives") if isinstance(search, Mapping) else None
+    if raw is None or raw == []:       # [] is how a study stores the default (one objective)
+        return ()
+    from hpo.search.objectives import Goals
+    key = "search.objectives"
+    if not isinstance(raw, list):
+        raise ConfigTypeError(f"expected a list of names or {{name, direction}} mappings, e.g. "
+                              f"[val_accuracy, {{name: params, direction: minimize}}], got {raw!r}", key=key)
+    try:
+        goals = Goals.build(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc), key=key) from None
+    return tuple(o.to_dict() for o in goals.objectives)
+
+
+def _constraints(search: Any) -> tuple[str, ...]:
+    """`search.constraints`: strings such as "params <= 20000", each parsed here."""
+    raw = search.get("constraints") if isinstance(search, Mapping) else None
+    if raw is None:
+        return ()
+    from hpo.search.objectives import Constraint
+    key = "search.constraints"
+    if not isinstance(raw, list):
+        raise ConfigTypeError(f"expected a list of strings such as 'params <= 20000', got {raw!r}", key=key)
+    parsed = []
+    for i, item in enumerate(raw):
+        try:
+            parsed.append(str(Constraint.parse(item)))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{exc} (at position {i})", key=key) from None
+    return tuple(parsed)
 
 
 def _callbacks(section: _Section) -> tuple[str, ...]:
@@ -677,7 +746,8 @@ def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -
 # Keys a study made before they existed lacks, with the value its trials ran with.
 _ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
                ("training", "metrics"): list(metric_names.DEFAULT_METRICS),
-               ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None}
+               ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None,
+               ("training", "latency_batch"): 1, ("search", "objectives"): [], ("search", "constraints"): []}
 
 
 def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:

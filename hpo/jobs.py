@@ -42,6 +42,8 @@ class TrainTask:
     # study: configs are compared on the same stream of batches (common random numbers, so a
     # lucky shuffle does not pick the winner), and fused trials share one input batch.
     data_seed: int = 0
+    measures: tuple[str, ...] = ()                # model measures to take after training (hpo.model_measures)
+    latency_batch: int = 1                        # examples per forward pass for `latency_ms`
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class TrialDone:
     lost: bool = False                # the worker died, not the trial: worth another attempt
     engine: str | None = None         # the engine that trained it ('compiled', 'fit'), where one was chosen
     engine_reason: str | None = None  # why that engine, for the driver's log
+    measures: Mapping[str, float] = field(default_factory=dict)   # TrainTask.measures, taken after training
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,6 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     goals = _goals(objectives, constraints, metric, direction, options)
     if objectives is not None:
         metric, direction = goals.objectives[0].name, goals.objectives[0].direction
-    if goals.ranked:
-        options = {**dict(options or {}), **goals.to_dicts()}
     space_dict = space.to_dict() if isinstance(space, SearchSpace) else dict(space)
     name = getattr(objective, "__name__", "objective")
     raw = {
@@ -131,7 +129,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
                    "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {}),
-                   "initial_configs": [dict(c) for c in initial_configs or ()]},
+                   "initial_configs": [dict(c) for c in initial_configs or ()],
+                   **(goals.to_dicts() if goals.ranked else {})},
         "execution": {"backend": "inline", "workers": workers},
     }
     try:

@@ -1,7 +1,8 @@
 """The pre-flight: everything `hpo search` can check before a study folder exists.
 
 After the experiment file is validated (hpo.config) and before the driver takes the lock
-and writes anything: the objective is the loss or a configured metric, the device is on
+and writes anything: the objective is the loss or a configured metric (several objectives
+and constraints: each names one or a model measure, and the searcher takes them), the device is on
 this machine, the loader runs once and returns usable arrays, the builder, called once
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
@@ -37,7 +38,9 @@ def _check(experiment: Experiment) -> None:
 
     objective = experiment.search.objective
     reported = objective_names(experiment.training.metrics)
-    if objective not in reported:
+    if experiment.search.objectives or experiment.search.constraints:
+        _check_goals(experiment, reported)
+    elif objective not in reported:
         raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
@@ -48,6 +51,31 @@ def _check(experiment: Experiment) -> None:
     if model is not None:
         _check_loss_and_metrics(experiment, model, x[:8], y[:8])
         _check_engine(experiment, model, callbacks, y[:8])
+
+
+def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
+    """Every objective and constraint names a logged value or a model measure, and the
+    searcher takes them (built here once: searchers are cheap and import no TensorFlow)."""
+    from hpo.model_measures import MEASURES
+    from hpo.search import make_searcher
+
+    search = experiment.search
+    goals = search.goals()
+    known = reported + MEASURES
+    for kind, names in (("objectives", goals.names), ("constraints", tuple(c.name for c in goals.constraints))):
+        for name in names:
+            if name not in known:
+                raise ConfigError(f"unknown name {name!r}{did_you_mean(name, known)}; expected the loss or a "
+                                  f"configured metric, on the training or validation data, or a model measure "
+                                  f"({', '.join(known)})", key=f"search.{kind}")
+    try:
+        make_searcher(search.algorithm, experiment.space, seed=experiment.seed, direction=search.direction,
+                      min_budget=search.min_budget, max_budget=search.max_budget, eta=search.eta,
+                      options=search.options, objectives=goals.objectives, constraints=list(search.constraints))
+    except (TypeError, ValueError) as exc:
+        what = "several objectives" if goals.multi else "constraints"
+        raise ConfigError(f"the searcher {search.algorithm!r} cannot take {what} as given: {exc}",
+                          key="search.objectives" if goals.multi else "search.constraints") from None
 
 
 def _check_device(experiment: Experiment) -> None:

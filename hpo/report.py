@@ -1,6 +1,8 @@
 """`hpo report STUDY_DIR`: one HTML page with the plots a search is judged by.
 
 Written to `<study>/report/report.html`, with its PNGs beside it, in this order:
+- with several objectives: the Pareto front and the dominated hypervolume against epochs
+  spent (hpo.pareto_plots);
 - best-so-far objective against the epochs spent, and against wall time;
 - the Hyperband diagram: which configuration went how far, bracket by bracket;
 - parameter importance: a random forest fitted on the unit-cube configs, scored by
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpo.hypervolume import NORMALISED_REFERENCE
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
 from hpo.tables import config_text, top_configurations
@@ -75,6 +78,7 @@ def write_report(study_dir: str | Path) -> Path:
         sections.append(Section("Configurations at their furthest budget",
                                 _save(parallel_coordinates_figure(done, space, objective),
                                       out / "parallel_coordinates.png")))
+    sections = _pareto_sections(experiment, trials, out) + sections
     page = out / "report.html"
     page.write_text(_page(experiment, trials, objective, direction, sections, importance))
     return page
@@ -85,6 +89,25 @@ class Section:
     title: str
     image: str | None            # a PNG beside the page
     note: str | None = None      # a warning or an explanation shown above the image
+
+
+def _pareto_sections(experiment, trials: list[TrialRow], out: Path) -> list["Section"]:
+    """A study with several objectives opens with its Pareto front and its hypervolume."""
+    from hpo.pareto_plots import front_figure, hypervolume_figure
+    from hpo.pareto_view import front, is_ranked, stored_goals
+
+    if not is_ranked(experiment):
+        return []
+    goals = stored_goals(experiment)
+    if not goals.multi or not front(trials, goals):
+        return []
+    return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
+                    "Front members (red, labelled with their trial ids) are the feasible trials no other "
+                    "dominates, at the largest budget reached: as hpo best lists them."),
+            Section("Dominated hypervolume", _save(hypervolume_figure(trials, goals), out / "hypervolume.png"),
+                    f"Of the front at the largest budget reached so far, against the epochs spent; each objective "
+                    f"scaled between its best and worst feasible value in the study, reference point "
+                    f"{NORMALISED_REFERENCE} in each.")]
 
 
 def importance_warning(configurations: int) -> str:

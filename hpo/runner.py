@@ -18,6 +18,7 @@ from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import objective_names
+from hpo.model_measures import MEASURES, merged, wanted
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
@@ -88,6 +89,12 @@ class Runner:
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
         self._started = time.monotonic()
         self._engine_lines = EngineLines()
+        # Every name an objective or constraint reads; the model measures among them are taken
+        # after training, and a trial that reports none of one of them failed.
+        self._goal_names = experiment.search.goal_names
+        self._measures = wanted(self._goal_names)
+        self._logged_objective = logged_objective(experiment)
+        self._goals = experiment.search.goals() if experiment.search.objectives else None
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
@@ -161,8 +168,9 @@ class Runner:
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
                          checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
-                         hparams=hparams, objective=self.experiment.search.objective, budget=job.budget,
-                         data_seed=self.experiment.seed)
+                         hparams=hparams, objective=self._logged_objective, budget=job.budget,
+                         data_seed=self.experiment.seed, measures=self._measures,
+                         latency_batch=self.experiment.training.latency_batch)
         self._jobs[job.trial_id] = job
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
@@ -191,11 +199,16 @@ class Runner:
         self._engine_lines.say(event)
         if event.lost and self._retry(job, event):
             return False
-        metrics = self._last_epoch.pop(event.trial_id, {})
+        metrics = merged(self._last_epoch.pop(event.trial_id, {}), event.measures)
         objective = self.experiment.search.objective
-        if event.error is None and objective in metrics and not math.isfinite(metrics[objective]):
+        missing = [n for n in self._goal_names if n not in metrics]
+        bad = [n for n in self._goal_names if n in metrics and not math.isfinite(metrics[n])]
+        if event.error is None and bad:
             event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
-                              error=f"the objective {objective!r} was {metrics[objective]}")
+                              error=f"the objective {bad[0]!r} was {metrics[bad[0]]}")
+        elif event.error is None and missing:
+            event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
+                              error=f"no {missing[0]!r} was reported")
         if event.error is None and objective in metrics:
             result = TrialResult(value=float(metrics[objective]), metrics=metrics)
             self._consecutive_failures = 0
@@ -220,11 +233,26 @@ class Runner:
             best = self.study.best(self.experiment.search.direction)
             self.board.trial_finished(event.epochs_trained, best.value if best else None,
                                       time.monotonic() - self._started, trial_counts(self.study), self.searcher.stats())
+            self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
                                 f"{self._last_error}")
         return True
+
+    def _board_goals(self, job: Job, result: TrialResult, epochs_trained: float) -> None:
+        """TensorBoard for several objectives or measures: the trial's measures in its run
+        (HParams metrics), and the search's hypervolume."""
+        from hpo.tensorboard_logs import write_hypervolume, write_run_scalars
+        measured = {n: result.metrics[n] for n in self._measures if n in result.metrics}
+        if measured and result.ok:
+            run = self.study.tensorboard_dir / run_name(self._lineage(job))
+            write_run_scalars(run, epochs_for(job.budget), measured)
+        if self._goals is not None and self._goals.multi:
+            from hpo.pareto_view import current_hypervolume
+            volume = current_hypervolume(self.study.trials(), self._goals)
+            if volume is not None:
+                write_hypervolume(self.board, volume)
 
     def _retry(self, job: Job, event: TrialDone) -> bool:
         """Run a trial whose worker died again, up to `execution.max_retries` times; it
@@ -268,20 +296,34 @@ def _short_config(config) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def logged_objective(experiment: Experiment) -> str:
+    """The objective the trainer writes as `hpo/objective`: `search.objective`, unless that is a
+    model measure (taken after training), then the first goal logged per epoch, else the
+    validation loss."""
+    if experiment.search.objective not in MEASURES:
+        return experiment.search.objective
+    reported = objective_names(experiment.training.metrics)
+    return next((n for n in experiment.search.goal_names if n in reported), "val_loss")
+
+
 def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None) -> Runner:
     """The runner `hpo search` uses: searcher from the experiment, Keras executor by default."""
     from hpo.search import make_searcher
 
     search = experiment.search
     reported = objective_names(experiment.training.metrics)
-    if executor is None and search.objective not in reported:
+    if executor is None and search.objective not in reported + MEASURES:
         raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
+    # A study with one objective and no constraint builds its searcher exactly as before they existed.
+    ranked = bool(search.objectives or search.constraints)
     try:
         searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
                                  direction=search.direction, min_budget=search.min_budget,
                                  max_budget=search.max_budget, eta=search.eta, options=search.options,
-                                 initial_configs=search.initial_configs)
+                                 initial_configs=search.initial_configs,
+                                 objectives=search.goals().objectives if ranked else None,
+                                 constraints=list(search.constraints) or None)
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None
@@ -289,7 +331,10 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
         from hpo.executors import make_executor
         from hpo.tensorboard_logs import write_hparams_config
         if not study.tensorboard_dir.exists():
-            write_hparams_config(study.tensorboard_dir, experiment.space, search.objective, reported)
+            # Every objective and measure is an HParams metric: the dashboard's scatter shows the front.
+            goal_metrics = tuple(n for n in search.goal_names if n not in reported)
+            write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
+                                 reported + goal_metrics)
         executor = make_executor(experiment, study)
         runner = Runner(experiment, study, searcher, executor)
         from hpo.tensorboard_logs import SearchBoard

@@ -200,3 +200,24 @@ class SearchBoard:
 
     def close(self) -> None:
         self._writer.close()
+
+
+def write_run_scalars(run_dir: str | Path, step: int, scalars: Mapping[str, float]) -> None:
+    """Scalars added to a run after its trial ended (the model measures), beside the trainer's
+    own event file, so the HParams dashboard shows them as the run's metrics."""
+    import tensorflow as tf
+    writer = tf.summary.create_file_writer(str(run_dir))
+    write_scalars(writer, step, scalars)
+    writer.close()
+
+
+def write_hypervolume(board: "SearchBoard", hypervolume: float) -> None:
+    """`search/hypervolume` in the search run, at the epochs spent so far (the step
+    `SearchBoard.trial_finished` just wrote)."""
+    import tensorflow as tf
+    with board._writer.as_default():
+        tf.summary.scalar("search/hypervolume", hypervolume, step=int(round(board._epochs)),
+                          description="dominated hypervolume of the Pareto front at the largest budget reached, "
+                                      "objectives scaled between their best and worst feasible values so far; "
+                                      "step = epochs trained by all trials")
+    board._writer.flush()

@@ -115,7 +115,13 @@ class FusingTrainer:
             return
         log.debug("trials %s trained fused", [t.trial_id for t in group])
         for task in group:
-            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained)
+            try:
+                measures = self.trainer.measure(task)
+            except Exception as exc:   # noqa: BLE001 - that trial fails; its group's others do not
+                yield TrialDone(trial_id=task.trial_id, epochs_trained=trained,
+                                error=f"measuring the model failed: {type(exc).__name__}: {exc}")
+                continue
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, measures=measures)
 
 
 class FusedGroup:

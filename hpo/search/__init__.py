@@ -24,10 +24,16 @@ SEARCHERS: dict[str, type[Searcher]] = {"random": RandomSearch, "hyperband": Hyp
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
-                  max_budget: float, eta: float, options=None, initial_configs=()) -> Searcher:
+                  max_budget: float, eta: float, options=None, initial_configs=(), objectives=None,
+                  constraints=None) -> Searcher:
     """Build a searcher by its config name (`search.algorithm`), with `initial_configs`
-    (`search.initial_configs`) enqueued to run first."""
+    (`search.initial_configs`) enqueued to run first; `objectives` and `constraints` (None:
+    the searcher's single objective) are passed on only when given."""
     options = dict(options or {})
+    if objectives is not None:
+        options["objectives"] = objectives
+    if constraints:
+        options["constraints"] = constraints
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
     if algorithm not in SEARCHERS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(SEARCHERS)}")

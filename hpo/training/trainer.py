@@ -328,7 +328,25 @@ class Trainer:
             return
         finally:
             epochs.close()
-        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, **self._engine_fields(task.trial_id))
+        try:
+            measures = self.measure(task)
+        except Exception as exc:
+            yield TrialDone(trial_id=task.trial_id, epochs_trained=trained,
+                            error=f"measuring the model failed: {type(exc).__name__}: {exc}",
+                            traceback=traceback.format_exc(), **self._engine_fields(task.trial_id))
+            return
+        yield TrialDone(trial_id=task.trial_id, epochs_trained=trained, measures=measures,
+                        **self._engine_fields(task.trial_id))
+
+    def measure(self, task: TrainTask) -> dict[str, float]:
+        """The model measures `task` asks for (hpo.model_measures), of a model built from its
+        config on this trainer's device: they depend on the architecture, not on the weights."""
+        if not task.measures:
+            return {}
+        from hpo.model_measures import measure_model
+        model = self.build_model(self.resolve(task.config), task.seed)
+        return measure_model(model, task.measures, self.dataset.x_train[:task.latency_batch],
+                             task.latency_batch, self.device)
 
     def _engine_fields(self, trial_id: int) -> dict[str, str]:
         """The engine that trained the trial and why, for its TrialDone (empty if none was chosen)."""
