@@ -133,21 +133,34 @@ def test_a_failure_on_the_fit_engine_is_recorded_with_its_error(binary_data, tmp
     assert events[-1].engine == "fit" and "overrides train_step" in events[-1].engine_reason
 
 
-def test_the_driver_logs_each_engine_and_reason_once_whichever_backend_trained_it(caplog):
+def test_the_driver_logs_each_engine_and_reason_once_whichever_backend_trained_it():
     """A local or Dask worker's own log stays in its process; the line the user reads comes
     from the TrialDone in the driver."""
+    import logging
+
     from hpo.jobs import TrialDone
     from hpo.runner import EngineLines
 
-    lines = EngineLines()
-    with caplog.at_level("DEBUG", logger="hpo.runner"):
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    # A handler of its own: an in-process CLI run earlier in this process may have stopped the
+    # hpo loggers propagating to the root logger, which caplog listens on.
+    logger = logging.getLogger("hpo.runner")
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.DEBUG
+    try:
+        lines = EngineLines()
         for trial_id, engine, reason in [(0, "compiled", "auto: plain"), (1, "compiled", "auto: plain"),
                                          (2, "fit", "auto: the model overrides train_step"), (3, None, None)]:
             lines.say(TrialDone(trial_id=trial_id, epochs_trained=1, engine=engine, engine_reason=reason))
-    said = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    said = [r.getMessage() for r in records if r.levelname == "INFO"]
     assert said == ["trial 0 (and others like it) trains with the compiled engine: auto: plain",
                     "trial 2 (and others like it) trains with the fit engine: auto: the model overrides train_step"]
-    assert sum("trial 1: compiled engine" in r.getMessage() for r in caplog.records) == 1
+    assert sum("trial 1: compiled engine" in r.getMessage() for r in records) == 1
 
 
 # --- searches through the CLI ----------------------------------------------------------------------
