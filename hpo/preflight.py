@@ -2,7 +2,8 @@
 
 After the experiment file is validated (hpo.config) and before the driver takes the lock
 and writes anything: the objective is the loss or a configured metric, the device is on
-this machine, the loader runs once and returns usable arrays, the builder, called once
+this machine, the loader runs once and returns usable data (arrays to split, or named
+splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`), the builder, called once
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
 its outputs for the first examples. Each failure is a ConfigError (exit 2) naming the key, the
@@ -31,7 +32,7 @@ def preflight(experiment: Experiment) -> None:
 
 
 def _check(experiment: Experiment) -> None:
-    from hpo.data import load_arrays, num_classes
+    from hpo.data import load_dataset
 
     objective = experiment.search.objective
     reported = objective_names(experiment.training.metrics)
@@ -40,10 +41,10 @@ def _check(experiment: Experiment) -> None:
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
     _check_device(experiment)
-    x, y, _ = load_arrays(experiment.data, experiment.training.class_labels)
-    model = _check_builder(experiment, tuple(x.shape[1:]), num_classes(y))
+    dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
+    model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
     if model is not None:
-        _check_loss_and_metrics(experiment, model, x[:8], y[:8])
+        _check_loss_and_metrics(experiment, model, *dataset.first(8))
 
 
 def _check_device(experiment: Experiment) -> None:

@@ -77,6 +77,12 @@ class Dataset:
             return self.streams[split].examples if split in self.streams else 0
         return len({"train": self.x_train, "validation": self.x_val, "test": self.x_test}[split])
 
+    def first(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first `n` training examples as arrays (what the pre-flight checks on)."""
+        if self.streamed:
+            return self.streams["train"].first(n)
+        return self.x_train[:n], self.y_train[:n]
+
     def describe(self) -> str:
         how = "streamed by tf.data" if self.streamed else "in memory"
         return (f"{self.name} from {self.source}: {self.examples('train')} train / "

@@ -52,15 +52,16 @@ def call_loader(config: DataConfig) -> tuple[Any, _Problem]:
         raise bad(f"does not accept data.options {dict(config.options)}: {exc}") from None
 
 
-def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True) -> Dataset:
-    """The loader's data, checked, as train / validation / test splits."""
+def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True, announce: bool = True) -> Dataset:
+    """The loader's data, checked, as train / validation / test splits (`announce`: say so in the log)."""
     loaded, bad = call_loader(config)
     if isinstance(loaded, dict):
         dataset = _from_splits(loaded, config, class_labels, bad)
     else:
         x, y, source = _arrays_result(loaded, bad, class_labels)
         dataset = split(config.dataset, source, x, y, config, seed)
-    log.info("data: %s", dataset.describe())
+    if announce:
+        log.info("data: %s", dataset.describe())
     return dataset
 
 

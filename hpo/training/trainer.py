@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import time
 import traceback
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -46,18 +45,10 @@ from hpo.training.initial_weights import (
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
+from hpo.training.training_data import DeviceArrays, check_batch_size, device_data  # noqa: F401 - DeviceArrays re-exported
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
-
-
-@dataclass(frozen=True)
-class DeviceArrays:
-    """The dataset's train and validation arrays, copied to the trainer's device once."""
-    x_train: Any
-    y_train: Any
-    x_val: Any
-    y_val: Any
 
 
 class Trainer:
@@ -88,10 +79,9 @@ class Trainer:
         self._janitor = KernelCacheJanitor()
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
-        with tf.device(device):
-            # Copied to the device once per process; every trial gathers batches from these.
-            self.data = DeviceArrays(tf.constant(dataset.x_train), tf.constant(dataset.y_train),
-                                     tf.constant(dataset.x_val), tf.constant(dataset.y_val))
+        # Arrays are copied to the device once per process and every trial gathers batches
+        # from them; streamed splits are read a batch at a time (`training_data`).
+        self.data = device_data(dataset, device)
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Trial config over fixed model params over the training defaults."""
@@ -204,8 +194,9 @@ class Trainer:
     def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
         import tensorflow as tf
         with tf.device(self.device):
-            return build_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
-                                 single_pass_update(mode, self.device), self.training.loss, self.training.metrics)
+            return build_program(signature, model, params, *self.data.step_inputs(), mode,
+                                 single_pass_update(mode, self.device), self.training.loss, self.training.metrics,
+                                 y_example=self.data.y_example)
 
     def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         """The compile mode for `steps` training steps of this architecture (one job, or a fused
@@ -263,19 +254,16 @@ class Trainer:
         return call
 
     def timing_batch(self, batch_size: int, seed: int):
-        """One compiled call's worth of batch indices [steps, batch_size] on this trainer's
-        device, for timing a training step (which examples does not matter)."""
+        """One compiled call's input on this trainer's device, for timing a training step
+        (which examples does not matter)."""
         import tensorflow as tf
 
-        n_train = len(self.dataset.x_train)
-        steps = max(1, min(self.training.steps_per_call, n_train // batch_size))
-        indices = np.random.default_rng(seed).integers(0, n_train, (steps, batch_size)).astype("int32")
         with tf.device(self.device):
-            return tf.constant(indices)
+            return self.data.timing_batch(batch_size, self.training.steps_per_call, seed)
 
     def job_steps(self, task: TrainTask, batch_size: int) -> int:
         """The training steps `task` runs at `batch_size`."""
-        return len(self.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
+        return self.data.train_examples // batch_size * (task.end_epoch - task.start_epoch)
 
     def run_group(self, tasks: Sequence[TrainTask]) -> Iterator[Event]:
         """Train `tasks`, one after another, as events: each trial's epochs, then its end. A
@@ -324,9 +312,7 @@ class Trainer:
         job_started = time.perf_counter()
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
-        n_train = len(self.dataset.x_train)
-        if n_train // batch_size == 0:
-            raise TrialFailed(f"batch_size {batch_size} is larger than the {n_train} training examples")
+        check_batch_size(self.data, batch_size)
         reported = objective_names(self.training.metrics)
         if task.objective not in reported:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
@@ -357,8 +343,8 @@ class SingleTrial:
     def reset_metrics(self) -> None:
         self.program.measures.reset()
 
-    def train_steps(self, batch_indices) -> np.ndarray:
-        (loss,) = self.program.train_steps(batch_indices)
+    def train_steps(self, call) -> np.ndarray:
+        (loss,) = self.program.train_steps(call)
         return np.array([float(loss)])
 
     def evaluate(self, x, y) -> np.ndarray:
