@@ -33,8 +33,14 @@ NETWORK_TIMEOUT_S = 5.0
 
 
 def keras_cache() -> Path:
-    """Where Keras keeps downloaded data sets (`KERAS_HOME`, else ~/.keras)."""
-    return Path(os.environ.get("KERAS_HOME", Path.home() / ".keras")).expanduser() / "datasets"
+    """Where Keras keeps downloaded data sets: its home (`KERAS_HOME` as Keras read it at
+    import, else ~/.keras) / datasets."""
+    try:
+        from keras.src.backend.config import keras_home
+        home = keras_home()
+    except ImportError:     # a Keras that moved its private accessor: the documented default
+        home = os.environ.get("KERAS_HOME", str(Path.home() / ".keras"))
+    return Path(home).expanduser() / "datasets"
 
 
 def keras_loader(name: str):
