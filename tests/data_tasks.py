@@ -116,3 +116,32 @@ def nan_in_named_arrays():
     splits = array_splits()
     splits["test"][0][3, 1] = np.inf
     return splits
+
+
+# --- a stream larger than the memory the streaming test allows -----------------------------------
+
+BIG_FEATURES = 16384           # 64 KiB per example
+BIG_EXAMPLES = 1_500           # 94 MiB in all
+PULLED = [0]                   # examples the generator has produced so far
+
+
+def big_stream_splits(examples=BIG_EXAMPLES):
+    """A train split of 94 MiB made by a Python generator, one example at a time, its length
+    declared (so loading does not count it) and its classes named (so loading does not scan it)."""
+    import tensorflow as tf
+
+    centres = np.random.default_rng(1).normal(size=(4, BIG_FEATURES)).astype("float32")
+
+    def generate():
+        rng = np.random.default_rng(0)
+        for i in range(examples):
+            PULLED[0] += 1
+            label = i % 4
+            yield centres[label] + rng.standard_normal(BIG_FEATURES, dtype="float32"), label
+    spec = (tf.TensorSpec([BIG_FEATURES], tf.float32), tf.TensorSpec([], tf.int32))
+    train = tf.data.Dataset.from_generator(generate, output_signature=spec)
+    train = train.apply(tf.data.experimental.assert_cardinality(examples))
+    labels = np.arange(100) % 4
+    noise = np.random.default_rng(2).standard_normal((100, BIG_FEATURES), dtype="float32")
+    validation = (centres[labels] + noise, labels)
+    return {"train": train, "validation": validation, "num_classes": 4}

@@ -27,9 +27,9 @@ class StreamedSplit:
     target_shape: tuple[int, ...]     # one example's target: () for a label or a value, (K,) one-hot
     target_dtype: str                 # 'int32' or 'float32', as the loss reads the targets
 
-    def batches(self, batch_size: int, drop_remainder: bool = False):
+    def batches(self, batch_size: int, drop_remainder: bool = False, prefetch: bool = True):
         """The split in batches of `batch_size`, inputs float32 and targets `target_dtype`,
-        prefetched so the next batch is read while the current one trains."""
+        prefetched (one batch ahead) so the next batch is read while the current one trains."""
         import tensorflow as tf
 
         target_dtype = tf.as_dtype(self.target_dtype)
@@ -37,8 +37,9 @@ class StreamedSplit:
         def cast(x, y):
             return tf.cast(x, tf.float32), tf.cast(y, target_dtype)
         # Cast after batching: one op per batch rather than one per element.
-        return (self.elements.batch(batch_size, drop_remainder=drop_remainder)
-                .map(cast, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+        batched = self.elements.batch(batch_size, drop_remainder=drop_remainder).map(cast)
+        # One batch ahead, not AUTOTUNE's several: what streaming holds stays a couple of batches.
+        return batched.prefetch(1) if prefetch else batched
 
     def first(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The first `n` examples as arrays (what the pre-flight builds and checks on)."""

@@ -14,7 +14,8 @@ import numpy as np
 
 from hpo.data.dataset import StreamedSplit
 
-_READ_BATCH = 1024        # elements per read in the counting pass and the first-batch check
+_READ_BATCH = 1024        # elements per read in the counting pass and the first-batch check...
+_READ_BYTES = 8 * 2 ** 20  # ...or fewer, so that one read holds at most this much input
 
 
 def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: bool,
@@ -43,7 +44,7 @@ def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: boo
         raise bad("is infinite (a .repeat() without a count?); expected a finite dataset: hpo iterates it "
                   "once per epoch", name)
     stream = StreamedSplit(value, max(examples, 0), tuple(x_spec.shape), tuple(y_spec.shape), target_dtype)
-    first_x, first_y = next(iter(value.batch(_READ_BATCH)), (np.zeros((0,)), np.zeros((0,))))
+    first_x, first_y = next(iter(value.batch(read_batch(x_spec))), (np.zeros((0,)), np.zeros((0,))))
     _check_values(np.asarray(first_x, dtype="float32"), np.asarray(first_y), name, bad, class_labels)
     classes = None
     if examples == tf.data.UNKNOWN_CARDINALITY or (count_classes and target_dtype == "int32"):
@@ -101,11 +102,10 @@ def _check_values(x: np.ndarray, y: np.ndarray, name: str, bad, class_labels: bo
 
 def _count(stream: StreamedSplit, name: str, bad, class_labels: bool) -> tuple[int, int | None]:
     """(examples, classes in integer labels or None) in one pass over the split, checking values."""
-    import tensorflow as tf
 
     examples, top = 0, -1
     # Integer targets keep their values through the cast; float ones are checked but not counted as classes.
-    for x, y in stream.elements.batch(_READ_BATCH).prefetch(tf.data.AUTOTUNE):
+    for x, y in stream.elements.batch(read_batch(stream.input_shape)).prefetch(1):
         x, y = np.asarray(x, dtype="float32"), np.asarray(y)
         _check_values(x, y, name, bad, class_labels, offset=examples)
         examples += len(x)
@@ -114,6 +114,13 @@ def _count(stream: StreamedSplit, name: str, bad, class_labels: bool) -> tuple[i
     if stream.target_dtype == "int32" and len(stream.target_shape) == 0:
         return examples, top + 1 if top >= 0 else 1
     return examples, (stream.target_shape[0] if len(stream.target_shape) == 1 else 1)
+
+
+def read_batch(input_shape) -> int:
+    """Elements per read when checking or counting a split: bounded in bytes, not only in count."""
+    shape = getattr(input_shape, "shape", input_shape)
+    example_bytes = 4 * int(np.prod([int(d) for d in shape])) if len(shape) else 4
+    return max(1, min(_READ_BATCH, _READ_BYTES // max(1, example_bytes)))
 
 
 def _classes(y: np.ndarray) -> int:

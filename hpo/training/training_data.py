@@ -88,11 +88,8 @@ class StreamedData:
 
     def calls(self, batch_size: int, steps_per_call: int):
         """The train split as compiled calls' inputs: whole batches, `steps_per_call` of them stacked
-        per call (the last call may hold fewer), prefetched."""
-        import tensorflow as tf
-
-        return (self.train.batches(batch_size, drop_remainder=True).batch(steps_per_call)
-                .prefetch(tf.data.AUTOTUNE))
+        per call (the last call may hold fewer), the next call read while the current one trains."""
+        return self.train.batches(batch_size, drop_remainder=True, prefetch=False).batch(steps_per_call).prefetch(1)
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
