@@ -30,16 +30,22 @@ class StreamedSplit:
     def batches(self, batch_size: int, drop_remainder: bool = False, prefetch: bool = True):
         """The split in batches of `batch_size`, inputs float32 and targets `target_dtype`,
         prefetched (one batch ahead) so the next batch is read while the current one trains."""
-        import tensorflow as tf
 
-        target_dtype = tf.as_dtype(self.target_dtype)
-
-        def cast(x, y):
-            return tf.cast(x, tf.float32), tf.cast(y, target_dtype)
-        # Cast after batching: one op per batch rather than one per element.
-        batched = self.elements.batch(batch_size, drop_remainder=drop_remainder).map(cast)
+        batched = self.elements.batch(batch_size, drop_remainder=drop_remainder)
+        if self.needs_cast:        # after batching: one op per batch rather than one per element
+            batched = batched.map(self.cast)
         # One batch ahead, not AUTOTUNE's several: what streaming holds stays a couple of batches.
         return batched.prefetch(1) if prefetch else batched
+
+    @property
+    def needs_cast(self) -> bool:
+        x_spec, y_spec = self.elements.element_spec
+        return x_spec.dtype.name != "float32" or y_spec.dtype.name != self.target_dtype
+
+    def cast(self, x, y):
+        """Inputs as float32, targets as `target_dtype` (traced into a tf.data map)."""
+        import tensorflow as tf
+        return tf.cast(x, tf.float32), tf.cast(y, tf.as_dtype(self.target_dtype))
 
     def first(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The first `n` examples as arrays (what the pre-flight builds and checks on)."""
@@ -77,6 +83,16 @@ class Dataset:
         if self.streamed:
             return self.streams[split].examples if split in self.streams else 0
         return len({"train": self.x_train, "validation": self.x_val, "test": self.x_test}[split])
+
+    @property
+    def needs_cast(self) -> bool:
+        x_spec, y_spec = self.elements.element_spec
+        return x_spec.dtype.name != "float32" or y_spec.dtype.name != self.target_dtype
+
+    def cast(self, x, y):
+        """Inputs as float32, targets as `target_dtype` (traced into a tf.data map)."""
+        import tensorflow as tf
+        return tf.cast(x, tf.float32), tf.cast(y, tf.as_dtype(self.target_dtype))
 
     def first(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The first `n` training examples as arrays (what the pre-flight checks on)."""

@@ -11,7 +11,7 @@ examples per epoch, the epoch's calls, the validation slices, a batch to time a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator
 
 import numpy as np
@@ -73,6 +73,9 @@ class StreamedData:
     train: Any            # hpo.data.StreamedSplit
     validation: Any       # hpo.data.StreamedSplit
     y_example: Any        # a few train targets: Keras resolves `accuracy` from their shape
+    # Built pipelines by (batch size, steps per call), and the validation's: a pipeline built
+    # anew traces its map functions again, which cost a third of a short epoch here.
+    pipelines: dict = field(default_factory=dict, compare=False, repr=False)
     streamed: ClassVar[bool] = True
 
     @property
@@ -89,7 +92,26 @@ class StreamedData:
     def calls(self, batch_size: int, steps_per_call: int):
         """The train split as compiled calls' inputs: whole batches, `steps_per_call` of them stacked
         per call (the last call may hold fewer), the next call read while the current one trains."""
-        return self.train.batches(batch_size, drop_remainder=True, prefetch=False).batch(steps_per_call).prefetch(1)
+        key = (batch_size, steps_per_call)
+        if key not in self.pipelines:
+            self.pipelines[key] = self._calls(batch_size, steps_per_call)
+        return self.pipelines[key]
+
+    def _calls(self, batch_size: int, steps_per_call: int):
+        import tensorflow as tf
+
+        input_shape, target_shape = list(self.train.input_shape), list(self.train.target_shape)
+
+        def stack(x, y):
+            x, y = self.train.cast(x, y)
+            steps = tf.shape(x)[0] // batch_size
+            whole = steps * batch_size        # whole batches only, as the in-memory path trains
+            return (tf.reshape(x[:whole], [steps, batch_size, *input_shape]),
+                    tf.reshape(y[:whole], [steps, batch_size, *target_shape]))
+        # One batching of a call's examples, then one map (cast and reshape): batching batches
+        # costs tf.data a second pass over every element (benchmarks/streaming.py).
+        calls = self.train.elements.batch(batch_size * steps_per_call).map(stack)
+        return calls.filter(lambda x, y: tf.shape(x)[0] > 0).prefetch(1)
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
@@ -100,7 +122,10 @@ class StreamedData:
             yield (x, y), int(x.shape[0])
 
     def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
-        yield from self.validation.batches(batch)
+        key = ("validation", batch)
+        if key not in self.pipelines:
+            self.pipelines[key] = self.validation.batches(batch)
+        yield from self.pipelines[key]
 
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """The first compiled call's input (x, y), for timing a step."""
