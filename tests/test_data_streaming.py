@@ -1,11 +1,13 @@
 """Streamed tf.data splits train a batch at a time: a train split larger than the memory the
 test allows trains without ever being gathered into one array."""
 
+import dataclasses
 import threading
 import time
 import tracemalloc
 
 import data_tasks
+import numpy as np
 import pytest
 
 from hpo.config import DataConfig, TrainingConfig
@@ -85,3 +87,33 @@ def test_a_stream_larger_than_the_memory_limit_trains_without_being_materialised
     # Neither Python's allocations (the generator's arrays) nor the process ever held the split.
     assert python_peak < LIMIT, f"Python allocations peaked at {python_peak / MIB:.0f} MiB"
     assert rss.grown < LIMIT, f"resident memory grew {rss.grown / MIB:.0f} MiB; the split is {TOTAL / MIB:.0f} MiB"
+
+
+def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets():
+    """In memory and streamed, an epoch is the same number of whole batches, whether read as
+    the compiled step's calls or as the `tf.data` datasets a `model.fit` engine takes."""
+    import tensorflow as tf
+
+    from hpo.data import StreamedSplit
+    from hpo.training.epoch_loop import epoch_batches
+    from hpo.training.training_data import device_data
+
+    arrays = load_dataset(DataConfig(dataset="data_tasks:array_splits"))      # 80 train, 20 validation
+    streams = {name: StreamedSplit(tf.data.Dataset.from_tensor_slices((x, y)), len(x), (6,), (), "int32")
+               for name, (x, y) in (("train", (arrays.x_train, arrays.y_train)),
+                                    ("validation", (arrays.x_val, arrays.y_val)))}
+    streamed = dataclasses.replace(arrays, x_train=None, y_train=None, x_val=None, y_val=None, x_test=None, y_test=None,
+                       streams=streams)
+    in_memory, stream = device_data(arrays, "/device:CPU:0"), device_data(streamed, "/device:CPU:0")
+    for data in (in_memory, stream):
+        calls = list(data.train_calls(data_seed=3, epoch=1, batch_size=16, steps_per_call=2))
+        assert [steps for _, steps in calls] == [2, 2, 1]                  # 80 // 16 = 5 whole batches
+        batches = list(data.epoch_dataset(data_seed=3, epoch=1, batch_size=16))
+        assert [int(x.shape[0]) for x, _ in batches] == [16] * 5
+        assert sum(int(x.shape[0]) for x, _ in data.validation_dataset(8)) == 20
+    # In memory, the datasets follow the study's shuffle; streamed, the split's own order.
+    order = epoch_batches(3, 1, 80, 16)
+    _, first_y = next(iter(in_memory.epoch_dataset(data_seed=3, epoch=1, batch_size=16)))
+    np.testing.assert_array_equal(first_y.numpy(), arrays.y_train[order[0]])
+    stream_x, _ = next(iter(stream.epoch_dataset(data_seed=3, epoch=1, batch_size=16)))
+    np.testing.assert_array_equal(stream_x.numpy(), arrays.x_train[:16])

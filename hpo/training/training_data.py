@@ -5,8 +5,10 @@ each compiled call gathering its batches there by index (`compiled_step`). `Stre
 reads `tf.data` splits a batch at a time: each epoch the train split is batched by the
 trial's batch size, `steps_per_call` batches are stacked into one compiled call's input, and
 the next call's input is prefetched while the current one trains; nothing is gathered into
-one array. Both give the epoch loop (and any engine built on it) the same few things: the
-examples per epoch, the epoch's calls, the validation slices, a batch to time a step on.
+one array. Both give the epoch loop the same few things: the examples per epoch, the
+epoch's calls, the validation slices, a batch to time a step on; and an engine built on
+`model.fit` the epoch's batches and the validation as `tf.data` datasets (`epoch_dataset`,
+`validation_dataset`), in the same order.
 """
 
 from __future__ import annotations
@@ -52,6 +54,22 @@ class DeviceArrays:
         for first in range(0, len(batches), steps_per_call):
             call = batches[first:first + steps_per_call]
             yield tf.constant(call), len(call)
+
+    def epoch_dataset(self, data_seed: int, epoch: int, batch_size: int):
+        """The epoch's batches as a `tf.data.Dataset` of (x, y), in the order `train_calls`
+        trains them: what an engine built on `model.fit` feeds it."""
+        import tensorflow as tf
+
+        from hpo.training.epoch_loop import epoch_batches
+
+        x, y = self.x_train, self.y_train
+        indices = tf.data.Dataset.from_tensor_slices(epoch_batches(data_seed, epoch, self.train_examples, batch_size))
+        return indices.map(lambda idx: (tf.gather(x, idx), tf.gather(y, idx)))
+
+    def validation_dataset(self, batch: int):
+        """The validation split in batches, as a `tf.data.Dataset` (for `model.evaluate`)."""
+        import tensorflow as tf
+        return tf.data.Dataset.from_tensor_slices((self.x_val, self.y_val)).batch(batch)
 
     def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
         for first in range(0, int(self.x_val.shape[0]), batch):
@@ -121,11 +139,23 @@ class StreamedData:
         for x, y in self.calls(batch_size, steps_per_call):
             yield (x, y), int(x.shape[0])
 
-    def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
+    def epoch_dataset(self, data_seed: int, epoch: int, batch_size: int):
+        """The epoch's whole batches as a `tf.data.Dataset` of (x, y), prefetched, in the split's
+        own order: what an engine built on `model.fit` feeds it."""
+        key = ("fit", batch_size)
+        if key not in self.pipelines:
+            self.pipelines[key] = self.train.batches(batch_size, drop_remainder=True)
+        return self.pipelines[key]
+
+    def validation_dataset(self, batch: int):
+        """The validation split in batches, as a `tf.data.Dataset` (for `model.evaluate`)."""
         key = ("validation", batch)
         if key not in self.pipelines:
             self.pipelines[key] = self.validation.batches(batch)
-        yield from self.pipelines[key]
+        return self.pipelines[key]
+
+    def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
+        yield from self.validation_dataset(batch)
 
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """The first compiled call's input (x, y), for timing a step."""
