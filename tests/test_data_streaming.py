@@ -117,3 +117,19 @@ def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets
     np.testing.assert_array_equal(first_y.numpy(), arrays.y_train[order[0]])
     stream_x, _ = next(iter(stream.epoch_dataset(data_seed=3, epoch=1, batch_size=16)))
     np.testing.assert_array_equal(stream_x.numpy(), arrays.x_train[:16])
+
+
+@pytest.mark.parametrize("targets, loss, metric", [("onehot", "categorical_crossentropy", "accuracy"),
+                                                   ("multilabel", "binary_crossentropy", "binary_accuracy"),
+                                                   ("float", "mse", "mae")])
+def test_streamed_targets_of_every_kind_train_with_their_loss(tmp_path, targets, loss, metric):
+    from hpo.training.trainer import Trainer
+
+    dataset = load_dataset(DataConfig(dataset="data_tasks:stream_splits", options={"targets": targets}),
+                           class_labels=False)
+    trainer = Trainer(dataset, get_builder("mlp"), TrainingConfig(compile="graph", loss=loss, metrics=(metric,)), {},
+                      "/device:CPU:0")
+    reports = list(trainer.run(TrainTask(trial_id=0, config={**CONFIG, "batch_size": 16}, start_epoch=0, end_epoch=2,
+                                         seed=1, checkpoint_out=str(tmp_path / "c.npz"), objective=f"val_{metric}")))
+    assert [r.epoch for r in reports] == [1, 2]
+    assert all(np.isfinite(r.metrics[name]) for r in reports for name in ("loss", "val_loss", f"val_{metric}"))
