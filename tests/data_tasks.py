@@ -121,12 +121,12 @@ def nan_in_named_arrays():
 # --- a stream larger than the memory the streaming test allows -----------------------------------
 
 BIG_FEATURES = 16384           # 64 KiB per example
-BIG_EXAMPLES = 1_500           # 94 MiB in all
+BIG_EXAMPLES = 3_000           # 188 MiB in all
 PULLED = [0]                   # examples the generator has produced so far
 
 
 def big_stream_splits(examples=BIG_EXAMPLES):
-    """A train split of 94 MiB made by a Python generator, one example at a time, its length
+    """A train split of 188 MiB made by a Python generator, one example at a time, its length
     declared (so loading does not count it) and its classes named (so loading does not scan it)."""
     import tensorflow as tf
 

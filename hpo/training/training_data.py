@@ -20,6 +20,11 @@ import numpy as np
 
 from hpo.errors import TrialFailed
 
+# Calls read ahead of training. On a busy 2-core CPU, one call ahead left the step waiting
+# on tf.data (benchmarks/streaming.py: streamed/arrays 0.62); two cost one more call's input
+# of memory. (A parallel batching was as fast but held several calls more.)
+PREFETCH_CALLS = 2
+
 
 @dataclass(frozen=True)
 class DeviceArrays:
@@ -128,8 +133,8 @@ class StreamedData:
                     tf.reshape(y[:whole], [steps, batch_size, *target_shape]))
         # One batching of a call's examples, then one map (cast and reshape): batching batches
         # costs tf.data a second pass over every element (benchmarks/streaming.py).
-        calls = self.train.elements.batch(batch_size * steps_per_call).map(stack)
-        return calls.filter(lambda x, y: tf.shape(x)[0] > 0).prefetch(1)
+        calls = self.train.elements.batch(batch_size * steps_per_call)
+        return calls.map(stack).filter(lambda x, y: tf.shape(x)[0] > 0).prefetch(PREFETCH_CALLS)
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
