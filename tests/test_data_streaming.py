@@ -133,3 +133,19 @@ def test_streamed_targets_of_every_kind_train_with_their_loss(tmp_path, targets,
                                          seed=1, checkpoint_out=str(tmp_path / "c.npz"), objective=f"val_{metric}")))
     assert [r.epoch for r in reports] == [1, 2]
     assert all(np.isfinite(r.metrics[name]) for r in reports for name in ("loss", "val_loss", f"val_{metric}"))
+
+
+def test_fusion_refuses_streamed_data_and_its_trials_train_unfused(tmp_path):
+    from hpo.fusion import with_fusion
+    from hpo.jobs import TrialDone
+    from hpo.training.trainer import Trainer
+
+    trainer = Trainer(load_dataset(DataConfig(dataset="data_tasks:stream_splits")), get_builder("mlp"),
+                      TrainingConfig(compile="graph", fuse=2), {}, "/device:CPU:0")
+    fusing = with_fusion(trainer, 2)
+    assert "streamed by tf.data" in fusing.refusal
+    tasks = [TrainTask(trial_id=i, config={**CONFIG, "batch_size": 16, "learning_rate": rate}, start_epoch=0,
+                       end_epoch=1, seed=i, checkpoint_out=str(tmp_path / f"{i}.npz"))
+             for i, rate in enumerate((1e-3, 3e-3))]
+    ends = [e for e in fusing.run_group(tasks) if isinstance(e, TrialDone)]
+    assert [(e.trial_id, e.epochs_trained, e.error) for e in ends] == [(0, 1, None), (1, 1, None)]
