@@ -134,7 +134,7 @@ class StreamedData:
         # One batching of a call's examples, then one map (cast and reshape): batching batches
         # costs tf.data a second pass over every element (benchmarks/streaming.py).
         calls = self.train.elements.batch(batch_size * steps_per_call)
-        return calls.map(stack).filter(lambda x, y: tf.shape(x)[0] > 0).prefetch(PREFETCH_CALLS)
+        return _beside_training(calls.map(stack).filter(lambda x, y: tf.shape(x)[0] > 0).prefetch(PREFETCH_CALLS))
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
@@ -149,14 +149,14 @@ class StreamedData:
         own order: what an engine built on `model.fit` feeds it."""
         key = ("fit", batch_size)
         if key not in self.pipelines:
-            self.pipelines[key] = self.train.batches(batch_size, drop_remainder=True)
+            self.pipelines[key] = _beside_training(self.train.batches(batch_size, drop_remainder=True))
         return self.pipelines[key]
 
     def validation_dataset(self, batch: int):
         """The validation split in batches, as a `tf.data.Dataset` (for `model.evaluate`)."""
         key = ("validation", batch)
         if key not in self.pipelines:
-            self.pipelines[key] = self.validation.batches(batch)
+            self.pipelines[key] = _beside_training(self.validation.batches(batch))
         return self.pipelines[key]
 
     def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
@@ -165,6 +165,19 @@ class StreamedData:
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """The first compiled call's input (x, y), for timing a step."""
         return next(iter(self.calls(batch_size, steps_per_call)))
+
+
+def _beside_training(pipeline):
+    """`pipeline` with tf.data's autotuner off and one thread per op: both otherwise compete
+    with the training step's threads for the CPU, and on a busy 2-core CPU streamed epochs
+    then ran 2x or 4x slower in bursts (benchmarks/streaming.py: streamed/arrays 0.52-0.87
+    from run to run, 0.96 without them)."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.threading.max_intra_op_parallelism = 1
+    return pipeline.with_options(options)
 
 
 def device_data(dataset, device: str) -> DeviceArrays | StreamedData:
