@@ -390,13 +390,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+VIEW_REFRESH_SECONDS = 5
+
+
 def cmd_tensorboard(args: argparse.Namespace) -> int:
+    from hpo.tensorboard_view import link_new_files, logdir_to_show
     study = _open(args.study_dir)
-    logdir = study.tensorboard_dir
-    study.close()
-    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
-    log.info("running: %s", " ".join(command))
-    return subprocess.call(command)
+    own = study.tensorboard_dir
+    # A dead driver's running trials show as interrupted through a view built here, outside
+    # the study (which stays read-only); it lives as long as TensorBoard runs, and takes in
+    # the runs of a search resumed meanwhile.
+    with tempfile.TemporaryDirectory(prefix="hpo-tensorboard-") as scratch:
+        try:
+            logdir = logdir_to_show(study, Path(scratch))
+        finally:
+            study.close()
+        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
+        log.info("running: %s", " ".join(command))
+        if logdir == own:
+            return subprocess.call(command)
+        with subprocess.Popen(command) as board:
+            while True:
+                try:
+                    return board.wait(timeout=VIEW_REFRESH_SECONDS)
+                except subprocess.TimeoutExpired:
+                    link_new_files(own, logdir)
 
 
 COMMANDS = {"search": cmd_search, "status": cmd_status, "best": cmd_best, "export": cmd_export,

@@ -22,6 +22,7 @@ from hpo.space import SearchSpace
 BACKENDS = ("inline", "local", "dask")
 DIRECTIONS = ("minimize", "maximize")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+ENGINES = ("auto", "compiled", "fit")       # `training.engine` (hpo.training.engines)
 CUSTOM_REF = references.REFERENCE
 # An experiment is a few dozen values; aliases that expand past this are an alias bomb.
 MAX_YAML_VALUES = 100_000
@@ -67,6 +68,15 @@ FUSE_AUTO_CEILING = 32     # the most jobs `training.fuse: auto` takes in flight
 
 
 @dataclass(frozen=True)
+class EarlyStoppingConfig:
+    """`training.early_stopping`: stop a trial once `monitor` has not improved by more than
+    `min_delta` for `patience` epochs in a row (its direction as `search.direction` infers it)."""
+    monitor: str = "val_loss"
+    patience: int = 3
+    min_delta: float = 0.0
+
+
+@dataclass(frozen=True)
 class TrainingConfig:
     compile: str = "auto"
     device: str = "auto"
@@ -79,6 +89,9 @@ class TrainingConfig:
     fuse: int | str = 1               # trials of one architecture trained as one program (per worker), or 'auto'
     loss: str = metric_names.DEFAULT_LOSS             # a Keras loss identifier or 'package.module:function'
     metrics: tuple[str, ...] = metric_names.DEFAULT_METRICS   # Keras metric identifiers or references
+    engine: str = "auto"              # 'compiled', 'fit' (Keras's model.fit) or 'auto' (hpo.training.engines)
+    callbacks: tuple[str, ...] = ()   # 'package.module:function' references, each returning a Keras callback
+    early_stopping: EarlyStoppingConfig | None = None
 
     @property
     def class_labels(self) -> bool:
@@ -509,7 +522,12 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         fuse=t.get("fuse", "fuse"),
         loss=t.get("loss", "str", choices=metric_names.LOSSES, custom_ok=True),
         metrics=_metrics(t),
+        engine=t.get("engine", "str", choices=ENGINES),
+        callbacks=_callbacks(t),
+        early_stopping=_early_stopping(raw.get("training")),
     )
+    if training.early_stopping is not None:
+        _check_monitor(training)
     _check_space_values(space)
 
     o = _Section(raw.get("output"), "output", OutputConfig)
@@ -548,6 +566,39 @@ def _metrics(section: _Section) -> tuple[str, ...]:
                               key=key)
         seen[name] = item
     return tuple(raw)
+
+
+def _callbacks(section: _Section) -> tuple[str, ...]:
+    """`training.callbacks`: references to functions that each return a Keras callback
+    (called per trial; the pre-flight checks what they return)."""
+    raw = section.get("callbacks", "list")
+    if isinstance(raw, tuple):
+        return raw
+    for i, item in enumerate(raw):
+        if not isinstance(item, str) or not CUSTOM_REF.match(item):
+            raise ConfigError(f"expected 'package.module:function' references to functions that return a Keras "
+                              f"callback, got {item!r} at position {i}", key="training.callbacks")
+        references.resolve(item, key="training.callbacks")
+    return tuple(raw)
+
+
+def _early_stopping(training: Any) -> EarlyStoppingConfig | None:
+    raw = training.get("early_stopping") if isinstance(training, Mapping) else None
+    if raw is None:
+        return None
+    e = _Section(raw, "training.early_stopping", EarlyStoppingConfig)
+    return EarlyStoppingConfig(monitor=e.get("monitor", "str"), patience=e.get("patience", "int", minimum=0),
+                               min_delta=e.get("min_delta", "number", minimum=0))
+
+
+def _check_monitor(training: TrainingConfig) -> None:
+    """The early-stopping monitor is a value every epoch logs: the loss or a configured metric."""
+    reported = metric_names.objective_names(training.metrics)
+    monitor = training.early_stopping.monitor
+    if monitor not in reported:
+        raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
+                          f"({', '.join(reported)}), got {monitor!r}{did_you_mean(monitor, reported)}",
+                          key="training.early_stopping.monitor")
 
 
 def _explicit_null(section: Any, key: str) -> bool:
@@ -625,7 +676,8 @@ def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -
 
 # Keys a study made before they existed lacks, with the value its trials ran with.
 _ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
-               ("training", "metrics"): list(metric_names.DEFAULT_METRICS)}
+               ("training", "metrics"): list(metric_names.DEFAULT_METRICS),
+               ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None}
 
 
 def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,6 +15,10 @@ status DIR`, `hpo best DIR` and `hpo export DIR` work on it, and its hpo.log kee
 message, failed trials' tracebacks included. A call whose space, searcher or budgets differ
 from the stored study's is refused; `fresh=True` starts a new study there instead.
 
+Several objectives: `objectives=["error", {"name": "params", "direction": "minimize"}]` and
+`constraints=["params <= 20000"]`, with an objective returning a dict of named values; the
+result's `pareto` holds the Pareto set.
+
 Bad arguments raise `UserInputError` naming the argument of `optimize` (not the YAML key
 the CLI would name).
 """
@@ -25,11 +29,14 @@ import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from hpo.errors import ConfigError, UserInputError
+from hpo.errors import ConfigError, ConfigTypeError, UserInputError
+from hpo.search.objectives import Goals, Objective, suggest
+from hpo.search.pareto import pareto_mask
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
+from hpo.trial import TrialResult, TrialState
 
 DEFAULT_MAX_TRIALS = 100
 # The experiment key each argument of `optimize` fills, to name the argument in errors.
@@ -40,13 +47,30 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
 
 
 @dataclass(frozen=True)
+class ParetoMember:
+    """One trial of the Pareto set: its objectives (and constraints' values) by name."""
+
+    trial_id: int
+    config: dict[str, Any]
+    budget: float
+    objectives: dict[str, float]        # objective name -> value, in the user's direction
+    feasible: bool                      # every constraint holds
+    metrics: dict[str, float]           # everything the objective returned
+
+
+@dataclass(frozen=True)
 class OptimizeResult:
+    """With several objectives `best_*` are None and `pareto` holds the Pareto set; with one,
+    `pareto` holds the best trial(s) (the best feasible one where there are constraints)."""
+
     best_config: dict[str, Any] | None
     best_value: float | None
     best_budget: float | None
     trials: list[TrialRow]              # every trial, in id order
     stopped_because: str                # 'max_trials', 'time_limit', 'searcher finished', 'interrupted'
     study_dir: Path | None              # None when the study lived in a temporary folder
+    objectives: tuple[Objective, ...] = ()
+    pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One flat dict per trial (config keys prefixed `config.`), for csv or a DataFrame."""
@@ -66,7 +90,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
              max_trials: int | None = None, time_limit: float | None = None, direction: str = "minimize",
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
              metric: str = "objective", options: Mapping[str, Any] | None = None,
-             initial_configs: list[Mapping[str, Any]] | None = None) -> OptimizeResult:
+             initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
+             constraints: Sequence[str] | None = None) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -77,6 +102,12 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     thread pool. With `study_dir` the search persists there and a repeated call resumes it;
     `fresh=True` moves a study already there aside (to `<study_dir>.old-<time>`) and starts anew.
     `initial_configs`: known-good configs, run first at the schedule's budgets.
+
+    `objectives`: several values to optimise at once, each a name (direction inferred:
+    accuracy-like names are maximised) or {"name", "direction"}; `objective` then returns a
+    dict holding them. `constraints`: strings such as "params <= 20000" over the returned
+    names; a trial breaking one is infeasible and ranks after every feasible one. The
+    result's `pareto` is the Pareto set of the trials at the largest budget reached.
     """
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
@@ -85,6 +116,11 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
 
     if max_trials is None and time_limit is None:
         max_trials = DEFAULT_MAX_TRIALS
+    goals = _goals(objectives, constraints, metric, direction, options)
+    if objectives is not None:
+        metric, direction = goals.objectives[0].name, goals.objectives[0].direction
+    if goals.ranked:
+        options = {**dict(options or {}), **goals.to_dicts()}
     space_dict = space.to_dict() if isinstance(space, SearchSpace) else dict(space)
     name = getattr(objective, "__name__", "objective")
     raw = {
@@ -104,7 +140,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         raise _argument_error(exc) from None
     if study_dir is not None and not fresh:
         _check_resumable(Path(study_dir), experiment)
-    executor = FunctionExecutor(objective, metric, workers=workers)
+    executor = FunctionExecutor(_checked(objective, goals) if goals.ranked else objective, metric, workers=workers)
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
         folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
         study = prepare_study(experiment, folder, fresh=fresh)
@@ -121,11 +157,91 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
             trials = study.trials()
         finally:
             study.close()
+    pareto = pareto_set(trials, goals)
     best = summary.best
+    if goals.multi:
+        best = None
+    elif goals.constraints:
+        best = next((t for t in trials if pareto and t.trial_id == pareto[0].trial_id), None)
     return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
                           best_budget=best.budget if best else None, trials=trials,
                           stopped_because=summary.stopped_because,
-                          study_dir=Path(study_dir) if study_dir is not None else None)
+                          study_dir=Path(study_dir) if study_dir is not None else None,
+                          objectives=goals.objectives if objectives is not None else (),
+                          pareto=pareto)
+
+
+def pareto_set(trials: Sequence[TrialRow], goals: Goals) -> tuple[ParetoMember, ...]:
+    """The completed trials at the largest budget any reached that are feasible and not
+    dominated there (with none feasible, the least violating), in trial id order."""
+    done = []
+    for t in trials:
+        if t.state != TrialState.COMPLETE:
+            continue
+        result = goals.result_of(TrialResult(value=t.value, metrics=t.metrics))
+        if result.ok:
+            done.append((t, result))
+    if not done:
+        return ()
+    top = max(t.budget for t, _ in done)
+    done = [(t, r) for t, r in done if t.budget == top]
+    violations = [goals.violation(r) for _, r in done]
+    mask = pareto_mask([goals.losses(r) for _, r in done], violations)
+    members = []
+    for (t, r), keep, violation in zip(done, mask, violations):
+        if keep:
+            values = r.values or (r.value,)
+            members.append(ParetoMember(trial_id=t.trial_id, config=dict(t.config), budget=t.budget,
+                                        objectives={o.name: v for o, v in zip(goals.objectives, values)},
+                                        feasible=violation == 0, metrics=dict(t.metrics)))
+    return tuple(members)
+
+
+def _goals(objectives, constraints, metric: str, direction: str, options) -> Goals:
+    """The objectives and constraints, checked: errors name the argument of `optimize`."""
+    if objectives is not None:
+        if metric != "objective":
+            raise ConfigError("pass either metric (one objective) or objectives, not both",
+                              source="hpo.optimize(), argument 'objectives'")
+        if direction != "minimize":
+            raise ConfigError("with objectives, give each its direction ({'name': ..., 'direction': ...}) "
+                              "instead of the direction argument", source="hpo.optimize(), argument 'direction'")
+    taken = sorted({"objectives", "constraints"} & set(options or {}))
+    if taken:
+        raise ConfigError(f"{taken[0]!r} is an argument of optimize, not a searcher option",
+                          source="hpo.optimize(), argument 'options'")
+    try:
+        if objectives is None:
+            return Goals.build([Objective(metric, direction)], constraints)
+        return Goals.build(objectives, constraints)
+    except TypeError as exc:
+        argument = "constraints" if "constraint" in str(exc) else "objectives"
+        raise ConfigTypeError(str(exc), source=f"hpo.optimize(), argument {argument!r}") from None
+    except ValueError as exc:
+        argument = "constraints" if "constraint" in str(exc) else "objectives"
+        raise ConfigError(str(exc), source=f"hpo.optimize(), argument {argument!r}") from None
+
+
+def _checked(objective: Callable[[Mapping[str, Any], float], Any], goals: Goals):
+    """The objective, failing a trial whose result lacks an objective or a constraint's value
+    with a message naming it (and the closest name it did return)."""
+    needed = list(goals.names) + [c.name for c in goals.constraints if c.name not in goals.names]
+
+    def checked(config: Mapping[str, Any], budget: float) -> Any:
+        out = objective(config, budget)
+        if not isinstance(out, Mapping):
+            if goals.multi or any(c.name != goals.names[0] for c in goals.constraints):
+                raise TypeError(f"the objective must return a dict holding {', '.join(needed)}, "
+                                f"got {type(out).__name__} {out!r}")
+            return out
+        for name in needed:
+            if name not in out:
+                raise ValueError(f"the objective returned no {name!r}{suggest(name, map(str, out))}; "
+                               f"it returned {', '.join(map(str, out))}")
+        return out
+
+    checked.__name__ = getattr(objective, "__name__", "objective")
+    return checked
 
 
 def _argument_error(exc: ConfigError) -> ConfigError:

@@ -6,8 +6,10 @@ this machine, the loader runs once and returns usable data (arrays to split, or 
 splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`), the builder, called once
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
-its outputs for the first examples. Each failure is a ConfigError (exit 2) naming the key, the
-function and what was wrong, so a corrected file then runs without `--fresh`.
+its outputs for the first examples, each `training.callbacks` function returns a Keras
+callback, and `training.engine: compiled` is not asked to train a model only `fit` can.
+Each failure is a ConfigError (exit 2) naming the key, the function and what was wrong,
+so a corrected file then runs without `--fresh`.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ def _check(experiment: Experiment) -> None:
     _check_device(experiment)
     dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
     model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
+    callbacks = _check_callbacks(experiment)
     if model is not None:
-        _check_loss_and_metrics(experiment, model, *dataset.first(8))
+        x, y = dataset.first(8)
+        _check_loss_and_metrics(experiment, model, x, y)
+        _check_engine(experiment, model, callbacks, y)
 
 
 def _check_device(experiment: Experiment) -> None:
@@ -119,6 +124,29 @@ def _check_loss_and_metrics(experiment: Experiment, model, x, y) -> None:
         key = "training.loss" if problem.startswith("loss") else "training.metrics"
         raise ConfigError(f"with the builder {experiment.model.builder!r} and the loader "
                           f"{experiment.data.dataset!r}: {problem}", key=key)
+
+
+def _check_callbacks(experiment: Experiment) -> list:
+    """One callback from each `training.callbacks` function (a ConfigError if it is none)."""
+    if not experiment.training.callbacks:
+        return []
+    from hpo.training.callbacks import make_callbacks
+    return make_callbacks(experiment.training.callbacks)
+
+
+def _check_engine(experiment: Experiment, model, callbacks: list, y) -> None:
+    """`training.engine: compiled` on a model only Keras's `fit` trains as asked is refused."""
+    from hpo.training.engines import choose_engine, fit_reasons
+
+    training = experiment.training
+    if training.engine == "compiled":
+        reasons = fit_reasons(model, training, callbacks, y)
+        if reasons:
+            raise ConfigError(f"the compiled engine cannot train the builder {experiment.model.builder!r}'s model "
+                              f"as asked: {'; '.join(reasons)}; expected 'fit' or 'auto'", key="training.engine")
+    elif training.engine == "auto":
+        choice = choose_engine(model, training, callbacks, y)
+        log.info("engine for the low end of the space: %s (%s)", choice.engine, choice.reason)
 
 
 class ReadRecorder(Mapping[str, Any]):

@@ -21,7 +21,7 @@ from hpo.metric_names import objective_names
 from hpo.resume import replay
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
-from hpo.tensorboard_logs import run_name, trial_hparams
+from hpo.tensorboard_logs import counts_with_driver_gone, run_name, trial_counts, trial_hparams
 from hpo.trial import Job, TrialResult, TrialState
 
 log = logging.getLogger("hpo.runner")
@@ -196,11 +196,9 @@ class Runner:
         self.study.record_result(job, result, epochs_trained=event.epochs_trained)
         self.searcher.tell(job, result)
         if self.board is not None:
-            counts = {state.value: self.study.count(state) for state in
-                      (TrialState.RUNNING, TrialState.COMPLETE, TrialState.FAILED)}
             best = self.study.best(self.experiment.search.direction)
             self.board.trial_finished(event.epochs_trained, best.value if best else None,
-                                      time.monotonic() - self._started, counts, self.searcher.stats())
+                                      time.monotonic() - self._started, trial_counts(self.study), self.searcher.stats())
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
@@ -231,6 +229,8 @@ class Runner:
             if trial.state == TrialState.RUNNING:
                 self.study.mark_interrupted(trial.trial_id, reason)
                 log.warning("trial %d interrupted: %s; it will rerun on resume", trial.trial_id, reason)
+        if self.board is not None:
+            self.board.trials_counted(trial_counts(self.study))
 
     def _report_progress(self, started: float) -> None:
         best = self.study.best(self.experiment.search.direction)
@@ -276,6 +276,10 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
         runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
                                    epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
                                    best_so_far=best.value if best else None)
+        # Trials still 'running' as this driver takes the study were a dead driver's (it never
+        # marked them): until they run again, the search run counts them interrupted.
+        if study.count(TrialState.RUNNING):
+            runner.board.trials_counted(counts_with_driver_gone(trial_counts(study)))
         return runner
     return Runner(experiment, study, searcher, executor)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sqlite3
 import time
 import urllib.parse
@@ -122,15 +123,26 @@ class Study:
         except OSError as exc:
             raise UserInputError(f"{directory}: cannot write the study folder there ({exc.strerror}); "
                                  f"choose another with --study-dir or output.dir") from None
-        if (directory / DB_NAME).exists():
-            raise FileExistsError(directory / DB_NAME)
-        study = cls(directory, _connect(directory / DB_NAME))
-        study._db.executescript(_SCHEMA)
-        with study._transaction() as db:
+        path = directory / DB_NAME
+        if path.exists():
+            raise FileExistsError(path)
+        # Built under another name and renamed into place once whole: a driver killed part-way
+        # through creating leaves no half-made study.sqlite, which would read as damaged.
+        staging = directory / f"{DB_NAME}.new"
+        for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
+            leftover.unlink(missing_ok=True)
+        db = _connect(staging)
+        try:
+            db.executescript(_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             db.execute("INSERT INTO meta VALUES ('experiment', ?)", (json.dumps(experiment, sort_keys=True),))
             db.execute("INSERT INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
-        return study
+            db.execute("COMMIT")
+        finally:
+            db.close()          # the last connection: SQLite checkpoints the log into the file
+        os.replace(staging, path)
+        return cls(directory, _connect(path, mode="rw"))
 
     @classmethod
     def open(cls, directory: str | Path, *, read_only: bool = False) -> "Study":

@@ -32,6 +32,46 @@ def hparam_value(value: Any) -> Any:
 
 SEARCH_RUN = "search"          # the run with the search as a whole
 TRIAL_FIELDS = ("trial_id", "bracket")   # hparams every trial row carries besides the space's
+# The trial states the search run counts (`search/trials_<state>`).
+COUNTED_STATES = ("running", "complete", "failed", "interrupted")
+
+
+def count_tag(state: str) -> str:
+    return f"search/trials_{state}"
+
+
+def trial_counts(study) -> dict[str, int]:
+    """Trials per state as the study stores them (`Study.count`), for the search run."""
+    from hpo.trial import TrialState
+    return {state: study.count(TrialState(state)) for state in COUNTED_STATES}
+
+
+def counts_with_driver_gone(counts: Mapping[str, int]) -> dict[str, int]:
+    """Trial counts with the running trials shown as interrupted: a driver that holds no lock
+    (killed with SIGKILL, so it never marked them) runs nothing, as `hpo status` shows too."""
+    shown = {state: counts.get(state, 0) for state in COUNTED_STATES}
+    shown["interrupted"] += shown["running"]
+    shown["running"] = 0
+    return shown
+
+
+def write_derived_counts(run_dir: str | Path, step: int, counts: Mapping[str, int]) -> Path:
+    """One event file in `run_dir` with the trial counts at `step`, named to sort after every
+    file there (TensorBoard reads a run's files in name order, and shows a step's last value)."""
+    from tensorboard.summary import Writer
+
+    run_dir = Path(run_dir)
+    before = set(run_dir.glob("events.out.tfevents.*"))
+    writer = Writer(str(run_dir))
+    for state, n in counts.items():
+        writer.add_scalar(count_tag(state), n, step)
+    writer.close()
+    (written,) = set(run_dir.glob("events.out.tfevents.*")) - before
+    # Named after the newest file's second, plus one: a file the driver opened within the
+    # same second would otherwise sort by host name and pid.
+    newest = max([int(p.name.split(".")[3]) for p in before if p.name.split(".")[3].isdigit()] + [0])
+    stamp = max(newest + 1, int(written.name.split(".")[3]))
+    return written.rename(run_dir / f"events.out.tfevents.{stamp:010d}.hpo-derived")
 
 
 def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str,
@@ -123,6 +163,10 @@ class SearchBoard:
         self._epochs = epochs_so_far
         self._best = best_so_far
 
+    @property
+    def step(self) -> int:
+        return int(round(self._epochs))
+
     def trial_finished(self, epochs_trained: float, best: float | None, elapsed: float,
                        counts: Mapping[str, int], searcher_stats: Mapping[str, float]) -> None:
         """`best`: the study's best (the best trial at the largest budget reached, as `hpo best`
@@ -131,7 +175,7 @@ class SearchBoard:
         self._epochs += epochs_trained
         if best is not None:
             self._best = best
-        step = int(round(self._epochs))
+        step = self.step
         with self._writer.as_default():
             if self._best is not None:
                 tf.summary.scalar("search/best_objective", self._best, step=step,
@@ -140,9 +184,18 @@ class SearchBoard:
                 tf.summary.scalar("search/best_objective_by_seconds", self._best, step=int(elapsed),
                                   description=f"best {self.objective} so far; step = seconds since the search started")
             for state, n in counts.items():
-                tf.summary.scalar(f"search/trials_{state}", n, step=step)
+                tf.summary.scalar(count_tag(state), n, step=step)
             for name, figure in searcher_stats.items():
                 tf.summary.scalar(f"searcher/{name}", figure, step=step)
+        self._writer.flush()
+
+    def trials_counted(self, counts: Mapping[str, int]) -> None:
+        """The trial counts at the current step, between two trial ends: when trials stop
+        (interrupted), and when a resumed search starts with a dead driver's trials."""
+        import tensorflow as tf
+        with self._writer.as_default():
+            for state, n in counts.items():
+                tf.summary.scalar(count_tag(state), n, step=self.step)
         self._writer.flush()
 
     def close(self) -> None:

@@ -59,13 +59,17 @@ class TrialResult:
     """What a searcher is told about a finished job.
 
     `value` is the objective in the user's direction (the searcher converts it);
-    None or non-finite means the trial produced no usable value.
+    None or non-finite means the trial produced no usable value. With several objectives,
+    `values` holds them all in the searcher's order (`value` is the first) and `metrics`
+    any named values, the constraints' among them; with one objective `values` is empty
+    and the result stores exactly as a single-objective one always has.
     """
 
     value: float | None
     state: TrialState = TrialState.COMPLETE
     metrics: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
+    values: tuple[float, ...] = ()
 
     @classmethod
     def coerce(cls, result: "TrialResult | float | int | None") -> "TrialResult":
@@ -81,15 +85,19 @@ class TrialResult:
     @property
     def ok(self) -> bool:
         return (self.state == TrialState.COMPLETE and self.value is not None
-                and math.isfinite(self.value))
+                and math.isfinite(self.value) and all(math.isfinite(v) for v in self.values))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (what the study stores)."""
-        return {"value": self.value, "state": self.state.value, "metrics": dict(self.metrics),
+        data = {"value": self.value, "state": self.state.value, "metrics": dict(self.metrics),
                 "error": self.error}
+        if self.values:             # only several objectives add the key: one stores as it always has
+            data["values"] = list(self.values)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
         """The inverse of `to_dict`."""
         return cls(value=data.get("value"), state=TrialState(data["state"]),
-                   metrics=dict(data.get("metrics") or {}), error=data.get("error"))
+                   metrics=dict(data.get("metrics") or {}), error=data.get("error"),
+                   values=tuple(float(v) for v in data.get("values") or ()))

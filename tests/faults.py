@@ -89,3 +89,16 @@ def assert_parallel_smoke_run(done, study_dir):
     spans = sorted((t.started_at, t.finished_at) for t in trials)
     assert any(c < b for (a, b), (c, d) in zip(spans, spans[1:])), f"no two trials overlapped: {spans}"
     return trials
+
+
+def hpo_here(capsys, *args) -> subprocess.CompletedProcess:
+    """The CLI's entry point called in this test process, with the same result shape as `hpo`.
+
+    For tests whose subject is what a command does, not how a fresh process starts: the
+    test process has TensorFlow imported already, so this saves a process start and its
+    TensorFlow import. Python warnings are not on its stderr (pytest records them)."""
+    from hpo.cli import main
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["hpo", *args], code, out, err)

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs this module, so its module-scoped fixtures run once (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("cli_e2e")
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = str(ROOT / "experiments" / "smoke.yaml")
 

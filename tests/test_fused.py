@@ -267,12 +267,12 @@ def test_a_diverging_member_fails_the_group(digits, tmp_path):
         list(train_fused(fusing(make_trainer(digits)), tasks_for(tmp_path, configs, "nan")))
 
 
-def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
+def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, capsys):
     """The runner hands the inline executor (or each local worker) several jobs; those sharing
     an architecture, batch size and epochs train fused, and every trial's results equal an
     unfused search's. (Fused shares on Dask: tests/test_dask_executor.py and the fused-group
     kill in tests/test_fault_injection.py.)"""
-    from faults import SMOKE, hpo
+    from faults import SMOKE, hpo, hpo_here
 
     from hpo.study import Study
 
@@ -287,7 +287,9 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path):
     local = ["--set", "execution.backend=local", "--set", "execution.workers=2", "--set", "execution.recycle_after=3"]
     for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local)):
         study_dir = tmp_path / f"fuse{fuse}"
-        done = hpo("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
+        # The inline searches run in this process; the local one starts its own workers.
+        run = hpo if extra else lambda *args: hpo_here(capsys, *args)
+        done = run("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
                    "--set", f"training.fuse={4 if fuse == 'local' else fuse}")
         assert done.returncode == 0, done.stderr[-3000:]
         runs[fuse] = Study.open(study_dir)

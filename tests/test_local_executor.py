@@ -2,6 +2,7 @@
 
 import signal
 
+import crashing_builder
 from faults import SMOKE, assert_parallel_smoke_run, hpo, kill, query, start_hpo, wait_for, worker_processes
 
 from hpo.executors.local import default_workers, visible_gpu_for
@@ -24,16 +25,18 @@ def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
 
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     study_dir = tmp_path / "study"
+    crashing = ("{layers: 1, units: 16, dropout: %s, learning_rate: 0.01, optimizer: adam}"
+                % crashing_builder.CRASHING_DROPOUT)
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
                "--set", "execution.workers=2", "--set", "model.builder=tests.crashing_builder:build",
-               "--set", "space.units.low=12", "--set", "space.units.high=14", "--set", "space.units.log=false",
+               "--set", f"search.initial_configs=[{crashing}]", "--set", "search.max_trials=4",
                "--set", "execution.max_retries=1")
     assert done.returncode == 0, done.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     failed = [t for t in trials if t.state.value == "failed"]
-    assert failed, "no config drew units=13; the test needs one"
     # A crash that repeats is retried max_retries times, then the trial fails with the reason.
-    assert all(t.config["units"] == 13 and t.attempts == 2 and "worker process died with exit code 9" in t.error
+    assert [t.config["dropout"] for t in failed] == [crashing_builder.CRASHING_DROPOUT]
+    assert all(t.attempts == 2 and "worker process died with exit code 9" in t.error
                and "gave up after 2 attempts" in t.error for t in failed)
     assert any(t.state.value == "complete" for t in trials)
 
@@ -52,12 +55,11 @@ def test_two_workers_run_trials_at_the_same_time_and_are_recycled_after_their_qu
 
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     study_dir = tmp_path / "study"
-    # 48 trials, not the smoke's 8: in one CI run all 8 finished between the first trial's
-    # row appearing and the signal, and the driver exited 0 with nothing left to stop. The
-    # work left after the first finished trial: ~2.6 s with 8 trials, ~4.3 s with 24, ~8.6 s
-    # with 48.
+    # Batches of 8 make each epoch four times longer than the smoke's, so that trials are still
+    # running when the first one has finished (with the smoke's 8 quick trials, all of them once
+    # finished before the signal), without a long search for the resume to finish.
     args = ["search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-            "--set", "execution.workers=2", "--set", "search.max_trials=48"]
+            "--set", "execution.workers=2", "--set", "search.max_trials=12", "--set", "training.batch_size=8"]
     driver = start_hpo(*args)
     wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'"), what="a finished trial",
              process=driver)
@@ -70,11 +72,12 @@ def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     assert "complete" in states and "running" not in states
     wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
              what="the workers to exit with the driver")
-    resumed = hpo(*args)
+    # The execution section may change on resume; inline spares starting two more workers.
+    resumed = hpo(*args, "--set", "execution.backend=inline")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     states = [(t.trial_id, t.state.value) for t in trials]
-    assert len(trials) == 48 and all(state == "complete" for _, state in states), states
+    assert len(trials) == 12 and all(state == "complete" for _, state in states), states
 
 
 def fake_worker(slot, target, *args, trial_id=None, inbox=None):

@@ -7,7 +7,7 @@ import pytest
 
 from hpo.search import ASHA, BOHB, AsyncBOHB, AsyncHyperband, Hyperband, RandomSearch
 from hpo.trial import TrialResult, TrialState
-from tests.searcher_harness import SPACE, drive, signature
+from tests.searcher_harness import SPACE, drive, objective, signature
 
 SEARCHERS = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA, "async_hyperband": AsyncHyperband,
              "bohb": BOHB, "async_bohb": AsyncBOHB, "bohb_paper_kde": functools.partial(BOHB, model="kde")}
@@ -92,7 +92,7 @@ def test_replayed_history_rebuilds_the_live_state(name, workers):
     check_replay(functools.partial(make, name, seed=3), workers)
 
 
-def check_replay(build, workers):
+def check_replay(build, workers, value_of=lambda job: math.sin(job.trial_id) + job.config["x"], last=1.0):
     live = build()
     events = []
     pending = []
@@ -104,7 +104,7 @@ def check_replay(build, workers):
             events.append(("ask", job))
             pending.append(job)
         job = pending.pop(0)
-        value = math.sin(job.trial_id) + job.config["x"]
+        value = value_of(job)
         live.tell(job, value)
         events.append(("tell", job, value))
     replayed = build()
@@ -115,9 +115,10 @@ def check_replay(build, workers):
             replayed.tell(replayed.pending[event[1].trial_id], event[2])
     assert replayed.pending.keys() == live.pending.keys()
     for job in list(live.pending.values()):   # both finish their pending work the same way
-        live.tell(job, 1.0)
-        replayed.tell(replayed.pending[job.trial_id], 1.0)
-    assert signature(drive(live, 40, workers=workers)) == signature(drive(replayed, 40, workers=workers))
+        live.tell(job, last)
+        replayed.tell(replayed.pending[job.trial_id], last)
+    drive_on = drive if last == 1.0 else drive_several
+    assert signature(drive_on(live, 40, workers=workers)) == signature(drive_on(replayed, 40, workers=workers))
 
 
 def test_maximize_prefers_large_values(name):
@@ -167,3 +168,86 @@ def test_priors_and_enqueued_configs_stay_inside_the_space(name):
 @pytest.mark.parametrize("workers", [1, 3])
 def test_replay_rebuilds_the_state_with_priors_and_enqueued_configs(name, workers):
     check_replay(functools.partial(make_guided, name, seed=3), workers)
+
+
+# --- several objectives (two and three) and a constraint ----------------------------------------
+
+MO_SEARCHERS = {**{k: v for k, v in SEARCHERS.items() if k != "bohb_paper_kde"},
+                "bohb_parego": functools.partial(BOHB, split="parego"),
+                "asha_hypervolume": functools.partial(ASHA, tie_break="hypervolume")}
+
+
+def several(job, n_objectives):
+    """Conflicting objectives of the harness's space: the harness's loss, distance from the
+    other end of x, and a cost growing with n; "n <= 6" is the constraint."""
+    c = job.config
+    values = {"loss": objective(c, job.budget), "far": (c["x"] + 4) ** 2 / (1 + job.budget / 27),
+              "cost": c["n"] * (1 + abs(math.log10(c["lr"]))), "n": c["n"]}
+    if n_objectives == 2:
+        return [values["loss"], values["far"]] if job.trial_id % 2 else values   # a vector or a dict
+    # What the runner tells (and a resumed study replays): the metrics, the objectives among them.
+    return TrialResult(value=values["loss"], metrics=values) if job.trial_id % 2 else values
+
+
+def make_several(name, n_objectives, seed=0, enqueue=False):
+    objectives = ["loss", {"name": "far", "direction": "minimize"}, "cost"][:n_objectives]
+    constraints = [] if n_objectives == 2 else ["n <= 6"]
+    searcher = MO_SEARCHERS[name](SPACE, seed=seed, objectives=objectives, constraints=constraints, **BUDGETS)
+    for config in ENQUEUED if enqueue else ():
+        searcher.enqueue(config)
+    return searcher
+
+
+def drive_several(searcher, n_jobs, workers=1):
+    log, pending, asked = [], [], 0
+    n_objectives = len(searcher.goals.objectives)
+    while asked < n_jobs or pending:
+        while asked < n_jobs and len(pending) < workers:
+            job = searcher.ask()
+            if job is None:
+                break
+            pending.append(job)
+            asked += 1
+        if not pending:
+            break
+        job = pending.pop(0)
+        searcher.tell(job, several(job, n_objectives))
+        log.append((job, searcher.history[-1][1]))
+    return log
+
+
+@pytest.fixture(params=sorted(MO_SEARCHERS))
+def mo_name(request):
+    return request.param
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_are_deterministic(mo_name, n_objectives):
+    a = drive_several(make_several(mo_name, n_objectives, seed=7, enqueue=True), 70, workers=3)
+    b = drive_several(make_several(mo_name, n_objectives, seed=7, enqueue=True), 70, workers=3)
+    assert signature(a) == signature(b)
+    assert signature(a) != signature(drive_several(make_several(mo_name, n_objectives, seed=8), 70, workers=3))
+    assert all(len(r.values) == n_objectives for _, r in a)
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_stay_in_bounds_and_run_enqueued_configs_first(mo_name, n_objectives):
+    searcher = make_several(mo_name, n_objectives, enqueue=True)
+    log = drive_several(searcher, 150, workers=3)
+    assert [dict(j.config) for j, _ in sorted(log, key=lambda jr: jr[0].trial_id)[:2]] == ENQUEUED
+    for job, _ in log:
+        assert searcher.space.contains(job.config), job.config
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+    front = searcher.pareto_front()
+    assert front
+    if n_objectives == 3:
+        assert all(job.config["n"] <= 6 for job, _ in front)
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_replay(mo_name, n_objectives):
+    check_replay(functools.partial(make_several, mo_name, n_objectives, seed=3, enqueue=True), 2,
+                 value_of=lambda job: several(job, n_objectives),
+                 last=[1.0, 2.0] if n_objectives == 2 else {"loss": 1.0, "far": 2.0, "cost": 3.0, "n": 9.0})

@@ -18,6 +18,9 @@ from test_native_logs import startup_lines, user_cli
 from hpo.space import SearchSpace
 from hpo.study import Study
 
+# One worker runs this module, so its module-scoped fixtures run once (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("study_outputs")
+
 STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
 
 

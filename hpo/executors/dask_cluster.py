@@ -73,12 +73,15 @@ class _Share:
 
 class DaskExecutor:
     def __init__(self, experiment, study_dir: str | Path, workers: int | None, scheduler: str | None = None,
-                 known_compile_choices=None):
+                 known_compile_choices=None, make_trainer=None):
+        """`make_trainer`: what the workers train with, a picklable `(experiment, slot,
+        known_compile_choices) -> trainer` (default: the experiment's Keras trainer)."""
         import dask
         from distributed import Client, LocalCluster, Queue, Variable
 
         self.experiment = experiment
         self.study_dir = str(study_dir)
+        self._make_trainer = make_trainer
         self._cluster = None
         logging.getLogger("distributed.core").addFilter(_QUEUE_TIMEOUT_FILTER)     # idempotent
         if scheduler:
@@ -200,7 +203,7 @@ class DaskExecutor:
         resources = {"GPU": 1} if self._gpu_resources else None
         future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
                                     self._cancel_list.name, self._threads, dict(self._compile_choices),
-                                    pure=False, resources=resources, key=key)
+                                    self._make_trainer, pure=False, resources=resources, key=key)
         self._shares[key] = _Share(future, {t.trial_id for t in tasks})
         for task in tasks:
             self._share_of[task.trial_id], self._epochs[task.trial_id] = key, 0
@@ -260,7 +263,7 @@ _TRAINER_LOCK = threading.Lock()
 
 
 def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, cancel_name: str,
-                          threads: int, known_compile_choices=None) -> list[TrialDone]:
+                          threads: int, known_compile_choices=None, make_trainer=None) -> list[TrialDone]:
     """A share of trials on this worker, fused where they can be; epochs and ends stream to
     the driver's queue as they happen."""
     from distributed import Queue, Variable, get_worker
@@ -280,7 +283,7 @@ def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, c
         # initial weights come from its seed only if this thread's draws are its own.
         use_thread_private_python_random()
         try:
-            trainer = _trainer(experiment, get_worker().name, threads)
+            trainer = _trainer(experiment, get_worker().name, threads, make_trainer)
         except Exception as exc:   # this worker cannot train: every trial of the share fails with why
             for task in tasks:
                 send(TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",
@@ -306,21 +309,23 @@ def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, c
     return ends
 
 
-def _trainer(experiment, worker_name, threads: int):
-    key = f"{experiment.name}:{experiment.seed}:{hash(repr(experiment.to_dict()))}"
+def _trainer(experiment, worker_name, threads: int, make_trainer=None):
+    maker = "keras" if make_trainer is None else f"{make_trainer.__module__}.{make_trainer.__qualname__}"
+    key = f"{experiment.name}:{experiment.seed}:{hash(repr(experiment.to_dict()))}:{maker}"
     if key not in _TRAINERS:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        from hpo.native_logs import import_tensorflow
-        tf = import_tensorflow()
-        if threads and not tf.config.list_physical_devices("GPU"):
-            try:
-                tf.config.threading.set_intra_op_parallelism_threads(threads)
-                tf.config.threading.set_inter_op_parallelism_threads(threads)
-            except RuntimeError:   # this process already ran TensorFlow: keep its settings
-                pass
-        from hpo.executors import trainer_for_experiment
+        if make_trainer is None:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+            from hpo.native_logs import import_tensorflow
+            tf = import_tensorflow()
+            if threads and not tf.config.list_physical_devices("GPU"):
+                try:
+                    tf.config.threading.set_intra_op_parallelism_threads(threads)
+                    tf.config.threading.set_inter_op_parallelism_threads(threads)
+                except RuntimeError:   # this process already ran TensorFlow: keep its settings
+                    pass
+            from hpo.executors import trainer_for_experiment as make_trainer
         # LocalCluster names its workers 0..n-1: that spreads them over this machine's GPUs.
         slot = worker_name if isinstance(worker_name, int) else 0
         _TRAINERS.clear()      # one experiment per worker at a time; drop the last one's data
-        _TRAINERS[key] = trainer_for_experiment(experiment, slot)
+        _TRAINERS[key] = make_trainer(experiment, slot, None)
     return _TRAINERS[key]

@@ -83,7 +83,11 @@ class _Worker:
 
 
 class LocalProcessExecutor:
-    def __init__(self, experiment, study_dir: str | Path, workers: int, known_compile_choices=None):
+    def __init__(self, experiment, study_dir: str | Path, workers: int, known_compile_choices=None,
+                 make_trainer=None):
+        """`make_trainer`: what each worker trains with, a picklable `(experiment, slot,
+        known_compile_choices) -> trainer` (default: the experiment's Keras trainer, after
+        the worker has imported TensorFlow and set its threads)."""
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.experiment = experiment
@@ -96,6 +100,7 @@ class LocalProcessExecutor:
         self._ctx = mp.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
+        self._make_trainer = make_trainer
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
         self._workers = [self._start(slot) for slot in range(workers)]
@@ -107,7 +112,7 @@ class LocalProcessExecutor:
         events, events_writer = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
                                     args=(slot, self.experiment, inbox, events_writer, self._threads,
-                                          dict(self._compile_choices)))
+                                          dict(self._compile_choices), self._make_trainer))
         # The child's environment is copied at start: each worker sees one GPU as its GPU:0.
         gpu = visible_gpu_for(slot, self._gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
         saved = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -267,19 +272,21 @@ class LocalProcessExecutor:
 
 # --- inside a worker process --------------------------------------------------------------
 
-def _worker_main(slot: int, experiment, inbox, events, threads: int, known_compile_choices) -> None:
+def _worker_main(slot: int, experiment, inbox, events, threads: int, known_compile_choices,
+                 make_trainer=None) -> None:
     # Ctrl-C reaches the whole process group; the driver handles it (marks trials interrupted,
     # then stops the workers), so a worker must not die mid-epoch with a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
-        from hpo.native_logs import import_tensorflow
-        tf = import_tensorflow()
-        if not tf.config.list_physical_devices("GPU"):
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-        from hpo.executors import trainer_for_experiment
-        trainer = trainer_for_experiment(experiment, slot, known_compile_choices)
+        if make_trainer is None:
+            from hpo.native_logs import import_tensorflow
+            tf = import_tensorflow()
+            if not tf.config.list_physical_devices("GPU"):
+                tf.config.threading.set_intra_op_parallelism_threads(threads)
+                tf.config.threading.set_inter_op_parallelism_threads(threads)
+            from hpo.executors import trainer_for_experiment as make_trainer
+        trainer = make_trainer(experiment, slot, known_compile_choices)
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
         events.send(("startup_failed", f"{type(exc).__name__}: {exc}"))
         return

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+import keras
 import numpy as np
 
 from hpo.fusion.grouped_conv import trains_grouped_convolutions
@@ -51,6 +52,10 @@ _NORMALISATION = {"BatchNormalization": ("gamma", "beta", "moving_mean", "moving
 def unfusable_measures(training) -> str | None:
     """None when the fused step computes the experiment's loss and metrics (the defaults:
     sparse categorical cross-entropy on logits, accuracy), else why not."""
+    if training.engine == "fit":
+        return "training.engine is fit: Keras's model.fit trains every trial"
+    if training.callbacks or training.early_stopping is not None:
+        return "callbacks and early stopping stop trials one by one; a fused group trains its trials together"
     if training.loss != DEFAULT_LOSS:
         return f"the fused step computes only the loss {DEFAULT_LOSS!r}, not training.loss {training.loss!r}"
     if tuple(training.metrics) != DEFAULT_METRICS:
@@ -61,6 +66,8 @@ def unfusable_measures(training) -> str | None:
 
 def fusable(model, params: Mapping[str, Any]) -> str | None:
     """None when `model` can be fused, else why not."""
+    if type(model).train_step is not keras.Model.train_step:
+        return "the model trains with its own train_step"
     activation = output_activation(model)
     if activation is not None:
         return f"the model ends in {activation}; the fused step's loss takes logits"

@@ -35,26 +35,32 @@ class _AshaBracket:
     promoted: list[set[int]] = field(default_factory=list)          # trial ids promoted out of each rung
     rung_of: dict[int, int] = field(default_factory=dict)           # issued trial id -> rung
     spent: float = 0.0                                               # budget issued (increments)
+    ranked: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # rung -> (results, order)
 
     def __post_init__(self):
         self.finished = [[] for _ in self.budgets]
         self.promoted = [set() for _ in self.budgets]
 
 
-def promotable(records: list[_Record], already: set[int], eta: float) -> _Record | None:
-    """The best record among the top floor(n / eta) of a rung that was not promoted yet."""
-    ok = sorted((r for r in records if math.isfinite(r.loss)), key=lambda r: (r.loss, r.trial_id))
-    top = ok[: int(len(records) // eta)]
-    return next((r for r in top if r.trial_id not in already), None)
+def promotable(records: list[_Record], already: set[int], eta: float,
+               ranked: list[int] | None = None) -> _Record | None:
+    """The best record among the top floor(n / eta) of a rung that was not promoted yet.
+    `ranked`: the rung's usable trial ids, best first (default: by loss, then trial id)."""
+    if ranked is None:
+        ranked = [r.trial_id for r in sorted((r for r in records if math.isfinite(r.loss)),
+                                             key=lambda r: (r.loss, r.trial_id))]
+    top = ranked[: int(len(records) // eta)]
+    trial_id = next((t for t in top if t not in already), None)
+    return None if trial_id is None else next(r for r in records if r.trial_id == trial_id)
 
 
 class ASHA(Searcher):
     """`brackets=1` is ASHA proper; more brackets give asynchronous Hyperband."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, brackets: int = 1, sampler=None):
+                 max_budget: float = 27.0, eta: float = 3.0, brackets: int = 1, sampler=None, **goals):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
-                         max_budget=max_budget, eta=eta, sampler=sampler)
+                         max_budget=max_budget, eta=eta, sampler=sampler, **goals)
         budgets = rung_budgets(self.min_budget, self.max_budget, self.eta)
         if not 1 <= brackets <= len(budgets):
             raise ValueError(f"brackets must be between 1 and {len(budgets)} for these budgets, got {brackets}")
@@ -63,11 +69,22 @@ class ASHA(Searcher):
     def _next_job(self) -> Job:
         bracket = min(self._brackets, key=lambda b: (b.spent, b.index))
         for rung in range(len(bracket.budgets) - 2, -1, -1):
-            record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta)
+            record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta,
+                                self._ranked(bracket, rung))
             if record is not None:
                 bracket.promoted[rung].add(record.trial_id)
                 return self._issue(bracket, rung + 1, record.config, continues=record.trial_id)
         return self._issue(bracket, 0, self._propose(bracket.budgets[0]))
+
+    def _ranked(self, bracket: _AshaBracket, rung: int) -> list[int]:
+        """The rung's order, recomputed only when a result arrived there (several objectives
+        make it a non-dominated sort)."""
+        records = bracket.finished[rung]
+        cached = bracket.ranked.get(rung)
+        if cached is None or cached[0] != len(records):
+            cached = (len(records), self.rank_for_promotion({r.trial_id: r.loss for r in records}))
+            bracket.ranked[rung] = cached
+        return cached[1]
 
     def _issue(self, bracket: _AshaBracket, rung: int, config: dict[str, Any],
                continues: int | None = None) -> Job:
@@ -87,7 +104,7 @@ class AsyncHyperband(ASHA):
     """Asynchronous Hyperband: every Hyperband bracket as an ASHA bracket, in round-robin."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, sampler=None):
+                 max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):
         n_brackets = len(rung_budgets(min_budget, max_budget, eta))
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
-                         max_budget=max_budget, eta=eta, brackets=n_brackets, sampler=sampler)
+                         max_budget=max_budget, eta=eta, brackets=n_brackets, sampler=sampler, **goals)

@@ -4,6 +4,12 @@ A searcher decides *what* to evaluate (`Job.config`) and *how much* (`Job.budget
 never sees Keras: results come back as `TrialResult`s or plain floats. Internally every
 searcher minimises a loss; `direction="maximize"` negates values on the way in.
 
+Several objectives: `objectives=[...]` (names, {name, direction} mappings or `Objective`s)
+and `constraints=["params <= 20000", ...]` make `tell` take a sequence or a dict of named
+values (`hpo.search.objectives.Goals`); schedules then rank results as points
+(`rank_for_promotion`, `hpo.search.pareto.constrained_order`). Without them a searcher has
+one objective in `direction`, exactly as before.
+
 Determinism: all randomness comes from one `numpy.random.Generator` seeded at
 construction, and every state change happens in `ask` or `tell`. Replaying the same
 sequence of asks and tells therefore rebuilds the same state, which is how studies resume.
@@ -17,6 +23,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from hpo.search.objectives import Goals
+from hpo.search.pareto import TIE_BREAKS, constrained_order, pareto_mask
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult
 
@@ -139,10 +147,18 @@ class Searcher(abc.ABC):
 
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
-                 eta: float = 3.0, sampler: ConfigSampler | None = None):
+                 eta: float = 3.0, sampler: ConfigSampler | None = None, objectives=None, constraints=None,
+                 tie_break: str = "crowding"):
         self.space = SearchSpace.coerce(space)
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
+        self.goals = Goals.build(objectives, constraints, direction)
+        if objectives is not None:       # the first objective's direction is what `best` ranks by
+            direction = self.goals.objectives[0].direction
+        self.tie_break = tie_break
+        self.points: dict[int, tuple[np.ndarray, float]] = {}   # told trial id -> (losses, violation)
         if not (0 < min_budget <= max_budget):
             raise ValueError(f"need 0 < min_budget <= max_budget, got {min_budget} and {max_budget}")
         if eta < 2:
@@ -167,14 +183,21 @@ class Searcher(abc.ABC):
             self.pending[job.trial_id] = job
         return job
 
-    def tell(self, job: Job, result: TrialResult | float) -> None:
-        """Report a job's outcome: a float (the objective) or a TrialResult."""
+    def tell(self, job: Job, result) -> None:
+        """Report a job's outcome: a float (the objective) or a TrialResult; with several
+        objectives a sequence of their values or a dict of named values (objectives,
+        constraints' values, any other metric)."""
         if job.trial_id not in self.pending:
             raise KeyError(f"trial {job.trial_id} was not asked by this searcher or was already told")
-        result = TrialResult.coerce(result)
+        result = self.goals.result_of(result)
         del self.pending[job.trial_id]
         self.history.append((job, result))
         loss = self.loss_of(result)
+        if self.goals.ranked:
+            point = (self.goals.losses(result), self.goals.violation(result))
+            self.points[job.trial_id] = point
+            if hasattr(self.sampler, "observe_point"):
+                self.sampler.observe_point(job.config, job.budget, *point)
         if math.isfinite(loss):
             self.sampler.priors.record(job.config, job.budget, loss)
             self.sampler.observe(job.config, job.budget, loss)
@@ -201,6 +224,21 @@ class Searcher(abc.ABC):
         if not result.ok:
             return math.inf
         return float(result.value) if self.direction == "minimize" else -float(result.value)
+
+    def rank_for_promotion(self, losses: Mapping[int, float]) -> list[int]:
+        """The trial ids with a usable result (`losses`: trial id -> loss), best first: the one
+        place a schedule orders a rung. One objective: by loss, then trial id. Several, or
+        constraints: by `constrained_order` on the told points (failed ones left out)."""
+        usable = [tid for tid, loss in losses.items() if math.isfinite(loss)]
+        if not self.goals.ranked:
+            return sorted(usable, key=lambda tid: (losses[tid], tid))
+        usable.sort()
+        if not usable:
+            return []
+        points = np.array([self.points[tid][0] for tid in usable])
+        violations = np.array([self.points[tid][1] for tid in usable])
+        order = constrained_order(points, violations, self.tie_break)
+        return [usable[i] for i in order if math.isfinite(violations[i])]
 
     def _new_job(self, config: Mapping[str, Any], budget: float, *, continues: int | None = None,
                  bracket: int | None = None, rung: int | None = None) -> Job:
@@ -233,7 +271,23 @@ class Searcher(abc.ABC):
     def best(self) -> tuple[Job, TrialResult] | None:
         """The best finished job at the largest budget reached by any successful job."""
         ok = [(j, r) for j, r in self.history if r.ok]
+        if self.goals.constraints:      # a feasible result, where there is one
+            feasible = [(j, r) for j, r in ok if self.goals.violation(r) == 0]
+            ok = feasible or ok
         if not ok:
             return None
         top_budget = max(j.budget for j, _ in ok)
         return min(((j, r) for j, r in ok if j.budget == top_budget), key=lambda jr: self.loss_of(jr[1]))
+
+    def pareto_front(self) -> list[tuple[Job, TrialResult]]:
+        """The finished jobs on the Pareto front at the largest budget a successful job
+        reached: feasible and not dominated by another there (with no feasible one, the least
+        violating). One objective: the best job(s), ties included."""
+        ok = [(j, r) for j, r in self.history if r.ok]
+        if not ok:
+            return []
+        top_budget = max(j.budget for j, _ in ok)
+        top = [(j, r) for j, r in ok if j.budget == top_budget]
+        losses = np.array([self.goals.losses(r) for _, r in top])
+        violations = np.array([self.goals.violation(r) for _, r in top])
+        return [jr for jr, keep in zip(top, pareto_mask(losses, violations)) if keep]

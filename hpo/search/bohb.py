@@ -103,9 +103,16 @@ class KDESampler(ConfigSampler):
         return self.fresh(rng, pending)
 
 
-def make_model(space: SearchSpace, model: str, options: Mapping[str, Any]) -> ConfigSampler:
-    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's)."""
+def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
+               objectives=None, constraints=None, tie_break: str = "crowding") -> ConfigSampler:
+    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's); with
+    several objectives or constraints, the multi-objective TPE of `hpo.search.pareto_tpe`."""
+    from hpo.search.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
+    goals = Goals.build(objectives, constraints, direction)
+    if goals.ranked:
+        from hpo.search.pareto_tpe import make_pareto_model
+        return make_pareto_model(space, model, options, goals, tie_break)
     models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
     if model not in models:
         raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
@@ -118,13 +125,17 @@ class BOHB(Hyperband):
     paper's KDE on the largest budget with enough results). `model_options` go to it: for
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets."""
+    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets. With several
+    `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
+                 tie_break: str = "crowding", **model_options):
         space = SearchSpace.coerce(space)
+        goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=make_model(space, model, model_options))
+                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
+                         **goals)
 
 
 class AsyncBOHB(AsyncHyperband):
@@ -132,7 +143,10 @@ class AsyncBOHB(AsyncHyperband):
     `model` and `model_options` as for `BOHB`."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", **model_options):
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
+                 tie_break: str = "crowding", **model_options):
         space = SearchSpace.coerce(space)
+        goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=make_model(space, model, model_options))
+                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
+                         **goals)

@@ -9,7 +9,6 @@ so extra workers are not left idle; with one worker the order is exactly the pap
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +41,13 @@ class Hyperband(Searcher):
     `min_budget` to `max_budget`, keeping the best 1/`eta` at each rung. A promotion is a new
     job that `continues` its parent. With one worker the order is exactly the paper's; with
     several, the next bracket opens when every open one waits. `sampler`: where new configs
-    come from (uniform by default; BOHB passes its KDE)."""
+    come from (uniform by default; BOHB passes its KDE). `objectives`, `constraints`,
+    `tie_break`: see `Searcher`; several objectives promote by non-dominated rank."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, sampler=None):
+                 max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
-                         max_budget=max_budget, eta=eta, sampler=sampler)
+                         max_budget=max_budget, eta=eta, sampler=sampler, **goals)
         self.brackets = hyperband_brackets(self.min_budget, self.max_budget, self.eta)
         self._open: list[_BracketRun] = []
         self._brackets_started = 0
@@ -92,8 +92,8 @@ class Hyperband(Searcher):
     def _promote(self, run: _BracketRun) -> None:
         next_rung = run.rung + 1
         keep = run.plan.rungs[next_rung].n_configs
-        ranked = sorted((loss, trial_id) for trial_id, loss in run.losses.items() if math.isfinite(loss))
-        run.promotions = [(trial_id, run.issued[trial_id]) for _, trial_id in ranked[:keep]]
+        ranked = self.rank_for_promotion(run.losses)
+        run.promotions = [(trial_id, run.issued[trial_id]) for trial_id in ranked[:keep]]
         run.rung, run.issued, run.losses = next_rung, {}, {}
         if not run.promotions:  # every config of the rung failed: nothing left to grow
             self._open.remove(run)

@@ -247,6 +247,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         gamma = self.top_n_percent / 100
         table = self._table[:len(self._rows)]
         budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
+        losses = self.split_losses(budgets, losses)
         if self.rungs == "reliable":
             order = self._ranked_reliable(budgets, losses)
         else:
@@ -255,6 +256,11 @@ class MultiFidelityTPESampler(ConfigSampler):
         model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
         self._model = (key, model)
         return model
+
+    def split_losses(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """The losses good and bad are split by (one per config, at its deepest budget): the
+        told ones here; the multi-objective model (`hpo.search.pareto_tpe`) ranks points instead."""
+        return losses
 
     def _reliability(self) -> dict[float, float]:
         """Per budget, 1 if its ranking can be trusted, else 0. A budget's winners are the

@@ -9,6 +9,7 @@ evaluation, the per-epoch metrics and the final objective scalar. It yields, per
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
@@ -24,10 +25,15 @@ if TYPE_CHECKING:
     from hpo.training.trainer import Trainer
 
 EVAL_BATCH = 1024
+log = logging.getLogger("hpo.train")
 
 
 class TrialGroup(Protocol):
-    """K trials of one architecture, batch size and epoch range, trained by one program."""
+    """K trials of one architecture, batch size and epoch range, trained by one program.
+
+    Two attributes are optional: `whole_epoch` (True: `train_steps` takes the epoch's batches
+    in one call and `evaluate` the whole validation set, as Keras's `fit` engine needs) and
+    `control` (a lone trial's callbacks and early stopping, `hpo.training.callbacks`)."""
 
     tasks: Sequence[TrainTask]
     extra_metrics: Mapping[str, float]     # added to every epoch's metrics (a fused group's size)
@@ -71,7 +77,11 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
     tasks = group.tasks
     k = len(tasks)
     start, end = tasks[0].start_epoch, tasks[0].end_epoch
-    steps_per_call = trainer.training.steps_per_call
+    steps_per_epoch = trainer.data.train_examples // batch_size
+    # A group that trains an epoch (and evaluates) in one call (the fit engine) gets it whole.
+    whole_epoch = getattr(group, "whole_epoch", False)
+    steps_per_call = steps_per_epoch if whole_epoch else trainer.training.steps_per_call
+    control = getattr(group, "control", None)    # callbacks and early stopping, one trial's
     startup: float | None = None        # job start to the first finished training call
     writers = [tf.summary.create_file_writer(t.tensorboard_run) if t.tensorboard_run else None for t in tasks]
     try:
@@ -85,7 +95,11 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             yield replayed
         metrics: list[dict[str, float]] = []
         last_saved = time.monotonic()
+        if control is not None:
+            control.begin({"epochs": end, "steps": steps_per_epoch, "verbose": 0})
         for epoch in range(start + 1, end + 1):
+            if control is not None:
+                control.epoch_begin(epoch)
             started = time.perf_counter()
             losses = np.zeros(k)
             steps = 0
@@ -100,7 +114,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             losses /= max(steps, 1)
             _check_finite("training loss", losses, tasks, epoch)
             train_metrics = group.metric_results(validation=False)
-            val_losses = _evaluate(trainer, group, k)
+            val_losses = _evaluate(trainer, group, k, whole_epoch)
             val_metrics = group.metric_results(validation=True)
             seconds = (time.perf_counter() - started) / k
             metrics = [{"loss": float(losses[i]), **train_metrics[i],
@@ -120,24 +134,33 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                 group.save(epoch, durable=False, reports=reports)
                 last_saved = time.monotonic()
             yield [EpochReport(trial_id=t.trial_id, epoch=epoch, metrics=m) for t, m in zip(tasks, metrics)]
+            stop = control.epoch_end(epoch, metrics[0]) if control is not None else None
+            if stop is not None and epoch < end:
+                # The final checkpoint below stands for the whole budget (`hpo.training.callbacks`).
+                log.info("trial %d stopped after epoch %d of %d: %s", tasks[0].trial_id, epoch, end, stop)
+                break
         group.save(end, durable=True, reports=None)
         for task, writer, trial_metrics in zip(tasks, writers, metrics):
             if writer is not None:
                 write_scalars(writer, end, {OBJECTIVE_TAG: trial_metrics[task.objective], BUDGET_TAG: float(end)})
     finally:
+        if control is not None:
+            control.end()
         for writer in writers:
             if writer is not None:
                 writer.close()
 
 
-def _evaluate(trainer: "Trainer", group: TrialGroup, k: int) -> np.ndarray:
-    """Per-trial mean validation loss; the validation metrics accumulate in the group."""
+def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False) -> np.ndarray:
+    """Per-trial mean validation loss; the validation metrics accumulate in the group
+    (`whole`: in one call over the whole validation set)."""
     import tensorflow as tf
 
     losses = np.zeros(k)
     n_val = 0
+    batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
     with tf.device(trainer.device):
-        for x, y in trainer.data.validation_slices(EVAL_BATCH):
+        for x, y in trainer.data.validation_slices(batch):
             losses += group.evaluate(x, y)
             n_val += int(x.shape[0])
     losses /= max(n_val, 1)

@@ -22,6 +22,7 @@ from hpo.errors import TrialFailed
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
+from hpo.training.callbacks import TrialControl, make_callbacks
 from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
 from hpo.training.compile_mode import (
     MIN_STEPS_TO_MEASURE,
@@ -33,6 +34,7 @@ from hpo.training.compile_mode import (
     provisional_mode,
 )
 from hpo.training.devices import device_type
+from hpo.training.engines import EngineChoice, EngineLog, choose_engine
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.initial_weights import (
     InitRecipe,
@@ -79,6 +81,8 @@ class Trainer:
         self._janitor = KernelCacheJanitor()
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
+        self._engines: dict[str, EngineChoice] = {}     # architecture signature -> its engine
+        self._engine_log = EngineLog()
         # Arrays are copied to the device once per process and every trial gathers batches
         # from them; streamed splits are read a batch at a time (`training_data`).
         self.data = device_data(dataset, device)
@@ -164,15 +168,29 @@ class Trainer:
         else:
             log.info("stateless initialisation does not reproduce this builder's weights; building each trial")
 
+    def engine_for(self, params: Mapping[str, Any], seed: int) -> EngineChoice:
+        """The engine that trains this architecture (`hpo.training.engines`), decided once."""
+        signature = architecture_signature(params, self.builder)
+        if signature not in self._engines:
+            auto = self.training.engine == "auto"
+            model = self.build_model(params, seed) if auto else None
+            callbacks = make_callbacks(self.training.callbacks) if auto else ()
+            self._engines[signature] = choose_engine(model, self.training, callbacks, self.data.y_example)
+        return self._engines[signature]
+
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
-                    steps: int | None = None) -> TrainingProgram:
+                    steps: int | None = None, engine: str = "compiled") -> TrainingProgram:
         """The architecture's compiled program, ready for this trial when `fresh_start`:
         weights as a fresh seeded build gives them (a builder's own variables, such as
         TunableDropout rates, come with them), optimizer slots zeroed, hyperparameters
         assigned. For a continuation the caller restores the checkpoint and assigns the
         hyperparameters. `steps`: how many training steps the job will run (None: long
-        enough to measure compile modes)."""
+        enough to measure compile modes). `engine`: 'compiled', or 'fit' for a program that
+        Keras's `model.fit` trains (`hpo.training.fit_engine`)."""
         signature = architecture_signature(params, self.builder)
+        if engine == "fit":
+            from hpo.training.fit_engine import fit_signature
+            signature = fit_signature(signature)
         mode = self.mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
         program = self.programs.get(key)
@@ -193,7 +211,16 @@ class Trainer:
 
     def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
         import tensorflow as tf
+
+        from hpo.training.fit_engine import build_fit_program, is_fit_signature
         with tf.device(self.device):
+            if is_fit_signature(signature):
+                if self.data.streamed:
+                    raise TrialFailed("the fit engine trains from in-memory arrays; this experiment's data are "
+                                      "streamed by tf.data, which the compiled engine trains")
+                return build_fit_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
+                                         single_pass_update(mode, self.device), self.training.loss,
+                                         self.training.metrics, self.training.steps_per_call)
             return build_program(signature, model, params, *self.data.step_inputs(), mode,
                                  single_pass_update(mode, self.device), self.training.loss, self.training.metrics,
                                  y_example=self.data.y_example)
@@ -302,8 +329,11 @@ class Trainer:
             yield from self._run(task)
         except tf.errors.ResourceExhaustedError as exc:
             params = self.resolve(task.config)
+            signature = architecture_signature(params, self.builder)
+            from hpo.training.fit_engine import fit_signature
             for mode in MODES:
-                self.programs.discard((architecture_signature(params, self.builder), self.device, mode))
+                for key in (signature, fit_signature(signature)):
+                    self.programs.discard((key, self.device, mode))
             raise TrialFailed(f"out of memory on {self.device} while training with batch_size "
                               f"{params.get('batch_size')} (ResourceExhaustedError: {_first_line(exc)}); "
                               f"a smaller batch or model may fit") from exc
@@ -320,15 +350,23 @@ class Trainer:
         resumed = resume_point(task)
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
         task = resumed
+        engine = self.engine_for(params, task.seed)
+        self._engine_log.trial(task.trial_id, engine)
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
-                                   steps=self.job_steps(task, batch_size))
+                                   steps=self.job_steps(task, batch_size), engine=engine.engine)
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, program.model, program.optimizer.optimizer)
             if restored != task.start_epoch:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
             program.optimizer.assign(params)
-        for reports in train_epochs(self, SingleTrial(program, task), batch_size, [replay], job_started):
+        control = TrialControl.for_job(self.training, program.model, program.optimizer.optimizer)
+        if engine.engine == "fit":
+            from hpo.training.fit_engine import FitTrial
+            group = FitTrial(program, task, control)
+        else:
+            group = SingleTrial(program, task, control)
+        for reports in train_epochs(self, group, batch_size, [replay], job_started):
             yield from reports
 
 
@@ -336,9 +374,11 @@ class SingleTrial:
     """One trial in its architecture's program: the epoch loop's group of K = 1."""
 
     extra_metrics: Mapping[str, float] = {}
+    whole_epoch = False     # the compiled step takes an epoch in calls of steps_per_call steps
 
-    def __init__(self, program: TrainingProgram, task: TrainTask):
+    def __init__(self, program: TrainingProgram, task: TrainTask, control: TrialControl | None = None):
         self.program, self.tasks = program, [task]
+        self.control = control      # the job's callbacks and early stopping (`hpo.training.callbacks`)
 
     def reset_metrics(self) -> None:
         self.program.measures.reset()

@@ -39,6 +39,10 @@ class DeviceArrays:
     def train_examples(self) -> int:
         return int(self.x_train.shape[0])
 
+    @property
+    def validation_examples(self) -> int:
+        return int(self.x_val.shape[0])
+
     def step_inputs(self) -> tuple[Any, Any]:
         """What the compiled step reads: the device's train arrays, gathered by index."""
         return self.x_train, self.y_train
@@ -104,6 +108,10 @@ class StreamedData:
     @property
     def train_examples(self) -> int:
         return self.train.examples
+
+    @property
+    def validation_examples(self) -> int:
+        return self.validation.examples
 
     def step_inputs(self) -> tuple[Any, Any]:
         """What the compiled step reads: specs of one call's stacked batches [steps, batch, ...]."""

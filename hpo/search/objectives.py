@@ -1,0 +1,268 @@
+"""Several objectives and constraints: what a searcher is asked to optimise, and how a told
+result becomes a point to rank.
+
+    Objective("val_accuracy", "maximize"), Objective("params", "minimize")
+    Constraint.parse("params <= 20000")
+
+`Goals` bundles a searcher's objectives and constraints. It turns whatever `tell` receives
+(a float, a sequence, a dict of named values or a `TrialResult`) into a `TrialResult` whose
+`values` hold the objectives in order, and a result into the point the searchers rank: the
+objectives as losses (every one minimised) and the total constraint violation. A searcher
+built without `objectives` has one unnamed objective and behaves exactly as a
+single-objective searcher always has.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from hpo.trial import TrialResult, TrialState
+
+DIRECTIONS = ("minimize", "maximize")
+OPERATORS = ("<=", ">=", "<", ">")
+# A name, an operator, a number: "params <= 20000", "latency_ms<2.5", "val_accuracy >= 0.9".
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./-]*)\s*(<=|>=|<|>)\s*(" + _NUMBER + r")\s*$")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One value to optimise, by the name the objective function reports it under."""
+
+    name: str
+    direction: str = "minimize"
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"an objective's name must be a non-empty string, got {self.name!r}")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"objective {self.name!r}: direction must be 'minimize' or 'maximize', "
+                             f"got {self.direction!r}")
+
+    def loss(self, value: float) -> float:
+        """The value as a loss (smaller is better)."""
+        return float(value) if self.direction == "minimize" else -float(value)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "direction": self.direction}
+
+    @classmethod
+    def coerce(cls, spec: "Objective | str | Mapping[str, Any]") -> "Objective":
+        """From an `Objective`, a name (direction inferred as `search.objective`'s is: accuracy-like
+        names are maximised, the rest minimised), or a mapping {name, direction}."""
+        if isinstance(spec, Objective):
+            return spec
+        if isinstance(spec, str):
+            from hpo.metric_names import infer_direction
+            return cls(spec, infer_direction(spec))
+        if isinstance(spec, Mapping):
+            unknown = set(spec) - {"name", "direction"}
+            if unknown:
+                raise ValueError(f"objective {dict(spec)!r}: unknown key(s) {sorted(unknown)}; "
+                                 "expected 'name' and optionally 'direction'")
+            if "name" not in spec:
+                raise ValueError(f"objective {dict(spec)!r}: missing 'name'")
+            if "direction" not in spec:
+                return cls.coerce(spec["name"]) if isinstance(spec["name"], str) else cls(spec["name"])
+            return cls(spec["name"], spec["direction"])
+        raise TypeError(f"an objective is a name, a mapping {{name, direction}} or an Objective, "
+                        f"got {type(spec).__name__} {spec!r}")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """`name op bound`: a result whose value breaks it is infeasible, by `violation`."""
+
+    name: str
+    op: str
+    bound: float
+
+    def __post_init__(self):
+        if self.op not in OPERATORS:
+            raise ValueError(f"constraint on {self.name!r}: operator must be one of {OPERATORS}, got {self.op!r}")
+        if not math.isfinite(self.bound):
+            raise ValueError(f"constraint on {self.name!r}: the bound must be a finite number, got {self.bound}")
+
+    @classmethod
+    def parse(cls, text: "str | Constraint") -> "Constraint":
+        if isinstance(text, Constraint):
+            return text
+        if not isinstance(text, str):
+            raise TypeError(f"a constraint is a string such as 'params <= 20000', got {type(text).__name__} {text!r}")
+        match = _CONSTRAINT.match(text)
+        if match is None:
+            raise ValueError(f"cannot parse the constraint {text!r}: expected 'NAME <= NUMBER' "
+                             f"(or >=, <, >), e.g. 'params <= 20000'")
+        return cls(match.group(1), match.group(2), float(match.group(3)))
+
+    def violation(self, value: float) -> float:
+        """How far `value` breaks the constraint, relative to the bound's size (0: it holds;
+        inf: no usable value). Strict and non-strict bounds differ only at the bound itself."""
+        if value is None or not math.isfinite(value):
+            return math.inf
+        excess = value - self.bound if self.op in ("<=", "<") else self.bound - value
+        if excess < 0 or (excess == 0 and self.op in ("<=", ">=")):
+            return 0.0
+        # Relative, so that constraints on quantities of different sizes add up fairly; a
+        # boundary hit of a strict bound still counts as a (tiny) violation.
+        return max(excess, 1e-12) / max(abs(self.bound), 1.0)
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.op} {self.bound:g}"
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    """' (did you mean ...?)' when a known name is close, else ''."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_names(goals: "Goals", known: Iterable[str], where: str = "") -> None:
+    """ValueError naming the first objective or constraint that is not among `known`."""
+    known = list(known)
+    for kind, name in [("objective", o.name) for o in goals.objectives] + \
+                      [("constraint", c.name) for c in goals.constraints]:
+        if name not in known:
+            raise ValueError(f"{where}unknown {kind} name {name!r}{suggest(name, known)}; "
+                             f"known names: {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class Goals:
+    """A searcher's objectives (at least one) and constraints (any number)."""
+
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+    @classmethod
+    def build(cls, objectives: Sequence[Any] | None = None, constraints: Sequence[Any] | None = None,
+              direction: str = "minimize") -> "Goals":
+        """From a searcher's arguments: no `objectives` means one unnamed objective in `direction`."""
+        if objectives is None:
+            parsed = (Objective("objective", direction),)
+        else:
+            if isinstance(objectives, (str, Mapping, Objective)) or not isinstance(objectives, Sequence):
+                raise TypeError(f"objectives must be a list (of names, mappings or Objectives), got "
+                                f"{type(objectives).__name__} {objectives!r}")
+            if not objectives:
+                raise ValueError("objectives must name at least one objective")
+            parsed = tuple(Objective.coerce(o) for o in objectives)
+        if constraints is None:
+            constraints = ()
+        if isinstance(constraints, (str, Constraint)) or not isinstance(constraints, Sequence):
+            raise TypeError(f"constraints must be a list of strings such as 'params <= 20000', got "
+                            f"{type(constraints).__name__} {constraints!r}")
+        names = [o.name for o in parsed]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"objectives name {repeated} more than once")
+        return cls(parsed, tuple(Constraint.parse(c) for c in constraints))
+
+    @property
+    def multi(self) -> bool:
+        return len(self.objectives) > 1
+
+    @property
+    def ranked(self) -> bool:
+        """Whether results are compared as points (several objectives or any constraint)
+        rather than by one loss."""
+        return self.multi or bool(self.constraints)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.objectives)
+
+    def to_dicts(self) -> dict[str, list]:
+        """Plain form: {"objectives": [{name, direction}...], "constraints": ["params <= 20000", ...]}."""
+        return {"objectives": [o.to_dict() for o in self.objectives],
+                "constraints": [str(c) for c in self.constraints]}
+
+    # --- told values -> TrialResult -----------------------------------------------------------
+    def result_of(self, told: Any) -> TrialResult:
+        """The `TrialResult` for what `tell` received. A single objective takes a float as
+        always; several take a sequence (the objectives in order) or a dict of named values
+        (the objectives and the constraints' names, and any other metric). A TrialResult
+        without `values` gets them from its metrics; one missing an objective there failed."""
+        if isinstance(told, TrialResult):
+            return self._completed(told)
+        if isinstance(told, Mapping):
+            metrics = {}
+            for key, value in told.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"a told dict must have string keys, got {key!r}")
+                metrics[key] = _number(value, key)
+            missing = [n for n in self.names + tuple(c.name for c in self.constraints) if n not in metrics]
+            if missing:
+                raise ValueError(f"the told dict has no {missing[0]!r}{suggest(missing[0], metrics)}; "
+                                 f"it must hold {', '.join(self.names + tuple(c.name for c in self.constraints))}")
+            return self._completed(TrialResult(value=metrics[self.names[0]], metrics=metrics))
+        if isinstance(told, (Sequence, np.ndarray)) and not isinstance(told, (str, bytes)):
+            values = [_number(v, f"value {i}") for i, v in enumerate(told)]
+            if len(values) != len(self.objectives):
+                raise ValueError(f"told {len(values)} values, but the searcher has {len(self.objectives)} "
+                                 f"objectives ({', '.join(self.names)})")
+            unnamed = [c.name for c in self.constraints if c.name not in self.names]
+            if unnamed:
+                raise ValueError(f"constraint {unnamed[0]!r} needs a value: tell a dict of named values")
+            metrics = dict(zip(self.names, values)) if self.multi or self.constraints else {}
+            return self._completed(TrialResult(value=values[0], metrics=metrics))
+        if self.multi:
+            raise TypeError(f"this searcher has {len(self.objectives)} objectives ({', '.join(self.names)}): "
+                            f"tell a sequence of {len(self.objectives)} values or a dict naming them, "
+                            f"got {type(told).__name__} {told!r}")
+        result = TrialResult.coerce(told)
+        if self.constraints:
+            unnamed = [c.name for c in self.constraints if c.name not in self.names]
+            if unnamed:
+                raise ValueError(f"constraint {unnamed[0]!r} needs a value: tell a dict of named values")
+            return self._completed(TrialResult(value=result.value, state=result.state, error=result.error,
+                                               metrics={self.names[0]: result.value} if result.ok else {}))
+        return result
+
+    def _completed(self, result: TrialResult) -> TrialResult:
+        """`values` filled from the metrics where the objectives are several; a result whose
+        objectives are not all there, or not all finite, failed."""
+        if not self.multi or result.values or result.state != TrialState.COMPLETE:
+            return result
+        missing = [n for n in self.names if n not in result.metrics]
+        if missing:
+            return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
+                               error=f"no {missing[0]!r} was reported")
+        values = tuple(float(result.metrics[n]) for n in self.names)
+        bad = [n for n, v in zip(self.names, values) if not math.isfinite(v)]
+        if bad:
+            return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
+                               error=f"the objective {bad[0]!r} was {result.metrics[bad[0]]}")
+        return TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error)
+
+    # --- TrialResult -> point ------------------------------------------------------------------
+    def losses(self, result: TrialResult) -> np.ndarray:
+        """The objectives as losses (all minimised); all inf for a result without usable values."""
+        if not result.ok:
+            return np.full(len(self.objectives), math.inf)
+        values = result.values or (result.value,)
+        return np.array([o.loss(v) for o, v in zip(self.objectives, values)], dtype=float)
+
+    def violation(self, result: TrialResult) -> float:
+        """Total constraint violation (0: feasible; inf: failed or a constraint value missing)."""
+        if not result.ok:
+            return math.inf
+        total = 0.0
+        for c in self.constraints:
+            value = result.metrics.get(c.name)
+            if value is None and c.name in self.names:
+                value = (result.values or (result.value,))[self.names.index(c.name)]
+            total += c.violation(value)
+        return total
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what}: expected a number, got {type(value).__name__} {value!r}")
+    return float(value)

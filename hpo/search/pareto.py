@@ -1,0 +1,179 @@
+"""Ranking points with several objectives: non-dominated sorting, crowding distance,
+hypervolume contributions and Deb's constraint domination. Every objective is a loss
+(smaller is better); rows are points, columns objectives.
+
+`constrained_order` is what the searchers use to rank a rung or split a model's good from
+bad configs: feasible points first, by non-dominated rank (NSGA-II, Deb et al. 2002), ties
+broken by crowding distance or hypervolume contribution (the larger first, as MO-ASHA,
+Schmucker et al. 2021); then infeasible points by total violation (Deb 2000); points
+without usable values last. Ties left after that go to the lower index, so the order is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+TIE_BREAKS = ("crowding", "hypervolume")
+
+
+def dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    """a is no worse than b everywhere and better somewhere."""
+    return bool(np.all(a <= b) and np.any(a < b))
+
+
+def non_dominated_ranks(points: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """Each point's front (0: not dominated by any). With `limit`, peeling may stop once at
+    least `limit` points are ranked (those left get rank len(points)); two objectives are
+    always ranked in full, in O(n log n)."""
+    points = np.asarray(points, dtype=float)
+    n = len(points)
+    ranks = np.full(n, n, dtype=int)
+    if n == 0:
+        return ranks
+    if points.shape[1] == 1:
+        # One objective: fronts are the distinct values in order.
+        _, inverse = np.unique(points[:, 0], return_inverse=True)
+        return inverse.reshape(-1).astype(int)
+    if points.shape[1] == 2:
+        return _two_objective_ranks(points)
+    # dominated_by[i, j]: j dominates i. Built one objective at a time: n x n, never n x n x m.
+    le = np.ones((n, n), dtype=bool)
+    lt = np.zeros((n, n), dtype=bool)
+    for j in range(points.shape[1]):
+        column = points[:, j]
+        le &= column[None, :] <= column[:, None]
+        lt |= column[None, :] < column[:, None]
+    dominated_by = le & lt
+    count = dominated_by.sum(axis=1)
+    remaining = np.ones(n, dtype=bool)
+    rank, done = 0, 0
+    while remaining.any():
+        front = remaining & (count == 0)
+        ranks[front] = rank
+        remaining &= ~front
+        done += int(front.sum())
+        if limit is not None and done >= limit:
+            break
+        count = count - dominated_by[:, front].sum(axis=1)
+        rank += 1
+    return ranks
+
+
+def _two_objective_ranks(points: np.ndarray) -> np.ndarray:
+    """Fronts of two objectives in O(n log n): in lexicographic order, a point joins the first
+    front whose last member (its smallest second objective so far) does not dominate it."""
+    unique, inverse = np.unique(points, axis=0, return_inverse=True)   # equal points share a front
+    last: list[float] = []          # per front, its last member's second objective (non-decreasing)
+    ranks = np.empty(len(unique), dtype=int)
+    for i, f2 in enumerate(unique[:, 1].tolist()):          # np.unique sorts rows lexicographically
+        k = bisect.bisect_right(last, f2)
+        if k == len(last):
+            last.append(f2)
+        else:
+            last[k] = f2
+        ranks[i] = k
+    return ranks[inverse.reshape(-1)]
+
+
+def crowding_distance(points: np.ndarray) -> np.ndarray:
+    """NSGA-II's crowding distance within one front: the extremes of every objective get inf."""
+    points = np.asarray(points, dtype=float)
+    n, m = points.shape
+    distance = np.zeros(n)
+    if n <= 2:
+        return np.full(n, np.inf)
+    for j in range(m):
+        order = np.argsort(points[:, j], kind="stable")
+        column = points[order, j]
+        span = column[-1] - column[0]
+        distance[order[0]] = distance[order[-1]] = np.inf
+        if span > 0:
+            distance[order[1:-1]] += (column[2:] - column[:-2]) / span
+    return distance
+
+
+def hypervolume_contributions(points: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Each point's exclusive hypervolume within one front of two objectives, against
+    `reference` (default: 10% of the range past the worst of each objective; a point at an
+    extreme then still counts). Needs two objectives: more use crowding distance."""
+    points = np.asarray(points, dtype=float)
+    n, m = points.shape
+    if m != 2:
+        raise ValueError(f"hypervolume contributions are computed for two objectives, got {m}")
+    if n == 0:
+        return np.zeros(0)
+    if reference is None:
+        low, high = points.min(axis=0), points.max(axis=0)
+        reference = high + 0.1 * np.where(high > low, high - low, 1.0)
+    order = np.lexsort((points[:, 1], points[:, 0]))
+    f1, f2 = points[order, 0], points[order, 1]
+    right = np.append(f1[1:], reference[0])          # the next point along objective 1
+    above = np.insert(f2[:-1], 0, reference[1])      # the previous point along objective 2
+    contribution = np.zeros(n)
+    contribution[order] = np.clip(right - f1, 0, None) * np.clip(above - f2, 0, None)
+    return contribution
+
+
+def _tie_break_scores(points: np.ndarray, tie_break: str) -> np.ndarray:
+    """Larger is better, within one front; objectives scaled to [0, 1] first."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    scaled = (points - low) / np.where(high > low, high - low, 1.0)
+    if tie_break == "hypervolume" and points.shape[1] == 2:
+        return hypervolume_contributions(scaled)
+    return crowding_distance(scaled)
+
+
+def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
+                      tie_break: str = "crowding", limit: int | None = None) -> np.ndarray:
+    """Indices of the points best first (see the module's docstring). With `limit`, only the
+    first `limit` positions are ranked exactly; the rest follow in index order."""
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
+    losses = np.asarray(losses, dtype=float)
+    n = len(losses)
+    if violations is None:
+        violations = np.zeros(n)
+    violations = np.asarray(violations, dtype=float)
+    usable = np.all(np.isfinite(losses), axis=1) & np.isfinite(violations)
+    feasible = np.flatnonzero(usable & (violations == 0))
+    infeasible = np.flatnonzero(usable & (violations > 0))
+    unusable = np.flatnonzero(~usable)
+    parts = []
+    if len(feasible):
+        points = losses[feasible]
+        ranks = non_dominated_ranks(points, limit)
+        ties = np.zeros(len(feasible))
+        for rank in np.unique(ranks[ranks < len(feasible)]):
+            members = np.flatnonzero(ranks == rank)
+            if len(members) > 1:
+                ties[members] = _tie_break_scores(points[members], tie_break)
+        # Sort keys: rank, then larger tie-break score, then index.
+        parts.append(feasible[np.lexsort((feasible, -ties, ranks))])
+    if len(infeasible):
+        parts.append(infeasible[np.lexsort((infeasible, violations[infeasible]))])
+    parts.append(unusable)
+    return np.concatenate(parts).astype(int) if parts else np.zeros(0, dtype=int)
+
+
+def pareto_mask(losses: np.ndarray, violations: np.ndarray | None = None) -> np.ndarray:
+    """Which points are on the feasible Pareto front (usable, feasible, non-dominated).
+    Where no point is feasible, the front is the least-violating usable points."""
+    losses = np.asarray(losses, dtype=float)
+    n = len(losses)
+    if violations is None:
+        violations = np.zeros(n)
+    violations = np.asarray(violations, dtype=float)
+    usable = np.all(np.isfinite(losses), axis=1) & np.isfinite(violations)
+    mask = np.zeros(n, dtype=bool)
+    if not usable.any():
+        return mask
+    feasible = usable & (violations == 0)
+    if not feasible.any():
+        least = violations[usable].min()
+        feasible = usable & (violations == least)
+    index = np.flatnonzero(feasible)
+    mask[index[non_dominated_ranks(losses[index]) == 0]] = True
+    return mask

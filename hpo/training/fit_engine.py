@@ -1,0 +1,139 @@
+"""The `fit` engine: an epoch trained by Keras's own `model.fit`, evaluated by `model.evaluate`.
+
+A fit program is a `TrainingProgram` like the compiled engine's, so the trainer's cache,
+fresh-start assignment, checkpoints (`model.variables` and the optimizer's variables) and
+compile-mode choice serve it unchanged: the model is compiled by Keras with the same
+`TunableOptimizer` (hyperparameters in variables, so one traced `train_function` serves every
+trial of the architecture), `jit_compile` from the compile mode (`xla`; `graph` is plain
+`tf.function`, `eager` is `run_eagerly`) and `steps_per_execution` from
+`training.steps_per_call`. Its `train_steps` trains one whole epoch in one `fit` call on the
+epoch's batches in the study's order (`epoch_loop.epoch_batches`), so both engines see the
+same data; its `evaluate` scores the whole validation set in one `evaluate` call. Keras
+resets its metrics at the start of each call, so an epoch must not be split across calls:
+`FitTrial.whole_epoch` tells the epoch loop so.
+
+The values come from the logs Keras returns: the loss and each configured metric by its
+logged name (a model with several outputs: the mean over its outputs). A model whose own
+`train_step` does not return a configured metric has it missing from its training values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from hpo.metric_names import logged_name
+from hpo.training.epoch_loop import EVAL_BATCH
+from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
+from hpo.training.optimizers import TunableOptimizer
+from hpo.training.program import TrainingProgram
+from hpo.training.trainer import SingleTrial
+
+ENGINE_KEY = "__engine__"
+
+
+def fit_signature(signature: str) -> str:
+    """The architecture signature of the fit engine's program: apart from the compiled
+    engine's, so the two never share a cached program or a compile-mode decision."""
+    structure = json.loads(signature)
+    structure[ENGINE_KEY] = "fit"
+    return json.dumps(structure, sort_keys=True)
+
+
+def is_fit_signature(signature: str) -> bool:
+    return json.loads(signature).get(ENGINE_KEY) == "fit"
+
+
+class FitMeasures:
+    """The last `fit` and `evaluate` logs, read as the configured metrics by logged name."""
+
+    def __init__(self, metrics: Sequence[str]):
+        self.names = tuple(logged_name(m) for m in metrics)
+        self.logs: dict[bool, dict[str, float]] = {False: {}, True: {}}
+
+    def reset(self) -> None:
+        self.logs = {False: {}, True: {}}
+
+    def record(self, logs: Mapping[str, Any], validation: bool) -> None:
+        self.logs[validation] = {k: _scalar(v) for k, v in logs.items()}
+
+    def loss(self, validation: bool) -> float:
+        return self.logs[validation].get("loss", float("nan"))
+
+    def results(self, validation: bool) -> dict[str, float]:
+        logs = self.logs[validation]
+        out = {}
+        for name in self.names:
+            if name in logs:
+                out[name] = logs[name]
+                continue
+            # Several outputs: Keras logs OUTPUT_NAME per output.
+            per_output = [v for k, v in logs.items() if k.endswith(f"_{name}") and not k.startswith("val_")]
+            if per_output:
+                out[name] = float(np.mean(per_output))
+        return out
+
+
+def _scalar(value: Any) -> float:
+    array = np.asarray(value, dtype="float64")
+    return float(array.mean()) if array.size != 1 else float(array.reshape(()))
+
+
+def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,
+                      single_pass: bool, loss: str, metrics: Sequence[str],
+                      steps_per_execution: int) -> TrainingProgram:
+    """`model` compiled by Keras for the experiment's loss and metrics (called under the target
+    device scope), as a program the trainer caches and the epoch loop drives."""
+    import tensorflow as tf
+
+    optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
+    outputs = getattr(model, "outputs", None) or ()
+    if len(outputs) > 1:
+        compiled_metrics = [[keras_metric(m) for m in metrics] for _ in outputs]
+    else:
+        # The same metric objects the compiled step builds ('accuracy' resolved by the loss and
+        # targets), under their logged names so Keras logs them so.
+        compiled_metrics = LossAndMetrics(loss, metrics, model, y_train[:2]).train_metrics
+        for identifier, metric in zip(metrics, compiled_metrics):
+            metric.name = logged_name(identifier)
+    keras_loss_object = keras_loss(loss, model)
+    if isinstance(keras_loss_object, type):
+        keras_loss_object = keras_loss_object()
+    model.compile(optimizer=optimizer.optimizer, loss=keras_loss_object, metrics=compiled_metrics,
+                  jit_compile=mode == "xla", run_eagerly=mode == "eager", steps_per_execution=steps_per_execution)
+    measures = FitMeasures(metrics)
+
+    def train_steps(batch_indices, callbacks: Sequence = ()):
+        """One `fit` call over the batches [steps, batch] -> (sum of the steps' mean losses,)."""
+        indices = tf.convert_to_tensor(batch_indices)
+        steps, batch_size = int(indices.shape[0]), int(indices.shape[1])
+        flat = tf.reshape(indices, [-1])
+        x = tf.nest.map_structure(lambda a: tf.gather(a, flat), x_train)
+        y = tf.nest.map_structure(lambda a: tf.gather(a, flat), y_train)
+        history = model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0,
+                            callbacks=list(callbacks))
+        measures.record({k: v[-1] for k, v in history.history.items() if v}, validation=False)
+        return (tf.constant(measures.loss(validation=False) * steps, tf.float32),)
+
+    def evaluate(x, y):
+        """Summed validation loss over (x, y), scored in one `evaluate` call."""
+        logs = model.evaluate(x, y, batch_size=EVAL_BATCH, verbose=0, return_dict=True)
+        measures.record(logs, validation=True)
+        n = len(tf.nest.flatten(y)[0])
+        return np.float32(measures.loss(validation=True) * n)
+
+    return TrainingProgram(signature, mode, model, optimizer, train_steps, evaluate, measures)
+
+
+class FitTrial(SingleTrial):
+    """One trial on the fit engine, for the epoch loop: a whole epoch per `fit` call, the
+    whole validation set per `evaluate` call, batch hooks of its callbacks passed to fit."""
+
+    whole_epoch = True
+
+    def train_steps(self, batch_indices) -> np.ndarray:
+        hooks = self.control.batch_hooks() if self.control is not None else ()
+        (loss,) = self.program.train_steps(batch_indices, hooks)
+        return np.array([float(loss)])
