@@ -11,7 +11,7 @@ round the two runs take turns epoch by epoch, so machine load falls on both alik
 second of whole epochs (validation included, as a search runs them), the median over every
 epoch after each run's first (tracing excluded).
 Last line: streamed_ratio_vs_arrays=… (streamed samples/s over the arrays'; the target is >= 0.75).
-`measure_streaming()` returns the figures for other scripts (benchmarks/engines.py).
+`measure_streaming()` returns the figures, `streamed_ratio_vs_arrays()` the last line's (benchmarks/engines.py).
 """
 
 from __future__ import annotations
@@ -100,6 +100,11 @@ def measure_streaming(n_train: int = 16384, epochs: int = 6, rounds: int = 4) ->
     pairs = [streamed_rate / arrays_rate for arrays_rate, streamed_rate in zip(rates["arrays"], rates["streamed"])]
     return StreamingResult(statistics.median(rates["arrays"]), statistics.median(rates["streamed"]),
                            len(rates["arrays"]), statistics.median(pairs))
+
+
+def streamed_ratio_vs_arrays(quick: bool = False) -> float:
+    """The figure of this script's last line (what benchmarks/engines.py prints)."""
+    return measure_streaming(n_train=4096 if quick else 16384, rounds=2 if quick else 4).ratio
 
 
 def main() -> None:
