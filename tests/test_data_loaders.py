@@ -175,3 +175,13 @@ def test_bad_loader_results_exit_2_naming_loader_and_split(tmp_path, capsys, loa
     for fragment in fragments:
         assert fragment in output, f"{fragment!r} missing from: {output}"
     assert not (tmp_path / "study").exists()
+
+
+def test_streamed_splits_on_the_fit_engine_exit_2_before_anything_is_written(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    path.write_text(textwrap.dedent(EXPERIMENT.format(loader="stream_splits")) + "training: {engine: fit}\n")
+    code = main(["search", str(path), "--study-dir", str(tmp_path / "study")])
+    output = "".join(capsys.readouterr())
+    assert code == 2, output
+    assert "key 'training.engine'" in output and "only the compiled engine trains" in output
+    assert not (tmp_path / "study").exists()
