@@ -36,7 +36,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     from hpo.data import load_dataset
     from hpo.models import get_builder
     from hpo.training.checkpoint import load_checkpoint
-    from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric, score
+    from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric, score, score_batches
     from hpo.training.optimizers import TunableOptimizer
     from hpo.training.seeding import seed_trial
 
@@ -57,8 +57,9 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
     # The same loader and seed give the same split the search used; its test part was never seen.
     dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
-    if len(dataset.x_test) == 0:
-        raise UserInputError(f"{study_dir}: the experiment has data.test_split 0, so there is no held-out test set")
+    if dataset.examples("test") == 0:
+        raise UserInputError(f"{study_dir}: the experiment has no held-out test set (data.test_split 0, or a "
+                             f"loader whose named splits have no 'test')")
     training = experiment.training
     params = {"batch_size": training.batch_size, "optimizer": training.optimizer,
               "learning_rate": training.learning_rate, **experiment.model.params, **best.config}
@@ -73,12 +74,15 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
                      metrics=[keras_metric(m) for m in training.metrics])
     # Scored as the search scored its validation data (the same loss and metric objects).
-    test_loss, test_metrics = score(LossAndMetrics(training.loss, training.metrics, portable, dataset.y_test[:2]),
-                                    portable, dataset.x_test, np.asarray(dataset.y_test))
+    measures = LossAndMetrics(training.loss, training.metrics, portable, dataset.first(2)[1])
+    if dataset.streamed:
+        test_loss, test_metrics = score_batches(measures, portable, dataset.streams["test"].batches(1024))
+    else:
+        test_loss, test_metrics = score(measures, portable, dataset.x_test, np.asarray(dataset.y_test))
     path.parent.mkdir(parents=True, exist_ok=True)
     portable.save(path)
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
-                         test_examples=len(dataset.x_test), data_source=dataset.source, test_metrics=test_metrics)
+                         test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
 
 
 def stock_optimizer(tunable, params, variables):

@@ -3,7 +3,8 @@
 After the experiment file is validated (hpo.config) and before the driver takes the lock
 and writes anything: the objective is the loss or a configured metric (several objectives
 and constraints: each names one or a model measure, and the searcher takes them), the device is on
-this machine, the loader runs once and returns usable arrays, the builder, called once
+this machine, the loader runs once and returns usable data (arrays to split, or named
+splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`), the builder, called once
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
 its outputs for the first examples, each `training.callbacks` function returns a Keras
@@ -34,7 +35,7 @@ def preflight(experiment: Experiment) -> None:
 
 
 def _check(experiment: Experiment) -> None:
-    from hpo.data import load_arrays, num_classes
+    from hpo.data import load_dataset
 
     objective = experiment.search.objective
     reported = objective_names(experiment.training.metrics)
@@ -45,12 +46,15 @@ def _check(experiment: Experiment) -> None:
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
     _check_device(experiment)
-    x, y, _ = load_arrays(experiment.data, experiment.training.class_labels)
-    model = _check_builder(experiment, tuple(x.shape[1:]), num_classes(y))
+    dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
+    model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
     callbacks = _check_callbacks(experiment)
     if model is not None:
-        _check_loss_and_metrics(experiment, model, x[:8], y[:8])
-        _check_engine(experiment, model, callbacks, y[:8])
+        x, y = dataset.first(8)
+        _check_loss_and_metrics(experiment, model, x, y)
+        _check_engine(experiment, model, callbacks, y)
+        if dataset.streamed:
+            _check_streamed_engine(experiment, model, callbacks, y)
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
@@ -173,6 +177,18 @@ def _check_engine(experiment: Experiment, model, callbacks: list, y) -> None:
     elif training.engine == "auto":
         choice = choose_engine(model, training, callbacks, y)
         log.info("engine for the low end of the space: %s (%s)", choice.engine, choice.reason)
+
+
+def _check_streamed_engine(experiment: Experiment, model, callbacks: list, y) -> None:
+    """Streamed (tf.data) splits train on the compiled engine only: the fit engine gathers its
+    epoch from in-memory arrays."""
+    from hpo.training.engines import choose_engine
+
+    choice = choose_engine(model, experiment.training, callbacks, y)
+    if choice.engine == "fit":
+        raise ConfigError(f"the loader {experiment.data.dataset!r} streams tf.data splits, which only the compiled "
+                          f"engine trains, but this model goes to the fit engine ({choice.reason}); expected "
+                          f"(x, y) arrays from the loader, or a model the compiled step trains", key="training.engine")
 
 
 class ReadRecorder(Mapping[str, Any]):

@@ -1,5 +1,6 @@
 """Every script in examples/ runs, with small budgets, and does what it says."""
 
+import json
 import re
 import subprocess
 import sys
@@ -60,3 +61,23 @@ def test_regression_ranked_by_validation_mae(tmp_path):
     assert len(trials) == 4 and all(t.state.value == "complete" for t in trials)
     # Standardised targets: predicting the mean scores a validation MAE near 0.8; a linear fit reaches ~0.6.
     assert min(t.value for t in trials) < 0.75
+
+
+def test_tfdata_example_streams_its_splits_through_the_cli(tmp_path, capsys):
+    """examples/tfdata.yaml through the CLI entry point (in-process): the generator-backed
+    tf.data splits train, and `best --export` scores the streamed test split."""
+    from hpo.cli import main
+
+    study = tmp_path / "s"
+    code = main(["search", "examples/tfdata.yaml", "--study-dir", str(study), "--set", "search.max_trials=3",
+                 "--set", "search.max_budget=3", "--set", "search.min_budget=3"])
+    output = "".join(capsys.readouterr())
+    assert code == 0, output[-3000:]
+    trials = Study.open(study, read_only=True).trials()
+    assert len(trials) == 3 and all(t.state.value == "complete" for t in trials)
+    assert max(t.value for t in trials) > 0.5              # ten classes: chance is 0.1
+    code = main(["best", str(study), "--export", str(tmp_path / "best.keras"), "--json", "--trust-code"])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-3000:]
+    export = json.loads(out)["export"]
+    assert export["test_examples"] == 181 and export["test_accuracy"] > 0.5

@@ -68,8 +68,11 @@ class FusingTrainer:
         self.fuse = fuse
         self.decisions = FuseDecisions()
         self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
-        # A loss or metric the fused step does not compute: every trial trains unfused.
-        self.refusal = unfusable_measures(trainer.training)
+        # A loss or metric the fused step does not compute, or streamed data (the fused step
+        # gathers batches from in-memory arrays): every trial trains unfused.
+        self.refusal = unfusable_measures(trainer.training) or (
+            "the training data is streamed by tf.data; fused trials gather their batches from in-memory arrays"
+            if trainer.data.streamed else None)
         if self.refusal is not None:
             log.info("trials train unfused: %s", self.refusal)
 

@@ -18,23 +18,28 @@ from hpo.training.loss_metrics import LossAndMetrics
 UPDATE_SCOPE = "update"
 
 
-def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, mode: str,
+def make_train_steps(model, optimizer, x_train, y_train, mode: str,
                      measures: LossAndMetrics, on_trace: list | None = None) -> Callable:
     """Returns f(batch_indices[int32, steps x batch]) -> (sum of the steps' mean losses,);
-    the batches also update `measures.train_metrics`.
+    the batches also update `measures.train_metrics`. When `x_train` and `y_train` are
+    `tf.TensorSpec`s of stacked batches (streamed data, `hpo.training.training_data`), f takes
+    the batches themselves, (x [steps, batch, ...], y [steps, batch, ...]), instead of indices.
 
     `on_trace[0]` counts how often the Python body runs, i.e. how often TensorFlow traced it."""
     variables = model.trainable_variables
+    streamed = isinstance(x_train, tf.TensorSpec)
 
-    def train_steps(batch_indices):
+    def train_steps(call):
         if on_trace is not None:
             on_trace[0] += 1
         total_loss = tf.constant(0.0)
         sums = measures.start_sums()
-        for i in tf.range(tf.shape(batch_indices)[0]):
-            idx = batch_indices[i]
-            xb = tf.gather(x_train, idx)
-            yb = tf.gather(y_train, idx)
+        steps = tf.shape(call[0] if streamed else call)[0]
+        for i in tf.range(steps):
+            if streamed:
+                xb, yb = call[0][i], call[1][i]
+            else:
+                xb, yb = tf.gather(x_train, call[i]), tf.gather(y_train, call[i])
             with tf.GradientTape() as tape:
                 outputs = model(xb, training=True)
                 loss = measures.mean_loss(yb, outputs)
@@ -48,7 +53,8 @@ def make_train_steps(model, optimizer, x_train: tf.Tensor, y_train: tf.Tensor, m
         measures.commit_sums(sums)
         return (total_loss,)
 
-    return _compile(train_steps, mode, tf.TensorSpec([None, None], tf.int32))
+    signature = (x_train, y_train) if streamed else tf.TensorSpec([None, None], tf.int32)
+    return _compile(train_steps, mode, signature)
 
 
 def make_evaluate(model, mode: str, measures: LossAndMetrics) -> Callable:
@@ -62,7 +68,7 @@ def make_evaluate(model, mode: str, measures: LossAndMetrics) -> Callable:
     return evaluate if mode == "eager" else tf.function(evaluate, reduce_retracing=True)
 
 
-def _compile(fn: Callable, mode: str, signature: tf.TensorSpec) -> Callable:
+def _compile(fn: Callable, mode: str, signature) -> Callable:
     if mode == "eager":
         return fn
     return tf.function(fn, input_signature=[signature], jit_compile=(mode == "xla"))

@@ -42,9 +42,10 @@ class TrialGroup(Protocol):
     def reset_metrics(self) -> None:
         """Zero the training and validation metrics (before an epoch)."""
 
-    def train_steps(self, batch_indices) -> np.ndarray:
-        """One compiled call over [steps, batch] indices -> per-trial sums of the steps' mean
-        losses [K]; the call also adds its batches to the training metrics."""
+    def train_steps(self, call) -> np.ndarray:
+        """One compiled call over [steps, batch] indices (or, streamed, the stacked batches
+        themselves: `hpo.training.training_data`) -> per-trial sums of the steps' mean losses
+        [K]; the call also adds its batches to the training metrics."""
 
     def evaluate(self, x, y) -> np.ndarray:
         """Per-trial summed loss over one validation slice [K]; the slice also goes into the
@@ -77,8 +78,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
     tasks = group.tasks
     k = len(tasks)
     start, end = tasks[0].start_epoch, tasks[0].end_epoch
-    n_train = len(trainer.dataset.x_train)
-    steps_per_epoch = n_train // batch_size
+    steps_per_epoch = trainer.data.train_examples // batch_size
     # A group that trains an epoch (and evaluates) in one call (the fit engine) gets it whole.
     whole_epoch = getattr(group, "whole_epoch", False)
     steps_per_call = steps_per_epoch if whole_epoch else trainer.training.steps_per_call
@@ -103,19 +103,20 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             if control is not None:
                 control.epoch_begin(epoch)
             started = time.perf_counter()
-            batches = epoch_batches(tasks[0].data_seed, epoch, n_train, batch_size)
             losses = np.zeros(k)
+            steps = 0
             group.reset_metrics()
             with tf.device(trainer.device):
-                for first in range(0, steps_per_epoch, steps_per_call):
+                for call, call_steps in trainer.data.train_calls(tasks[0].data_seed, epoch, batch_size,
+                                                                 steps_per_call):
                     call_started = time.perf_counter()
-                    losses += group.train_steps(tf.constant(batches[first:first + steps_per_call]))
+                    losses += group.train_steps(call)
+                    steps += call_steps
                     if epoch == start + 1:
-                        call_seconds.append((time.perf_counter() - call_started,
-                                             min(steps_per_call, steps_per_epoch - first)))
+                        call_seconds.append((time.perf_counter() - call_started, call_steps))
                     if startup is None:
                         startup = time.perf_counter() - job_started
-            losses /= steps_per_epoch
+            losses /= max(steps, 1)
             _check_finite("training loss", losses, tasks, epoch)
             train_metrics = group.metric_results(validation=False)
             val_losses = _evaluate(trainer, group, k, whole_epoch)
@@ -171,14 +172,14 @@ def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False
     (`whole`: in one call over the whole validation set)."""
     import tensorflow as tf
 
-    x_val, y_val = trainer.data.x_val, trainer.data.y_val
-    n_val = len(trainer.dataset.x_val)
     losses = np.zeros(k)
-    batch = max(n_val, 1) if whole else EVAL_BATCH
+    n_val = 0
+    batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
     with tf.device(trainer.device):
-        for first in range(0, n_val, batch):
-            losses += group.evaluate(x_val[first:first + batch], y_val[first:first + batch])
-    losses /= n_val
+        for x, y in trainer.data.validation_slices(batch):
+            losses += group.evaluate(x, y)
+            n_val += int(x.shape[0])
+    losses /= max(n_val, 1)
     _check_finite("validation loss", losses, group.tasks, None)
     return losses
 

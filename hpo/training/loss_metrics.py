@@ -239,13 +239,20 @@ def _metric_object(identifier: str, resolved: str):
 
 def score(measures: LossAndMetrics, model, x, y, batch: int = 1024) -> tuple[float, dict[str, float]]:
     """(mean loss, metrics by logged name) of `model` on arrays, with the validation metrics."""
+    return score_batches(measures, model, ((x[first:first + batch], y[first:first + batch])
+                                           for first in range(0, len(x), batch)))
+
+
+def score_batches(measures: LossAndMetrics, model, batches) -> tuple[float, dict[str, float]]:
+    """`score` over (x, y) batches: a streamed split's, or slices of arrays."""
     measures.reset()
-    total = 0.0
-    for first in range(0, len(x), batch):
-        outputs = model(x[first:first + batch], training=False)
-        total += float(measures.summed_loss(y[first:first + batch], outputs))
-        measures.update(measures.val_metrics, y[first:first + batch], outputs)
-    return total / max(1, len(x)), measures.results(validation=True)
+    total, examples = 0.0, 0
+    for x, y in batches:
+        outputs = model(x, training=False)
+        total += float(measures.summed_loss(y, outputs))
+        measures.update(measures.val_metrics, y, outputs)
+        examples += int(x.shape[0])
+    return total / max(1, examples), measures.results(validation=True)
 
 
 def keras_loss(loss: str, model):

@@ -87,12 +87,14 @@ def _not_deterministic(detail) -> TrialFailed:
 
 def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,
                   single_pass: bool = False, loss: str = DEFAULT_LOSS,
-                  metrics: Sequence[str] = DEFAULT_METRICS) -> TrainingProgram:
+                  metrics: Sequence[str] = DEFAULT_METRICS, y_example=None) -> TrainingProgram:
     """Compile the step functions for a model (called under the target device scope);
     `single_pass`: Adam(W) updates in one pass (`hpo.training.xla_fusion`); `loss` and
-    `metrics`: Keras identifiers or references (`hpo.training.loss_metrics`)."""
+    `metrics`: Keras identifiers or references (`hpo.training.loss_metrics`). `x_train` and
+    `y_train`: the device's arrays, or specs of streamed batches (`make_train_steps`), when
+    `y_example` holds a few targets."""
     optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
-    measures = LossAndMetrics(loss, metrics, model, y_train[:2])
+    measures = LossAndMetrics(loss, metrics, model, y_train[:2] if y_example is None else y_example)
     traces = [0]
     train_steps = make_train_steps(model, optimizer.optimizer, x_train, y_train, mode, measures, on_trace=traces)
     evaluate = make_evaluate(model, mode, measures)

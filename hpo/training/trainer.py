@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import time
 import traceback
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -48,20 +47,12 @@ from hpo.training.initial_weights import (
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
+from hpo.training.training_data import DeviceArrays, check_batch_size, device_data  # noqa: F401 - DeviceArrays re-exported
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
 
 MEASURE_STEPS = 4      # training steps per timed call when `compile: auto` measures the modes
-
-
-@dataclass(frozen=True)
-class DeviceArrays:
-    """The dataset's train and validation arrays, copied to the trainer's device once."""
-    x_train: Any
-    y_train: Any
-    x_val: Any
-    y_val: Any
 
 
 class Trainer:
@@ -94,10 +85,9 @@ class Trainer:
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         self._engines: dict[str, EngineChoice] = {}     # architecture signature -> its engine
         self._engine_of_trial: dict[int, EngineChoice] = {}   # until its TrialDone carries it to the driver
-        with tf.device(device):
-            # Copied to the device once per process; every trial gathers batches from these.
-            self.data = DeviceArrays(tf.constant(dataset.x_train), tf.constant(dataset.y_train),
-                                     tf.constant(dataset.x_val), tf.constant(dataset.y_val))
+        # Arrays are copied to the device once per process and every trial gathers batches
+        # from them; streamed splits are read a batch at a time (`training_data`).
+        self.data = device_data(dataset, device)
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Trial config over fixed model params over the training defaults."""
@@ -187,7 +177,7 @@ class Trainer:
             auto = self.training.engine == "auto"
             model = self.build_model(params, seed) if auto else None
             callbacks = make_callbacks(self.training.callbacks) if auto else ()
-            self._engines[signature] = choose_engine(model, self.training, callbacks, self.dataset.y_train[:2])
+            self._engines[signature] = choose_engine(model, self.training, callbacks, self.data.y_example)
         return self._engines[signature]
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
@@ -227,11 +217,15 @@ class Trainer:
         from hpo.training.fit_engine import build_fit_program, is_fit_signature
         with tf.device(self.device):
             if is_fit_signature(signature):
+                if self.data.streamed:
+                    raise TrialFailed("the fit engine trains from in-memory arrays; this experiment's data are "
+                                      "streamed by tf.data, which the compiled engine trains")
                 return build_fit_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
                                          single_pass_update(mode, self.device), self.training.loss,
                                          self.training.metrics, self.training.steps_per_call)
-            return build_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
-                                 single_pass_update(mode, self.device), self.training.loss, self.training.metrics)
+            return build_program(signature, model, params, *self.data.step_inputs(), mode,
+                                 single_pass_update(mode, self.device), self.training.loss, self.training.metrics,
+                                 y_example=self.data.y_example)
 
     def mode_for(self, signature: str, params: Mapping[str, Any], seed: int, steps: int | None) -> str:
         """The compile mode for `steps` training steps of this architecture (one job, or a fused
@@ -291,20 +285,17 @@ class Trainer:
         return call
 
     def timing_batch(self, batch_size: int, seed: int, steps: int | None = None):
-        """One compiled call's worth of batch indices [steps, batch_size] on this trainer's
-        device (at most `steps`), for timing a training step (which examples does not matter)."""
+        """One compiled call's input on this trainer's device (at most `steps` steps), for
+        timing a training step (which examples does not matter)."""
         import tensorflow as tf
 
-        n_train = len(self.dataset.x_train)
-        steps = max(1, min(self.training.steps_per_call, steps or self.training.steps_per_call,
-                           n_train // batch_size))
-        indices = np.random.default_rng(seed).integers(0, n_train, (steps, batch_size)).astype("int32")
+        steps_per_call = min(self.training.steps_per_call, steps or self.training.steps_per_call)
         with tf.device(self.device):
-            return tf.constant(indices)
+            return self.data.timing_batch(batch_size, steps_per_call, seed)
 
     def job_steps(self, task: TrainTask, batch_size: int) -> int:
         """The training steps `task` runs at `batch_size`."""
-        return len(self.dataset.x_train) // batch_size * (task.end_epoch - task.start_epoch)
+        return self.data.train_examples // batch_size * (task.end_epoch - task.start_epoch)
 
     def run_group(self, tasks: Sequence[TrainTask]) -> Iterator[Event]:
         """Train `tasks`, one after another, as events: each trial's epochs, then its end. A
@@ -345,7 +336,7 @@ class Trainer:
             return {}
         from hpo.model_measures import measure_model
         model = self.build_model(self.resolve(task.config), task.seed)
-        return measure_model(model, task.measures, self.dataset.x_train[:task.latency_batch],
+        return measure_model(model, task.measures, self.dataset.first(task.latency_batch)[0],
                              task.latency_batch, self.device)
 
     def _engine_fields(self, trial_id: int) -> dict[str, str]:
@@ -379,9 +370,7 @@ class Trainer:
         job_started = time.perf_counter()
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
-        n_train = len(self.dataset.x_train)
-        if n_train // batch_size == 0:
-            raise TrialFailed(f"batch_size {batch_size} is larger than the {n_train} training examples")
+        check_batch_size(self.data, batch_size)
         reported = objective_names(self.training.metrics)
         if task.objective not in reported:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
@@ -422,8 +411,8 @@ class SingleTrial:
     def reset_metrics(self) -> None:
         self.program.measures.reset()
 
-    def train_steps(self, batch_indices) -> np.ndarray:
-        (loss,) = self.program.train_steps(batch_indices)
+    def train_steps(self, call) -> np.ndarray:
+        (loss,) = self.program.train_steps(call)
         return np.array([float(loss)])
 
     def evaluate(self, x, y) -> np.ndarray:
