@@ -53,8 +53,6 @@ def _check(experiment: Experiment) -> None:
         x, y = dataset.first(8)
         _check_loss_and_metrics(experiment, model, x, y)
         _check_engine(experiment, model, callbacks, y)
-        if dataset.streamed:
-            _check_streamed_engine(experiment, model, callbacks, y)
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
@@ -177,18 +175,6 @@ def _check_engine(experiment: Experiment, model, callbacks: list, y) -> None:
     elif training.engine == "auto":
         choice = choose_engine(model, training, callbacks, y)
         log.info("engine for the low end of the space: %s (%s)", choice.engine, choice.reason)
-
-
-def _check_streamed_engine(experiment: Experiment, model, callbacks: list, y) -> None:
-    """Streamed (tf.data) splits train on the compiled engine only: the fit engine gathers its
-    epoch from in-memory arrays."""
-    from hpo.training.engines import choose_engine
-
-    choice = choose_engine(model, experiment.training, callbacks, y)
-    if choice.engine == "fit":
-        raise ConfigError(f"the loader {experiment.data.dataset!r} streams tf.data splits, which only the compiled "
-                          f"engine trains, but this model goes to the fit engine ({choice.reason}); expected "
-                          f"(x, y) arrays from the loader, or a model the compiled step trains", key="training.engine")
 
 
 class ReadRecorder(Mapping[str, Any]):

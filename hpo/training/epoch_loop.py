@@ -21,6 +21,7 @@ from hpo.errors import TrialFailed
 from hpo.jobs import EpochReport, TrainTask
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import progress_due, stored_reports
+from hpo.training.training_data import WholeStream
 
 if TYPE_CHECKING:
     from hpo.training.trainer import Trainer
@@ -107,8 +108,8 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             steps = 0
             group.reset_metrics()
             with tf.device(trainer.device):
-                for call, call_steps in trainer.data.train_calls(tasks[0].data_seed, epoch, batch_size,
-                                                                 steps_per_call):
+                for call, call_steps in _epoch_calls(trainer, tasks[0].data_seed, epoch, batch_size,
+                                                     steps_per_call, whole_epoch):
                     call_started = time.perf_counter()
                     losses += group.train_steps(call)
                     steps += call_steps
@@ -167,18 +168,35 @@ def startup_overhead(first_call_end: float, calls: Sequence[tuple[float, int]]) 
     return first_call_end - min(first_seconds, first_steps * per_step)
 
 
+def _epoch_calls(trainer: "Trainer", data_seed: int, epoch: int, batch_size: int, steps_per_call: int,
+                 whole_epoch: bool) -> Iterator[tuple[object, int]]:
+    """(a call's input, its steps) for the epoch. A group that trains a whole epoch per call
+    on streamed splits gets the epoch as one `WholeStream`, read batch by batch by its engine,
+    rather than one stacked call holding the whole epoch."""
+    if whole_epoch and trainer.data.streamed:
+        steps = trainer.data.train_examples // batch_size
+        return iter([(WholeStream(trainer.data.epoch_dataset(data_seed, epoch, batch_size), steps,
+                                  steps * batch_size), steps)])
+    return trainer.data.train_calls(data_seed, epoch, batch_size, steps_per_call)
+
+
 def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False) -> np.ndarray:
     """Per-trial mean validation loss; the validation metrics accumulate in the group
-    (`whole`: in one call over the whole validation set)."""
+    (`whole`: in one call over the whole validation set; streamed, as one `WholeStream`)."""
     import tensorflow as tf
 
     losses = np.zeros(k)
     n_val = 0
-    batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
     with tf.device(trainer.device):
-        for x, y in trainer.data.validation_slices(batch):
-            losses += group.evaluate(x, y)
-            n_val += int(x.shape[0])
+        if whole and trainer.data.streamed:
+            n_val = trainer.data.validation_examples
+            stream = WholeStream(trainer.data.validation_dataset(EVAL_BATCH), -(-n_val // EVAL_BATCH), n_val)
+            losses += group.evaluate(stream, None)
+        else:
+            batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
+            for x, y in trainer.data.validation_slices(batch):
+                losses += group.evaluate(x, y)
+                n_val += int(x.shape[0])
     losses /= max(n_val, 1)
     _check_finite("validation loss", losses, group.tasks, None)
     return losses

@@ -8,7 +8,8 @@ trial of the architecture), `jit_compile` from the compile mode (`xla`; `graph` 
 `tf.function`, `eager` is `run_eagerly`) and `steps_per_execution` from
 `training.steps_per_call`. Its `train_steps` trains one whole epoch in one `fit` call on the
 epoch's batches in the study's order (`epoch_loop.epoch_batches`), so both engines see the
-same data; its `evaluate` scores the whole validation set in one `evaluate` call. Keras
+same data; its `evaluate` scores the whole validation set in one `evaluate` call. Streamed
+(tf.data) splits reach it as `WholeStream`s: `fit` and `evaluate` read them batch by batch. Keras
 resets its metrics at the start of each call, so an epoch must not be split across calls:
 `FitTrial.whole_epoch` tells the epoch loop so.
 
@@ -30,6 +31,7 @@ from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import TrainingProgram
 from hpo.training.trainer import SingleTrial
+from hpo.training.training_data import WholeStream
 
 ENGINE_KEY = "__engine__"
 
@@ -83,9 +85,11 @@ def _scalar(value: Any) -> float:
 
 def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train, y_train, mode: str,
                       single_pass: bool, loss: str, metrics: Sequence[str],
-                      steps_per_execution: int) -> TrainingProgram:
+                      steps_per_execution: int, y_example=None) -> TrainingProgram:
     """`model` compiled by Keras for the experiment's loss and metrics (called under the target
-    device scope), as a program the trainer caches and the epoch loop drives."""
+    device scope), as a program the trainer caches and the epoch loop drives. `x_train` and
+    `y_train` are the device's arrays the epochs gather from (None when streamed);
+    `y_example`, a few targets Keras resolves `accuracy` by."""
     import tensorflow as tf
 
     optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
@@ -95,7 +99,8 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
     else:
         # The same metric objects the compiled step builds ('accuracy' resolved by the loss and
         # targets), under their logged names so Keras logs them so.
-        compiled_metrics = LossAndMetrics(loss, metrics, model, y_train[:2]).train_metrics
+        compiled_metrics = LossAndMetrics(loss, metrics, model,
+                                          y_train[:2] if y_example is None else y_example).train_metrics
         for identifier, metric in zip(metrics, compiled_metrics):
             metric.name = logged_name(identifier)
     keras_loss_object = keras_loss(loss, model)
@@ -106,7 +111,13 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
     measures = FitMeasures(metrics)
 
     def train_steps(batch_indices, callbacks: Sequence = ()):
-        """One `fit` call over the batches [steps, batch] -> (sum of the steps' mean losses,)."""
+        """One `fit` call over the batches [steps, batch] (or a streamed epoch, a `WholeStream`)
+        -> (sum of the steps' mean losses,)."""
+        if isinstance(batch_indices, WholeStream):
+            history = model.fit(batch_indices.dataset, epochs=1, steps_per_epoch=batch_indices.batches,
+                                shuffle=False, verbose=0, callbacks=list(callbacks))
+            measures.record({k: v[-1] for k, v in history.history.items() if v}, validation=False)
+            return (tf.constant(measures.loss(validation=False) * batch_indices.batches, tf.float32),)
         indices = tf.convert_to_tensor(batch_indices)
         steps, batch_size = int(indices.shape[0]), int(indices.shape[1])
         flat = tf.reshape(indices, [-1])
@@ -118,7 +129,12 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
         return (tf.constant(measures.loss(validation=False) * steps, tf.float32),)
 
     def evaluate(x, y):
-        """Summed validation loss over (x, y), scored in one `evaluate` call."""
+        """Summed validation loss over (x, y) (or over a streamed validation set, a `WholeStream`
+        given as x), scored in one `evaluate` call."""
+        if isinstance(x, WholeStream):
+            logs = model.evaluate(x.dataset, steps=x.batches, verbose=0, return_dict=True)
+            measures.record(logs, validation=True)
+            return np.float32(measures.loss(validation=True) * x.examples)
         logs = model.evaluate(x, y, batch_size=EVAL_BATCH, verbose=0, return_dict=True)
         measures.record(logs, validation=True)
         n = len(tf.nest.flatten(y)[0])

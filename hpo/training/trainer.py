@@ -217,12 +217,12 @@ class Trainer:
         from hpo.training.fit_engine import build_fit_program, is_fit_signature
         with tf.device(self.device):
             if is_fit_signature(signature):
-                if self.data.streamed:
-                    raise TrialFailed("the fit engine trains from in-memory arrays; this experiment's data are "
-                                      "streamed by tf.data, which the compiled engine trains")
-                return build_fit_program(signature, model, params, self.data.x_train, self.data.y_train, mode,
+                # Streamed, fit reads each epoch from its `WholeStream`, not from arrays.
+                arrays = (None, None) if self.data.streamed else (self.data.x_train, self.data.y_train)
+                return build_fit_program(signature, model, params, *arrays, mode,
                                          single_pass_update(mode, self.device), self.training.loss,
-                                         self.training.metrics, self.training.steps_per_call)
+                                         self.training.metrics, self.training.steps_per_call,
+                                         y_example=self.data.y_example)
             return build_program(signature, model, params, *self.data.step_inputs(), mode,
                                  single_pass_update(mode, self.device), self.training.loss, self.training.metrics,
                                  y_example=self.data.y_example)

@@ -27,6 +27,16 @@ PREFETCH_CALLS = 2
 
 
 @dataclass(frozen=True)
+class WholeStream:
+    """A whole epoch's batches, or the whole validation set, as one batched `tf.data.Dataset`:
+    what an engine built on `model.fit` trains or evaluates in one call when the splits are
+    streamed (it resets its metrics at every call, so the pass cannot be cut into calls)."""
+    dataset: Any
+    batches: int          # training: the epoch's whole batches
+    examples: int         # evaluation: the examples the loss is summed over
+
+
+@dataclass(frozen=True)
 class DeviceArrays:
     """The dataset's train and validation arrays, copied to the trainer's device once."""
     x_train: Any
