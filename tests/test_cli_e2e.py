@@ -96,11 +96,14 @@ def test_export_json_and_csv(smoke_study, tmp_path):
     assert len(csv.stdout.splitlines()) - 1 == sum(len(r["epochs"]) for r in rows)
 
 
-def test_rerun_resumes_and_a_changed_experiment_is_refused(smoke_study):
+def test_rerun_resumes_and_a_changed_experiment_is_refused(smoke_study, capsys):
+    from faults import hpo_here
+
     study_dir, _ = smoke_study
-    again = hpo("search", SMOKE, "--study-dir", str(study_dir))
+    # In this process: what is checked is what the commands do, not how a process starts.
+    again = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir)
     assert again.returncode == 0 and "0 trial(s) finished" in again.stdout
-    changed = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "search.eta=3")
+    changed = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, "--set", "search.eta=3")
     assert changed.returncode == 2
     assert "search.eta: 2.0 -> 3.0" in changed.stderr and "--fresh" in changed.stderr
     assert "Traceback" not in changed.stderr

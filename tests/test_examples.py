@@ -1,11 +1,13 @@
-"""Every script in examples/ runs, with small budgets, and does what it says."""
+"""Every script in examples/ runs, with small budgets, and does what it says. Python scripts
+run as a user runs them, in a process of their own; experiment files go through the CLI's
+entry point in the test process (the CLI's own process start is tested in test_cli_e2e.py)."""
 
 import json
 import re
 import subprocess
 import sys
 
-from faults import ROOT, cli_env, hpo
+from faults import ROOT, cli_env, hpo_here
 
 from hpo.study import Study
 
@@ -34,9 +36,9 @@ def test_sklearn_forest_with_trees_as_the_budget(tmp_path):
     assert len(trials) == 30 and {t.budget for t in trials} >= {9.0, 27.0}
 
 
-def test_custom_functional_keras_model_through_the_cli(tmp_path):
-    done = hpo("search", "examples/custom_keras_model.yaml", "--study-dir", str(tmp_path / "s"),
-               "--set", "search.max_trials=5", "--set", "search.max_budget=3")
+def test_custom_functional_keras_model_through_the_cli(tmp_path, capsys):
+    done = hpo_here(capsys, "search", ROOT / "examples/custom_keras_model.yaml", "--study-dir", tmp_path / "s",
+                    "--set", "search.max_trials=5", "--set", "search.max_budget=3")
     assert done.returncode == 0, done.stderr[-3000:]
     trials = Study.open(tmp_path / "s").trials()
     assert len(trials) == 5 and all(t.state.value == "complete" for t in trials)
@@ -51,9 +53,9 @@ def test_keras_tuner_script_switched_to_bohb(tmp_path):
     assert float(re.search(r"validation accuracy (\d\.\d+)", out).group(1)) > 0.7
 
 
-def test_regression_ranked_by_validation_mae(tmp_path):
-    done = hpo("search", "examples/regression.yaml", "--study-dir", str(tmp_path / "s"),
-               "--set", "search.max_trials=4", "--set", "search.max_budget=9")
+def test_regression_ranked_by_validation_mae(tmp_path, capsys):
+    done = hpo_here(capsys, "search", ROOT / "examples/regression.yaml", "--study-dir", tmp_path / "s",
+                    "--set", "search.max_trials=4", "--set", "search.max_budget=9")
     assert done.returncode == 0, done.stderr[-3000:]
     study = Study.open(tmp_path / "s", read_only=True)
     assert study.experiment()["search"]["direction"] == "minimize"

@@ -121,21 +121,6 @@ def test_driver_killed_with_sigkill_resumes_without_losing_a_trial(tmp_path, bac
         assert trials[trial_id].attempts == 2, f"trial {trial_id} was running at the kill and did not run again"
 
 
-def test_a_second_driver_on_a_running_study_is_refused(tmp_path):
-    study_dir = tmp_path / "study"
-    args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE]
-    driver = start_hpo(*args)
-    try:
-        wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='running'"), what="a running trial",
-                 process=driver)
-        second = hpo(*args)
-        assert second.returncode == 2, second.stderr[-2000:]
-        assert f"process {driver.pid}" in second.stderr and "Traceback" not in second.stderr
-    finally:
-        driver.kill()
-        driver.communicate()
-
-
 # --- trials that fail: out of memory, a full disk --------------------------------------------
 
 def test_out_of_memory_fails_the_trial_and_the_search_goes_on(tmp_path):

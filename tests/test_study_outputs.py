@@ -338,9 +338,11 @@ def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ran
     assert shown[:3] == ids and len({by_id[i].lineage for i in shown}) == len(shown)
 
 
-def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir):
-    done = _cli_at(120, "search", SMOKE, "--study-dir", str(study_dir), "--set", "search.algorithm=bohb",
-                   "--set", "search.max_trials=12")
+def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir, capsys):
+    from faults import hpo_here
+
+    done = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, "--set", "search.algorithm=bohb",
+                    "--set", "search.max_trials=12")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0 trial(s) finished" in done.stdout
     assert "the study is complete" in done.stdout and "--set search.max_trials=24" in done.stdout
