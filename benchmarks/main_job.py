@@ -8,8 +8,8 @@ cached from an earlier run), then `python -m hpo best --export` on it, each as i
 process, and prints:
 - wall seconds of the search command, its CPU seconds (user + system of it and its worker
   processes) and CPU / wall (at most the core count);
-- start-up share: the sum of every trial's `startup_seconds` (job start to its first
-  finished compiled call, so it holds that call's `steps_per_call` steps too) over the sum
+- start-up share: the sum of every trial's `startup_seconds` (job start to its first step,
+  plus what its first compiled call took beyond training its own steps) over the sum
   of the trials' worker time (marked running to finished, which for a worker's first trial
   includes the worker process starting), and over the trials' own training time (the sum of
   their `epoch_seconds`, which the first epoch's start-up is part of);
