@@ -63,6 +63,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.mf_problems import MAX_BUDGET, fidelity  # noqa: E402
+from benchmarks.searchers import typed  # noqa: E402
 from hpo.search import ASHA, BOHB, AsyncBOHB, Hyperband, RandomSearch, rung_budgets  # noqa: E402
 
 ETA, MIN_BUDGET = 3, 1.0
@@ -182,20 +183,6 @@ def hypervolume(points, reference) -> float:
     reference = np.asarray(reference, dtype=float)
     points = np.array([p for p in points if np.all(np.asarray(p) < reference)], dtype=float).reshape(-1, 2)
     return float(HV(ref_point=reference)(points)) if len(points) else 0.0
-
-
-def typed(problem: MOProblem, config: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for name, spec in problem.space.items():
-        value = config[name]
-        if spec["type"] == "choice":
-            value = next(v for v in spec["values"] if str(v) == str(value))
-        elif spec["type"] == "int":
-            value = int(value)
-        else:
-            value = float(value)
-        out[name] = value
-    return out
 
 
 # --- ours -------------------------------------------------------------------------------------

@@ -294,17 +294,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
               "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
     if args.export:
-        from hpo.best_model import export_best_model
-        _consent_to_code(args, experiment)
-        exported = export_best_model(args.study_dir, args.export, trial_id=args.trial)
-        record["export"] = {"path": str(exported.path), "test_accuracy": exported.test_accuracy,
-                            "test_loss": exported.test_loss, "test_examples": exported.test_examples,
-                            "test_metrics": dict(exported.test_metrics)}
-        if not args.json:
-            scores = ", ".join(f"{name} {value:.4f}" for name, value in
-                               [*exported.test_metrics.items(), ("loss", exported.test_loss)])
-            stdout.print(f"saved {exported.path}; held-out test set ({exported.test_examples} examples, never seen "
-                         f"by the search): {scores}", highlight=False)
+        record["export"] = _export(args, experiment, args.trial)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
     else:
@@ -313,6 +303,24 @@ def cmd_best(args: argparse.Namespace) -> int:
         for key, value in best.config.items():
             stdout.print(f"  {key}: {value}", highlight=False)
     return 0
+
+
+def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) -> dict:
+    """`--export`: save the trial's model (the best one when `trial_id` is None), score it on the
+    held-out test split, say so unless `--json`, and return the record's `export` entry."""
+    from hpo.best_model import export_best_model
+    from hpo.console import stdout
+    _consent_to_code(args, experiment)
+    exported = export_best_model(args.study_dir, args.export, trial_id=trial_id)
+    if not args.json:
+        scores = ", ".join(f"{name} {value:.4f}" for name, value in
+                           [*exported.test_metrics.items(), ("loss", exported.test_loss)])
+        which = "" if trial_id is None else f"trial {trial_id} to "
+        stdout.print(f"saved {which}{exported.path}; held-out test set ({exported.test_examples} examples, never "
+                     f"seen by the search): {scores}", highlight=False)
+    record = {"path": str(exported.path), "test_accuracy": exported.test_accuracy, "test_loss": exported.test_loss,
+              "test_examples": exported.test_examples, "test_metrics": dict(exported.test_metrics)}
+    return record if trial_id is None else {"trial_id": trial_id, **record}
 
 
 def _chosen_trial(args: argparse.Namespace, study):
@@ -344,18 +352,7 @@ def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
             ids = ", ".join(str(m["trial_id"]) for m in record["pareto"])
             raise UserInputError(f"{args.study_dir}: the study has several objectives, so there is no single best "
                                  f"trial; choose one with --trial N (the Pareto front: trials {ids})")
-        chosen = _chosen_trial(args, study)
-        from hpo.best_model import export_best_model
-        _consent_to_code(args, experiment)
-        exported = export_best_model(args.study_dir, args.export, trial_id=chosen.trial_id)
-        record["export"] = {"trial_id": chosen.trial_id, "path": str(exported.path),
-                            "test_examples": exported.test_examples, "test_loss": exported.test_loss,
-                            "test_metrics": dict(exported.test_metrics)}
-        if not args.json:
-            scores = ", ".join(f"{name} {value:.4f}" for name, value in
-                               [*exported.test_metrics.items(), ("loss", exported.test_loss)])
-            stdout.print(f"saved trial {chosen.trial_id} to {exported.path}; held-out test set "
-                         f"({exported.test_examples} examples): {scores}", highlight=False)
+        record["export"] = _export(args, experiment, _chosen_trial(args, study).trial_id)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
         return 0

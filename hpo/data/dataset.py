@@ -84,16 +84,6 @@ class Dataset:
             return self.streams[split].examples if split in self.streams else 0
         return len({"train": self.x_train, "validation": self.x_val, "test": self.x_test}[split])
 
-    @property
-    def needs_cast(self) -> bool:
-        x_spec, y_spec = self.elements.element_spec
-        return x_spec.dtype.name != "float32" or y_spec.dtype.name != self.target_dtype
-
-    def cast(self, x, y):
-        """Inputs as float32, targets as `target_dtype` (traced into a tf.data map)."""
-        import tensorflow as tf
-        return tf.cast(x, tf.float32), tf.cast(y, tf.as_dtype(self.target_dtype))
-
     def first(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The first `n` training examples as arrays (what the pre-flight checks on)."""
         if self.streamed:
