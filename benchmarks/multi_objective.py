@@ -63,7 +63,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.mf_problems import MAX_BUDGET, fidelity  # noqa: E402
-from benchmarks.searchers import typed  # noqa: E402
+from benchmarks.searchers import _suggest, typed  # noqa: E402
 from hpo.search import ASHA, BOHB, AsyncBOHB, Hyperband, RandomSearch, rung_budgets  # noqa: E402
 
 ETA, MIN_BUDGET = 3, 1.0
@@ -217,18 +217,6 @@ def ask_latency_ms(cls, observations: int = 1000, repeats: int = 100) -> float:
 
 
 # --- Optuna -----------------------------------------------------------------------------------
-
-def _suggest(trial, problem: MOProblem) -> dict[str, Any]:
-    config = {}
-    for name, spec in problem.space.items():
-        if spec["type"] == "float":
-            config[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
-        elif spec["type"] == "int":
-            config[name] = trial.suggest_int(name, spec["low"], spec["high"], log=spec.get("log", False))
-        else:
-            config[name] = trial.suggest_categorical(name, spec["values"])
-    return config
-
 
 def run_optuna(kind: str) -> Callable[[MOProblem, int, float], Trace]:
     def run(problem: MOProblem, seed: int, total: float) -> Trace:

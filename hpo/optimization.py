@@ -170,9 +170,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           pareto=pareto)
 
 
-def pareto_set(trials: Sequence[TrialRow], goals: Goals) -> tuple[ParetoMember, ...]:
-    """The completed trials at the largest budget any reached that are feasible and not
-    dominated there (with none feasible, the least violating), in trial id order."""
+def completed_results(trials: Sequence[TrialRow], goals: Goals) -> list[tuple[TrialRow, TrialResult]]:
+    """The completed trials that report every objective, each with its result as `goals` reads it."""
     done = []
     for t in trials:
         if t.state != TrialState.COMPLETE:
@@ -180,6 +179,13 @@ def pareto_set(trials: Sequence[TrialRow], goals: Goals) -> tuple[ParetoMember, 
         result = goals.result_of(TrialResult(value=t.value, metrics=t.metrics))
         if result.ok:
             done.append((t, result))
+    return done
+
+
+def pareto_set(trials: Sequence[TrialRow], goals: Goals) -> tuple[ParetoMember, ...]:
+    """The completed trials at the largest budget any reached that are feasible and not
+    dominated there (with none feasible, the least violating), in trial id order."""
+    done = completed_results(trials, goals)
     if not done:
         return ()
     top = max(t.budget for t, _ in done)

@@ -10,22 +10,16 @@ from typing import Sequence
 import numpy as np
 
 from hpo.hypervolume import NORMALISED_REFERENCE, normalised_hypervolume
+from hpo.optimization import completed_results
 from hpo.pareto_view import front, trial_goals
 from hpo.search.objectives import Goals
 from hpo.study import TrialRow
-from hpo.trial import TrialResult, TrialState
+from hpo.trial import TrialState
 
 
 def _usable(trials: Sequence[TrialRow], goals: Goals) -> list[tuple[TrialRow, np.ndarray, bool]]:
     """Completed trials with every objective: (trial, losses, feasible)."""
-    out = []
-    for t in trials:
-        if t.state != TrialState.COMPLETE:
-            continue
-        result = goals.result_of(TrialResult(value=t.value, metrics=t.metrics))
-        if result.ok:
-            out.append((t, goals.losses(result), goals.violation(result) == 0))
-    return out
+    return [(t, goals.losses(r), goals.violation(r) == 0) for t, r in completed_results(trials, goals)]
 
 
 def front_figure(trials: Sequence[TrialRow], goals: Goals):

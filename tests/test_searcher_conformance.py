@@ -199,21 +199,8 @@ def make_several(name, n_objectives, seed=0, enqueue=False):
 
 
 def drive_several(searcher, n_jobs, workers=1):
-    log, pending, asked = [], [], 0
     n_objectives = len(searcher.goals.objectives)
-    while asked < n_jobs or pending:
-        while asked < n_jobs and len(pending) < workers:
-            job = searcher.ask()
-            if job is None:
-                break
-            pending.append(job)
-            asked += 1
-        if not pending:
-            break
-        job = pending.pop(0)
-        searcher.tell(job, several(job, n_objectives))
-        log.append((job, searcher.history[-1][1]))
-    return log
+    return drive(searcher, n_jobs, workers, told=lambda job: several(job, n_objectives))
 
 
 @pytest.fixture(params=sorted(MO_SEARCHERS))

@@ -126,18 +126,21 @@ def _tie_break_scores(points: np.ndarray, tie_break: str) -> np.ndarray:
     return crowding_distance(scaled)
 
 
+def _as_points(losses, violations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Losses and violations as float arrays (no violations: all feasible), and which points are
+    usable: every loss and the violation finite."""
+    losses = np.asarray(losses, dtype=float)
+    violations = np.zeros(len(losses)) if violations is None else np.asarray(violations, dtype=float)
+    return losses, violations, np.all(np.isfinite(losses), axis=1) & np.isfinite(violations)
+
+
 def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
                       tie_break: str = "crowding", limit: int | None = None) -> np.ndarray:
     """Indices of the points best first (see the module's docstring). With `limit`, only the
     first `limit` positions are ranked exactly; the rest follow in index order."""
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
-    losses = np.asarray(losses, dtype=float)
-    n = len(losses)
-    if violations is None:
-        violations = np.zeros(n)
-    violations = np.asarray(violations, dtype=float)
-    usable = np.all(np.isfinite(losses), axis=1) & np.isfinite(violations)
+    losses, violations, usable = _as_points(losses, violations)
     feasible = np.flatnonzero(usable & (violations == 0))
     infeasible = np.flatnonzero(usable & (violations > 0))
     unusable = np.flatnonzero(~usable)
@@ -161,12 +164,8 @@ def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
 def pareto_mask(losses: np.ndarray, violations: np.ndarray | None = None) -> np.ndarray:
     """Which points are on the feasible Pareto front (usable, feasible, non-dominated).
     Where no point is feasible, the front is the least-violating usable points."""
-    losses = np.asarray(losses, dtype=float)
+    losses, violations, usable = _as_points(losses, violations)
     n = len(losses)
-    if violations is None:
-        violations = np.zeros(n)
-    violations = np.asarray(violations, dtype=float)
-    usable = np.all(np.isfinite(losses), axis=1) & np.isfinite(violations)
     mask = np.zeros(n, dtype=bool)
     if not usable.any():
         return mask
