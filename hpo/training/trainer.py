@@ -47,7 +47,7 @@ from hpo.training.initial_weights import (
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
-from hpo.training.training_data import DeviceArrays, check_batch_size, device_data  # noqa: F401 - DeviceArrays re-exported
+from hpo.training.training_data import check_batch_size, device_data
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
