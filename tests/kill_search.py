@@ -5,6 +5,8 @@ driver start costs well under a second and a kill test can afford many of them.
 
 Run it as a driver: python -c "import kill_search; kill_search.main()" BACKEND STUDY_DIR
 (with this folder on PYTHONPATH). It exits 0 once the search has run all its trials.
+BACKEND `inline-mo` is the inline search with two objectives (`val_loss` against `cost`)
+and a constraint, whose Pareto front a kill must not change.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ def loss(config, epoch: int) -> float:
     return (config["x"] - 0.5) ** 2 + {"wide": 0.0, "deep": 0.1, "flat": 0.3}[config["shape"]] + 1.0 / epoch
 
 
+def cost(config) -> float:
+    """The second objective: it pulls `x` and `shape` away from what `loss` likes, so the
+    front has many members."""
+    return (config["x"] + 1.0) ** 2 + {"wide": 0.5, "deep": 0.2, "flat": 0.0}[config["shape"]]
+
+
+COST_BOUND = 4.0             # the constraint: x above 1 with a wide shape breaks it
+
+
 class _NoCompileChoices:
     def learn(self, key, mode, detail) -> None:
         pass
@@ -43,7 +54,7 @@ class EpochTrainer:
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
                 time.sleep(EPOCH_SECONDS)
                 yield EpochDone(EpochReport(trial_id=task.trial_id, epoch=epoch,
-                                            metrics={"val_loss": loss(task.config, epoch)}))
+                                            metrics={"val_loss": loss(task.config, epoch), "cost": cost(task.config)}))
             yield TrialDone(trial_id=task.trial_id, epochs_trained=task.end_epoch - task.start_epoch)
 
 
@@ -53,9 +64,14 @@ def make_trainer(experiment, slot, known_compile_choices=None) -> EpochTrainer:
 
 def experiment_for(backend: str, study_dir: Path):
     from hpo.config import experiment_from_dict
+    goals = {"objective": "val_loss", "direction": "minimize"}
+    if backend == "inline-mo":
+        backend = "inline"
+        goals = {"objectives": ["val_loss", {"name": "cost", "direction": "minimize"}],
+                 "constraints": [f"cost <= {COST_BOUND}"]}
     return experiment_from_dict({
         "name": "killed", "seed": 7, "data": {"dataset": "synthetic"}, "space": SPACE,
-        "search": {"algorithm": "hyperband", "objective": "val_loss", "direction": "minimize",
+        "search": {"algorithm": "hyperband", **goals,
                    "min_budget": 1, "max_budget": 9, "eta": 3, "max_trials": MAX_TRIALS},
         # Retries enough for every worker kill a test draws: a killed worker's trial must not
         # fail for having been unlucky twice.

@@ -7,7 +7,8 @@ lock, the study's creation or backup and the replay; or on local and Dask one wo
 process) and after what delay. A killed driver is resumed. At every kill point and at the end,
 each trial that had finished at an earlier kill point is still finished, with the same
 value, epochs and per-epoch metrics; and the search ends with every trial complete, each
-epoch recorded once.
+epoch recorded once. The inline search with two objectives and a constraint (`inline-mo`)
+ends with the trials, and so the Pareto front, of the same search run without a kill.
 """
 
 import json
@@ -22,8 +23,8 @@ import pytest
 from faults import ROOT, cli_env, kill, query, wait_for, worker_processes
 from kill_search import MAX_TRIALS
 
-# Kill points per backend: 21 in all. Dask's fewer, because each resume starts a LocalCluster.
-KILL_POINTS = {"inline": 8, "local": 7, "dask": 6}
+# Kill points per backend: 22 in all. Dask's fewer, because each resume starts a LocalCluster.
+KILL_POINTS = {"inline": 5, "inline-mo": 4, "local": 7, "dask": 6}
 # Delays up to 0.6 s: trials take 10 to 90 ms, so a kill lands anywhere in one, and the kill
 # points use well under half of the search, however fast this machine runs it.
 MAX_DELAY_S = 0.6
@@ -42,7 +43,7 @@ def kill_plan(backend: str) -> list[tuple[float, str]]:
     for _ in range(KILL_POINTS[backend]):
         draw = rng.random()
         restarting = not plan or plan[-1][1] != "worker"
-        if backend != "inline" and draw < WORKER_KILL_SHARE:
+        if not backend.startswith("inline") and draw < WORKER_KILL_SHARE:
             target = "worker"
         elif restarting and draw > 1 - START_UP_KILL_SHARE:
             target = "starting driver"
@@ -99,8 +100,41 @@ def strike(driver: subprocess.Popen, target: str, rng: random.Random) -> None:
              timeout=30, what="the killed driver's workers to exit")
 
 
-@pytest.mark.parametrize("backend", ["inline", "local", "dask"])
-def test_random_kills_lose_no_finished_trial(tmp_path, backend):
+def study_trials(study_dir):
+    from hpo.study import Study
+    study = Study.open(study_dir, read_only=True)
+    try:
+        return study.experiment(), study.trials()
+    finally:
+        study.close()
+
+
+def assert_same_search_as_without_kills(study_dir, reference_dir, monkeypatch):
+    """The killed and resumed inline search ran the trials an unkilled one runs (the searcher
+    replays its asks and tells, and one slot runs them in the same order), so its Pareto
+    front is that search's, member for member."""
+    import kill_search
+
+    from hpo.config import experiment_from_dict
+    from hpo.optimization import pareto_set
+    monkeypatch.setattr(kill_search, "EPOCH_SECONDS", 0.0)
+    with pytest.raises(SystemExit) as ended:
+        kill_search.main(["inline-mo", str(reference_dir)])
+    assert ended.value.code == 0
+    fronts = []
+    for folder in (study_dir, reference_dir):
+        experiment, trials = study_trials(folder)
+        rows = [(t.trial_id, t.config, t.budget, t.continues, t.state, t.metrics) for t in trials]
+        front = pareto_set(trials, experiment_from_dict(experiment).search.goals())
+        fronts.append((rows, [(m.trial_id, m.objectives, m.feasible) for m in front]))
+    (killed, killed_front), (unkilled, unkilled_front) = fronts
+    assert killed == unkilled
+    assert killed_front == unkilled_front
+    assert len(killed_front) >= 3 and all(feasible for *_, feasible in killed_front), killed_front
+
+
+@pytest.mark.parametrize("backend", ["inline", "inline-mo", "local", "dask"])
+def test_random_kills_lose_no_finished_trial(tmp_path, backend, monkeypatch):
     """SIGKILL at seeded random moments; after each resume nothing finished has changed."""
     study_dir = tmp_path / "study"
     plan = kill_plan(backend)
@@ -149,6 +183,8 @@ def test_random_kills_lose_no_finished_trial(tmp_path, backend):
         assert recorded == list(range(start + 1, int(round(b)) + 1)), (trial_id, recorded, plan)
     # The kills struck mid-trial: some trial was running at one of them and ran again.
     assert sum(attempts for *_, attempts in trials) > MAX_TRIALS, plan
+    if backend == "inline-mo":
+        assert_same_search_as_without_kills(study_dir, tmp_path / "unkilled" / "study", monkeypatch)
 
 
 def test_a_driver_killed_while_creating_its_study_leaves_one_the_next_run_creates_again(tmp_path, monkeypatch):
