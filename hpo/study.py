@@ -155,9 +155,12 @@ class Study:
             raise UserInputError(f"{directory}: no study here (expected {path}); run `hpo search` first")
         study_integrity.check_files(path)
         # Checked through a read-only connection: closing a writable one on a damaged file
-        # could checkpoint its log into it, and the file must stay as it was.
+        # could checkpoint its log into it, and the file must stay as it was. With no driver
+        # running and no log to read, SQLite may treat the file as immutable, and then
+        # creates no -wal and -shm beside it: a command that only reads adds no file.
+        at_rest = study_lock.holder(directory) is None and not _has_log(path)
         try:
-            db = _connect(path, mode="ro")
+            db = _connect(path, mode="ro", immutable=at_rest)
         except sqlite3.DatabaseError as exc:
             raise study_integrity.damaged(path, f"SQLite cannot open it ({exc})") from None
         try:
@@ -356,9 +359,18 @@ class Study:
             study_lock.release(lock)
 
 
-def _connect(path: Path, mode: str = "rwc") -> sqlite3.Connection:
-    """mode 'rwc' creates (Study.create only), 'rw' opens an existing file, 'ro' only reads."""
-    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode={mode}"
+def _has_log(path: Path) -> bool:
+    """A write-ahead log with frames not yet checkpointed into the file (a killed writer's)."""
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _connect(path: Path, mode: str = "rwc", *, immutable: bool = False) -> sqlite3.Connection:
+    """mode 'rwc' creates (Study.create only), 'rw' opens an existing file, 'ro' only reads;
+    `immutable` (with 'ro') promises SQLite that no one writes the file while it is open."""
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode={mode}" + ("&immutable=1" if immutable else "")
     db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
     if mode != "ro":
         db.execute("PRAGMA journal_mode=WAL")

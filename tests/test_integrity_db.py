@@ -64,6 +64,17 @@ def test_read_only_commands_never_create_a_study(tmp_path, capsys, command):
 
 
 @pytest.mark.parametrize("command", READERS, ids=lambda c: " ".join(c))
+def test_reading_a_study_at_rest_leaves_its_folder_byte_for_byte(tmp_path, capsys, command):
+    """No driver runs and the log was checkpointed: a reader adds no file (not even SQLite's
+    -wal and -shm) and changes none."""
+    folder = make_study(tmp_path / "s")
+    before = digests(folder)
+    code, output = run(capsys, command[0], folder, *command[1:])
+    assert code == 0, output
+    assert digests(folder) == before
+
+
+@pytest.mark.parametrize("command", READERS, ids=lambda c: " ".join(c))
 def test_an_empty_database_is_a_damaged_study_and_stays_empty(tmp_path, capsys, command):
     folder = tmp_path / "s"
     folder.mkdir()
