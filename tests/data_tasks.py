@@ -145,3 +145,38 @@ def big_stream_splits(examples=BIG_EXAMPLES):
     noise = np.random.default_rng(2).standard_normal((100, BIG_FEATURES), dtype="float32")
     validation = (centres[labels] + noise, labels)
     return {"train": train, "validation": validation, "num_classes": 4}
+
+
+# --- several inputs and outputs ------------------------------------------------------------------
+
+def two_in_two_out(samples=240, form="dict", stream=False):
+    """Inputs `a` [n, 4] and `b` [n, 3]; targets `price` (a value) and `category` (3 classes):
+    as dicts keyed by the model's input and output names (`form='dict'`) or as tuples in its
+    order; `stream`: as named tf.data splits of those (dict, dict) / (tuple, tuple) elements."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(samples, 4)).astype("float32")
+    b = rng.normal(size=(samples, 3)).astype("float32")
+    price = (a[:, 0] + 0.5 * b[:, 1]).astype("float32")
+    category = ((a[:, 1] > 0).astype("int32") + (b[:, 0] > 0).astype("int32"))
+    x, y = ({"a": a, "b": b}, {"price": price, "category": category}) if form == "dict" else ((a, b), (price, category))
+    if not stream:
+        return x, y
+    import tensorflow as tf
+
+    def rows(tree, start, end):
+        return tf.nest.map_structure(lambda v: v[start:end], tree)
+    cut = samples * 3 // 4
+    return {"train": tf.data.Dataset.from_tensor_slices((rows(x, 0, cut), rows(y, 0, cut))),
+            "validation": tf.data.Dataset.from_tensor_slices((rows(x, cut, samples), rows(y, cut, samples))),
+            "test": (rows(x, cut, samples), rows(y, cut, samples))}
+
+
+def two_in_two_out_model(config, input_shape, num_classes):
+    """A functional model with named inputs `a`, `b` and named outputs `price` (linear) and
+    `category` (logits over num_classes['category'])."""
+    import keras
+
+    a, b = keras.Input(input_shape["a"], name="a"), keras.Input(input_shape["b"], name="b")
+    hidden = keras.layers.Dense(int(config.get("units", 8)), activation="relu")(keras.layers.Concatenate()([a, b]))
+    category = keras.layers.Dense(num_classes["category"], name="category")(hidden)
+    return keras.Model({"a": a, "b": b}, {"price": keras.layers.Dense(1, name="price")(hidden), "category": category})

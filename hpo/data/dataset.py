@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.data.nested import is_nested, leaves, map_tree, rows
+from hpo.data.nested import is_nested, leaves, map_tree, pack, rows
 
 SPLITS = ("train", "validation", "test")
 
@@ -122,9 +122,8 @@ def classes_of(targets: Sequence[Any]) -> Any:
     arrays (a model with several outputs), one count per array in the targets' structure."""
     first = targets[0]
     if is_nested(first):
-        counts = [leaves(map_tree(num_classes, y)) for y in targets]
-        flat = iter([max(column) for column in zip(*counts)])
-        return map_tree(lambda _: next(flat), first)
+        counts = [[num_classes(leaf) for leaf in leaves(y)] for y in targets]
+        return pack(first, [max(column) for column in zip(*counts)])
     return max(num_classes(y) for y in targets)
 
 

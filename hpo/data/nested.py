@@ -33,6 +33,19 @@ def map_tree(fn: Callable[[Any], Any], tree: Any) -> Any:
     return fn(tree)
 
 
+def pack(structure: Any, flat: list) -> Any:
+    """`flat` (one value per array of `structure`, in `leaves` order) in `structure`'s shape."""
+    values = iter(flat)
+
+    def build(tree: Any) -> Any:
+        if isinstance(tree, dict):
+            return {key: build(tree[key]) for key in sorted(tree)}
+        if isinstance(tree, (tuple, list)):
+            return tuple(build(item) for item in tree)
+        return next(values)
+    return build(structure)
+
+
 def named_leaves(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """(a name for the message, the array) per array: `x['price']`, `y[1]`, or the prefix alone."""
     if isinstance(tree, dict):

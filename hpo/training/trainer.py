@@ -371,9 +371,6 @@ class Trainer:
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
         check_batch_size(self.data, batch_size)
-        reported = objective_names(self.training.metrics)
-        if task.objective not in reported:
-            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
 
         resumed = resume_point(task)
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
@@ -382,6 +379,10 @@ class Trainer:
         self._engine_of_trial[task.trial_id] = engine
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=self.job_steps(task, batch_size), engine=engine.engine)
+        from hpo.training.fit_engine import output_names
+        reported = objective_names(self.training.metrics, output_names(program.model))
+        if task.objective not in reported:
+            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, program.model, program.optimizer.optimizer)
             if restored != task.start_epoch:
