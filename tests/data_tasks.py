@@ -149,26 +149,34 @@ def big_stream_splits(examples=BIG_EXAMPLES):
 
 # --- several inputs and outputs ------------------------------------------------------------------
 
-def two_in_two_out(samples=240, form="dict", stream=False):
+def two_in_two_out(samples=240, form="dict", splits=None):
     """Inputs `a` [n, 4] and `b` [n, 3]; targets `price` (a value) and `category` (3 classes):
     as dicts keyed by the model's input and output names (`form='dict'`) or as tuples in its
-    order; `stream`: as named tf.data splits of those (dict, dict) / (tuple, tuple) elements."""
+    order. `splits`: None (arrays for hpo to split), 'arrays' (named splits of them) or
+    'tf.data' (named tf.data splits of (dict, dict) / (tuple, tuple) elements). Row i has
+    a[i, 3] == i / samples, so a test can follow every array of an example through a split."""
     rng = np.random.default_rng(1)
     a = rng.normal(size=(samples, 4)).astype("float32")
+    a[:, 3] = np.arange(samples) / samples
     b = rng.normal(size=(samples, 3)).astype("float32")
     price = (a[:, 0] + 0.5 * b[:, 1]).astype("float32")
     category = ((a[:, 1] > 0).astype("int32") + (b[:, 0] > 0).astype("int32"))
     x, y = ({"a": a, "b": b}, {"price": price, "category": category}) if form == "dict" else ((a, b), (price, category))
-    if not stream:
+    if splits is None:
         return x, y
-    import tensorflow as tf
 
     def rows(tree, start, end):
-        return tf.nest.map_structure(lambda v: v[start:end], tree)
-    cut = samples * 3 // 4
-    return {"train": tf.data.Dataset.from_tensor_slices((rows(x, 0, cut), rows(y, 0, cut))),
-            "validation": tf.data.Dataset.from_tensor_slices((rows(x, cut, samples), rows(y, cut, samples))),
-            "test": (rows(x, cut, samples), rows(y, cut, samples))}
+        if isinstance(tree, dict):
+            return {k: v[start:end] for k, v in tree.items()}
+        return tuple(v[start:end] for v in tree)
+    cut, test = samples * 3 // 4, samples * 7 // 8
+    parts = {"train": (rows(x, 0, cut), rows(y, 0, cut)), "validation": (rows(x, cut, test), rows(y, cut, test)),
+             "test": (rows(x, test, samples), rows(y, test, samples))}
+    if splits == "tf.data":
+        import tensorflow as tf
+        parts["train"] = tf.data.Dataset.from_tensor_slices(parts["train"])
+        parts["validation"] = tf.data.Dataset.from_tensor_slices(parts["validation"])
+    return parts
 
 
 def two_in_two_out_model(config, input_shape, num_classes):

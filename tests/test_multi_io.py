@@ -1,0 +1,189 @@
+"""Models with several inputs and outputs: the data layer carries dicts and tuples of arrays
+(split by one permutation, checked per array, streamed as (dict, dict) elements), the
+experiment gives a loss and metrics per output name, and a search ranks trials by one
+output's validation metric (`val_price_mae`) on the fit engine, through the CLI in this
+process. Data: tests/data_tasks.py's `two_in_two_out` (a few hundred rows)."""
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from hpo.config import DataConfig
+from hpo.data import load_dataset, split
+from hpo.errors import ConfigError
+from hpo.metric_names import maybe_logged, objective_names
+
+MULTI_IO = """\
+name: multi_io
+seed: 0
+data:      {dataset: "tests.data_tasks:two_in_two_out", validation_split: 0.25, test_split: 0.15}
+model:     {builder: "tests.data_tasks:two_in_two_out_model", params: {units: 8}}
+space:
+  learning_rate: {type: float, low: 1e-2, high: 5e-2, log: true}
+search:    {algorithm: random, objective: val_price_mae, min_budget: 2, max_budget: 2, max_trials: 2}
+training:
+  loss: {price: mse, category: sparse_categorical_crossentropy}
+  metrics: {price: [mae], category: [accuracy]}
+  batch_size: 32
+"""
+
+
+def load(class_labels=False, **options):
+    return load_dataset(DataConfig(dataset="data_tasks:two_in_two_out", validation_split=0.25, test_split=0.15,
+                                   options=options), seed=3, class_labels=class_labels, announce=False)
+
+
+# --- the data layer (no training) ------------------------------------------------------------------
+
+def _example_ids(x):
+    a = x["a"] if isinstance(x, dict) else x[0]
+    return np.rint(a[:, 3] * 240).astype(int)
+
+
+@pytest.mark.parametrize("form", ["dict", "tuple"])
+def test_every_array_of_an_example_lands_in_the_same_split_by_one_permutation(form):
+    import data_tasks
+
+    x, y = data_tasks.two_in_two_out(form=form)
+    dataset = load(form=form)
+    ids = {name: _example_ids(part) for name, part in
+           (("train", dataset.x_train), ("validation", dataset.x_val), ("test", dataset.x_test))}
+    assert sorted(np.concatenate(list(ids.values()))) == list(range(240))
+    assert [len(i) for i in ids.values()] == [144, 60, 36] == [dataset.examples(s) for s in ids]
+    assert not np.array_equal(ids["train"], np.arange(144))             # shuffled, seeded
+    by_name = dict(x) if form == "dict" else {"a": x[0], "b": x[1]}
+    targets = dict(y) if form == "dict" else {"price": y[0], "category": y[1]}
+    got_x = dataset.x_train if form == "dict" else dict(zip("ab", dataset.x_train))
+    got_y = dataset.y_train if form == "dict" else dict(zip(("price", "category"), dataset.y_train))
+    for name in by_name:          # every input and target array follows the same rows
+        np.testing.assert_array_equal(got_x[name], by_name[name][ids["train"]])
+    for name in targets:
+        np.testing.assert_array_equal(got_y[name], targets[name][ids["train"]])
+    assert got_y["category"].dtype == np.int32 and got_y["price"].dtype == np.float32
+    # The builder is given one shape per input and one class count per target, in their structure.
+    if form == "dict":
+        assert dataset.input_shape == {"a": (4,), "b": (3,)}
+        assert dataset.num_classes == {"category": 3, "price": 1}
+    else:
+        assert dataset.input_shape == ((4,), (3,)) and dataset.num_classes == (1, 3)
+    first_x, first_y = dataset.first(5)
+    assert first_x["a"].shape == (5, 4) if form == "dict" else first_x[1].shape == (5, 3)
+
+
+def test_named_splits_of_several_arrays_as_arrays_or_tf_data_keep_their_structure():
+    arrays, streamed = load(splits="arrays"), load(splits="tf.data")
+    assert not arrays.streamed and streamed.streamed
+    for dataset in (arrays, streamed):
+        assert [dataset.examples(s) for s in ("train", "validation", "test")] == [180, 30, 30]
+        assert dataset.input_shape == {"a": (4,), "b": (3,)}
+        assert dataset.num_classes == {"category": 3, "price": 1}
+        x, y = dataset.first(4)
+        assert set(x) == {"a", "b"} and x["b"].shape == (4, 3) and x["a"].dtype == np.float32
+        assert y["category"].dtype == np.int32 and y["price"].dtype == np.float32
+    np.testing.assert_array_equal(streamed.first(4)[0]["a"], arrays.x_train["a"][:4])   # no shuffle, no re-split
+    train = streamed.streams["train"]
+    assert train.target_shape == {"category": (), "price": ()}
+    (x, y), = list(train.batches(180).take(1))
+    assert set(x) == {"a", "b"} and int(y["price"].shape[0]) == 180
+
+
+@pytest.mark.parametrize("x, y, fragments", [
+    ({"a": np.zeros((5, 2)), "b": np.zeros((4, 2))}, np.zeros(5), ["different lengths", "x['a']: 5", "x['b']: 4"]),
+    ({"a": np.zeros((5, 2)), "b": np.full((5, 2), np.nan)}, np.zeros(5), ["NaN or infinite", "x['b']"]),
+    (np.zeros((5, 2)), (np.zeros(5), np.array(list("abcde"))), ["labels y[1]", "dtype <U1"]),
+    ({1: np.zeros((5, 2))}, np.zeros(5), ["a dict of named arrays", "input names"]),
+])
+def test_a_bad_array_among_several_is_named(x, y, fragments):
+    from hpo.data.loading import _Problem, check_arrays
+
+    with pytest.raises(ConfigError) as err:
+        check_arrays(x, y, _Problem("my.loader:load"), class_labels=False)
+    for fragment in fragments:
+        assert fragment in str(err.value), (fragment, str(err.value))
+
+
+def test_split_keeps_a_list_of_rows_as_one_array():
+    """A list of Python lists is one input array (numpy's reading), not several inputs."""
+    from hpo.data.loading import _Problem, check_arrays
+
+    x, y = check_arrays([[0, 1], [2, 3], [4, 5]], [0, 1, 0], _Problem("ref"), class_labels=True)
+    assert x.shape == (3, 2)
+    dataset = split("rows", "", x, y, DataConfig(dataset="rows", validation_split=0.34, test_split=0.0), seed=0)
+    assert dataset.examples("train") == 2 and dataset.num_classes == 2
+
+
+def test_names_logged_by_a_model_with_several_outputs():
+    names = objective_names(("mae",), ("price", "size"))
+    assert names == ("loss", "price_loss", "price_mae", "size_loss", "size_mae",
+                     "val_loss", "val_price_loss", "val_price_mae", "val_size_loss", "val_size_mae")
+    per_output = {"price": ("mae",), "category": ("accuracy",)}
+    assert "val_category_accuracy" in objective_names(per_output) and "val_mae" not in objective_names(per_output)
+    # Before the model is built, an output's name can only be told by its form.
+    assert maybe_logged("val_price_mae", ("mae",)) and maybe_logged("price_loss", ("mae",))
+    assert not maybe_logged("val_auc", ("mae",)) and not maybe_logged("val__mae", ("mae",))
+
+
+# --- a search through the CLI ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def experiment_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("multi_io") / "exp.yaml"
+    path.write_text(textwrap.dedent(MULTI_IO))
+    return path
+
+
+@pytest.mark.usefixtures("tf_logical_cpus")
+def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_exported(
+        experiment_file, tmp_path, capsys):
+    import keras
+    from faults import hpo_here
+
+    from hpo.study import Study
+
+    study_dir = tmp_path / "study"
+    done = hpo_here(capsys, "search", experiment_file, "--study-dir", study_dir)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    study = Study.open(study_dir, read_only=True)
+    trials = study.trials()
+    assert [t.state.value for t in trials] == ["complete", "complete"]
+    logged = {"loss", "price_loss", "price_mae", "category_loss", "category_accuracy"}
+    for trial in trials:
+        epochs = [m for _, _, m in study.epochs(trial.trial_id)]
+        assert len(epochs) == 2
+        assert logged | {f"val_{n}" for n in logged} <= set(epochs[-1])
+        assert "mae" not in epochs[-1] and "val_accuracy" not in epochs[-1]
+        assert trial.value == pytest.approx(epochs[-1]["val_price_mae"])
+    study.close()
+    log = (study_dir / "hpo.log").read_text()
+    assert "trains with the fit engine: auto: the model has 2 inputs; the model has 2 outputs" in log
+
+    exported = tmp_path / "best.keras"
+    done = hpo_here(capsys, "best", study_dir, "--export", exported, "--experiment", experiment_file)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "held-out test set (36 examples" in done.stdout and "price_mae" in done.stdout
+    model = keras.models.load_model(exported)
+    predicted = model.predict({"a": np.zeros((3, 4), "float32"), "b": np.zeros((3, 3), "float32")}, verbose=0)
+    assert predicted["price"].shape == (3, 1) and predicted["category"].shape == (3, 3)
+
+
+@pytest.mark.usefixtures("tf_logical_cpus")
+@pytest.mark.parametrize("override, key, fragments", [
+    ("search.objective=val_prize_mae", "search.objective",
+     ["model's outputs category, price", "did you mean 'val_price_mae'", "val_category_accuracy"]),
+    ("training.loss={price: mse, size: mse}", "training.loss", ["names 'size', not an output", "category, price"]),
+    ("training.early_stopping={monitor: val_size_mae}", "training.early_stopping.monitor",
+     ["'val_size_mae' is not a value", "val_price_mae"]),
+])
+def test_names_that_no_output_logs_are_exit_2_before_any_study_folder(
+        experiment_file, tmp_path, capsys, override, key, fragments):
+    from faults import hpo_here
+
+    study_dir = tmp_path / "study"
+    done = hpo_here(capsys, "search", experiment_file, "--study-dir", study_dir, "--set", override)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert f"key '{key}'" in out, out[-2000:]
+    for fragment in fragments:
+        assert fragment in out, (fragment, out[-2000:])
+    assert not study_dir.exists()
