@@ -1,74 +1,56 @@
 """Models with several inputs and outputs: the data layer carries dicts and tuples of arrays
 (split by one permutation, checked per array, streamed as (dict, dict) elements), the
 experiment gives a loss and metrics per output name, and a search ranks trials by one
-output's validation metric (`val_price_mae`) on the fit engine, through the CLI in this
-process. Data: tests/data_tasks.py's `two_in_two_out` (a few hundred rows)."""
-
-import textwrap
+output's validation metric (`val_price_mae`) on the fit engine: examples/multi_io.yaml
+through the CLI in this process (a few hundred rows, two trials of two epochs)."""
 
 import numpy as np
 import pytest
+from faults import ROOT, hpo_here
 
+from examples import multi_io
 from hpo.config import DataConfig
 from hpo.data import load_dataset, split
 from hpo.errors import ConfigError
 from hpo.metric_names import maybe_logged, objective_names
 
-MULTI_IO = """\
-name: multi_io
-seed: 0
-data:      {dataset: "tests.data_tasks:two_in_two_out", validation_split: 0.25, test_split: 0.15}
-model:     {builder: "tests.data_tasks:two_in_two_out_model", params: {units: 8}}
-space:
-  learning_rate: {type: float, low: 1e-2, high: 5e-2, log: true}
-search:    {algorithm: random, objective: val_price_mae, min_budget: 2, max_budget: 2, max_trials: 2}
-training:
-  loss: {price: mse, category: sparse_categorical_crossentropy}
-  metrics: {price: [mae], category: [accuracy]}
-  batch_size: 32
-"""
+EXPERIMENT = ROOT / "examples" / "multi_io.yaml"
 
 
 def load(class_labels=False, **options):
-    return load_dataset(DataConfig(dataset="data_tasks:two_in_two_out", validation_split=0.25, test_split=0.15,
+    return load_dataset(DataConfig(dataset="examples.multi_io:load", validation_split=0.25, test_split=0.15,
                                    options=options), seed=3, class_labels=class_labels, announce=False)
 
 
 # --- the data layer (no training) ------------------------------------------------------------------
 
-def _example_ids(x):
-    a = x["a"] if isinstance(x, dict) else x[0]
-    return np.rint(a[:, 3] * 240).astype(int)
+def _named(x, y):
+    """Tuples in the model's order as the dict form names them."""
+    if isinstance(x, tuple):
+        x, y = dict(zip("ab", x)), dict(zip(("price", "category"), y))
+    return x, y
 
 
 @pytest.mark.parametrize("form", ["dict", "tuple"])
 def test_every_array_of_an_example_lands_in_the_same_split_by_one_permutation(form):
-    import data_tasks
-
-    x, y = data_tasks.two_in_two_out(form=form)
+    original, _ = _named(*multi_io.load(form=form))
     dataset = load(form=form)
-    ids = {name: _example_ids(part) for name, part in
-           (("train", dataset.x_train), ("validation", dataset.x_val), ("test", dataset.x_test))}
-    assert sorted(np.concatenate(list(ids.values()))) == list(range(240))
-    assert [len(i) for i in ids.values()] == [144, 60, 36] == [dataset.examples(s) for s in ids]
-    assert not np.array_equal(ids["train"], np.arange(144))             # shuffled, seeded
-    by_name = dict(x) if form == "dict" else {"a": x[0], "b": x[1]}
-    targets = dict(y) if form == "dict" else {"price": y[0], "category": y[1]}
-    got_x = dataset.x_train if form == "dict" else dict(zip("ab", dataset.x_train))
-    got_y = dataset.y_train if form == "dict" else dict(zip(("price", "category"), dataset.y_train))
-    for name in by_name:          # every input and target array follows the same rows
-        np.testing.assert_array_equal(got_x[name], by_name[name][ids["train"]])
-    for name in targets:
-        np.testing.assert_array_equal(got_y[name], targets[name][ids["train"]])
-    assert got_y["category"].dtype == np.int32 and got_y["price"].dtype == np.float32
+    parts = [_named(dataset.x_train, dataset.y_train), _named(dataset.x_val, dataset.y_val),
+             _named(dataset.x_test, dataset.y_test)]
+    assert [len(x["a"]) for x, _ in parts] == [144, 60, 36]
+    np.testing.assert_array_equal(np.sort(np.concatenate([x["a"][:, 0] for x, _ in parts])),
+                                  np.sort(original["a"][:, 0]))
+    assert not np.array_equal(parts[0][0]["a"], original["a"][:144])      # shuffled, seeded
+    for x, y in parts:     # the targets are functions of the inputs: they hold only if every array moved alike
+        np.testing.assert_allclose(y["price"], x["a"][:, 0] + 0.5 * x["b"][:, 1], rtol=1e-6)
+        np.testing.assert_array_equal(y["category"], (x["a"][:, 1] > 0).astype(int) + (x["b"][:, 0] > 0))
+        assert y["category"].dtype == np.int32 and y["price"].dtype == np.float32
     # The builder is given one shape per input and one class count per target, in their structure.
     if form == "dict":
         assert dataset.input_shape == {"a": (4,), "b": (3,)}
         assert dataset.num_classes == {"category": 3, "price": 1}
     else:
         assert dataset.input_shape == ((4,), (3,)) and dataset.num_classes == (1, 3)
-    first_x, first_y = dataset.first(5)
-    assert first_x["a"].shape == (5, 4) if form == "dict" else first_x[1].shape == (5, 3)
 
 
 def test_named_splits_of_several_arrays_as_arrays_or_tf_data_keep_their_structure():
@@ -126,23 +108,16 @@ def test_names_logged_by_a_model_with_several_outputs():
 
 # --- a search through the CLI ----------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def experiment_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("multi_io") / "exp.yaml"
-    path.write_text(textwrap.dedent(MULTI_IO))
-    return path
-
-
 @pytest.mark.usefixtures("tf_logical_cpus")
-def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_exported(
-        experiment_file, tmp_path, capsys):
+def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_exported(tmp_path, capsys):
+    """examples/multi_io.yaml: two trials ranked by val_price_mae; `best --export` scores the
+    held-out test split per output and writes a model that loads back with its named outputs."""
     import keras
-    from faults import hpo_here
 
     from hpo.study import Study
 
     study_dir = tmp_path / "study"
-    done = hpo_here(capsys, "search", experiment_file, "--study-dir", study_dir)
+    done = hpo_here(capsys, "search", EXPERIMENT, "--study-dir", study_dir)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     study = Study.open(study_dir, read_only=True)
     trials = study.trials()
@@ -159,7 +134,7 @@ def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_expo
     assert "trains with the fit engine: auto: the model has 2 inputs; the model has 2 outputs" in log
 
     exported = tmp_path / "best.keras"
-    done = hpo_here(capsys, "best", study_dir, "--export", exported, "--experiment", experiment_file)
+    done = hpo_here(capsys, "best", study_dir, "--export", exported, "--experiment", EXPERIMENT)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "held-out test set (36 examples" in done.stdout and "price_mae" in done.stdout
     model = keras.models.load_model(exported)
@@ -175,12 +150,9 @@ def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_expo
     ("training.early_stopping={monitor: val_size_mae}", "training.early_stopping.monitor",
      ["'val_size_mae' is not a value", "val_price_mae"]),
 ])
-def test_names_that_no_output_logs_are_exit_2_before_any_study_folder(
-        experiment_file, tmp_path, capsys, override, key, fragments):
-    from faults import hpo_here
-
+def test_names_that_no_output_logs_are_exit_2_before_any_study_folder(tmp_path, capsys, override, key, fragments):
     study_dir = tmp_path / "study"
-    done = hpo_here(capsys, "search", experiment_file, "--study-dir", study_dir, "--set", override)
+    done = hpo_here(capsys, "search", EXPERIMENT, "--study-dir", study_dir, "--set", override)
     out = done.stdout + done.stderr
     assert done.returncode == 2, out[-3000:]
     assert f"key '{key}'" in out, out[-2000:]
