@@ -70,6 +70,26 @@ def test_named_splits_of_several_arrays_as_arrays_or_tf_data_keep_their_structur
     assert set(x) == {"a", "b"} and int(y["price"].shape[0]) == 180
 
 
+@pytest.mark.usefixtures("tf_logical_cpus")
+def test_the_fit_engine_trains_and_is_timed_on_streamed_dict_elements():
+    """(dict, dict) tf.data elements reach Keras's fit as a stream: an epoch, and the few
+    batches `compile: auto` times the modes on (stacked batches are the compiled step's)."""
+    from hpo.config import TrainingConfig
+    from hpo.training.trainer import Trainer
+    from hpo.training.training_data import WholeStream
+
+    training = TrainingConfig(engine="fit", compile="graph", loss={"price": "mse", "category":
+                              "sparse_categorical_crossentropy"}, metrics={"price": ("mae",)}, batch_size=32)
+    trainer = Trainer(load(splits="tf.data"), multi_io.build, training, {"units": 8}, "/device:CPU:0")
+    params = trainer.resolve({"learning_rate": 0.01})
+    program = trainer.program_for(params, seed=0, engine="fit")
+    batch = trainer.timing_batch(32, seed=0, steps=2, fit=True)
+    assert isinstance(batch, WholeStream) and batch.batches == 2
+    loss = trainer.step_call(program.train_steps, batch)()
+    assert np.isfinite(loss) and loss > 0
+    assert set(program.measures.results(validation=False)) == {"price_loss", "price_mae", "category_loss"}
+
+
 @pytest.mark.parametrize("x, y, fragments", [
     ({"a": np.zeros((5, 2)), "b": np.zeros((4, 2))}, np.zeros(5), ["different lengths", "x['a']: 5", "x['b']: 4"]),
     ({"a": np.zeros((5, 2)), "b": np.full((5, 2), np.nan)}, np.zeros(5), ["NaN or infinite", "x['b']"]),

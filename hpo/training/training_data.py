@@ -192,6 +192,13 @@ class StreamedData:
         """The first compiled call's input (x, y), for timing a step."""
         return next(iter(self.calls(batch_size, steps_per_call)))
 
+    def timing_stream(self, batch_size: int, steps: int) -> WholeStream:
+        """The split's first `steps` whole batches as a `WholeStream`: what the `fit` engine is
+        timed on (it reads a stream, not stacked batches; inputs of several tensors stack not)."""
+        steps = max(1, min(steps, self.train_examples // batch_size))
+        return WholeStream(_beside_training(self.train.batches(batch_size, drop_remainder=True).take(steps)),
+                           steps, steps * batch_size)
+
 
 def _beside_training(pipeline):
     """`pipeline` with tf.data's autotuner off and one thread per op: both otherwise compete
