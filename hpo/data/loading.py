@@ -108,9 +108,11 @@ def check_arrays(x: Any, y: Any, bad: _Problem, class_labels: bool,
     if scalars:
         raise bad(f"returned a scalar as {scalars[0]}; expected an array with one row per example", split_name)
     if len(set(lengths.values())) > 1:
-        counts = ", ".join(f"{name}: {n}" for name, n in lengths.items())
-        raise bad(f"returned arrays of different lengths ({counts}); expected one row per example in each",
-                  split_name)
+        shown = list(lengths.items())
+        counts = ", ".join(f"{name}: {n}" for name, n in shown[:6]) + (", ..." if len(shown) > 6 else "")
+        raise bad(f"returned arrays of different lengths ({counts}); expected one row per example in each (a "
+                  f"tuple or list of arrays is several inputs or targets, as in Keras's fit: np.stack rows into "
+                  f"one array)", split_name)
     if rows(x_arrays) == 0:
         raise bad("returned no examples", split_name)
     checked_x = _map_named(lambda name, a: _checked_inputs(a, name, bad, split_name), x_arrays, "x")
