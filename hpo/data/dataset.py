@@ -5,7 +5,9 @@ device once and gathers batches by index) or a `StreamedSplit`, an unbatched `tf
 of `(x, y)` elements that is read a batch at a time and never turned into one array. A
 dataset is wholly one or the other: when a loader streams any split, its array splits are
 streamed too (they are in memory already, so nothing is copied that was not), which keeps
-the trainer to two cases.
+the trainer to two cases. Inputs and targets may each be several arrays (a dict or tuple,
+`hpo.data.nested`), for a model with several inputs or outputs; the shapes and class counts
+then come in the same structure.
 """
 
 from __future__ import annotations

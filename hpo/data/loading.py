@@ -7,6 +7,10 @@ A loader returns one of:
   `"source"` and `"num_classes"` optional), each split `(x, y)` arrays or a `tf.data.Dataset`
   of unbatched `(x, y)` elements, used as given.
 
+In each form `x` and `y` may each be several arrays, a dict keyed by the model's input or
+output names or a tuple in its order (`hpo.data.nested`), for a model with several inputs or
+outputs: every array is checked, and all are cut by the same shuffle.
+
 Every problem is a ConfigError at `data.dataset` naming the loader, the split and what was
 wrong, raised in the pre-flight before a study folder exists.
 """
@@ -98,9 +102,9 @@ def check_arrays(x: Any, y: Any, bad: _Problem, class_labels: bool,
     all hold the same number of examples."""
     x_arrays = _as_arrays(x, "inputs", bad, split_name)
     y_arrays = _as_arrays(y, "labels", bad, split_name)
-    lengths = {name or "x": len(a) for name, a in named_leaves(x_arrays, "x") if a.ndim}
-    lengths.update({name or "y": len(a) for name, a in named_leaves(y_arrays, "y") if a.ndim})
-    scalars = [name for name, a in (*named_leaves(x_arrays, "x"), *named_leaves(y_arrays, "y")) if a.ndim == 0]
+    arrays = [*named_leaves(x_arrays, "x"), *named_leaves(y_arrays, "y")]
+    lengths = {name: len(a) for name, a in arrays if a.ndim}
+    scalars = [name for name, a in arrays if a.ndim == 0]
     if not is_nested(x) and not is_nested(y) and (scalars or len(set(lengths.values())) > 1):
         x_arrays, y_arrays = np.asarray(x_arrays), np.asarray(y_arrays)
         raise bad(f"returned {x_arrays.shape[:1] or 'a scalar'} inputs but {y_arrays.shape[:1] or 'a scalar'} "
