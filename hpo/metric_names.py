@@ -78,6 +78,14 @@ def per_output(value) -> bool:
     return isinstance(value, Mapping)
 
 
+def named_outputs(loss: str | Mapping[str, str],
+                  metrics: Sequence[str] | Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The output names a per-output `training.loss` or `training.metrics` names (a loss given
+    per output names every output): what the driver, which never builds the model, knows of them."""
+    names = [*(loss if isinstance(loss, Mapping) else ()), *(metrics if isinstance(metrics, Mapping) else ())]
+    return tuple(dict.fromkeys(names))
+
+
 def objective_names(metrics: Sequence[str] | Mapping[str, Sequence[str]],
                     outputs: Sequence[str] = ()) -> tuple[str, ...]:
     """Every per-epoch value a Keras trial logs that can be an objective: the loss and each

@@ -17,7 +17,7 @@ from typing import Callable
 from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
-from hpo.metric_names import maybe_logged, objective_names
+from hpo.metric_names import maybe_logged, named_outputs, objective_names
 from hpo.model_measures import MEASURES, merged, wanted
 from hpo.resume import replay
 from hpo.search.base import Searcher
@@ -311,7 +311,8 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     from hpo.search import make_searcher
 
     search = experiment.search
-    reported = objective_names(experiment.training.metrics)
+    training = experiment.training
+    reported = objective_names(training.metrics, named_outputs(training.loss, training.metrics))
     # A model with several outputs logs `<output>_<metric>`: the pre-flight checked the names.
     if executor is None and not (maybe_logged(search.objective, experiment.training.metrics)
                                  or search.objective in MEASURES):

@@ -12,7 +12,7 @@ from examples import multi_io
 from hpo.config import DataConfig
 from hpo.data import load_dataset, split
 from hpo.errors import ConfigError
-from hpo.metric_names import maybe_logged, objective_names
+from hpo.metric_names import maybe_logged, named_outputs, objective_names
 
 EXPERIMENT = ROOT / "examples" / "multi_io.yaml"
 
@@ -121,6 +121,9 @@ def test_names_logged_by_a_model_with_several_outputs():
                      "val_loss", "val_price_loss", "val_price_mae", "val_size_loss", "val_size_mae")
     per_output = {"price": ("mae",), "category": ("accuracy",)}
     assert "val_category_accuracy" in objective_names(per_output) and "val_mae" not in objective_names(per_output)
+    # The driver never builds the model: a loss given per output names them all (the HParams metrics).
+    assert named_outputs({"price": "mse", "category": "x"}, per_output) == ("price", "category")
+    assert named_outputs("mse", ("mae",)) == ()
     # Before the model is built, an output's name can only be told by its form.
     assert maybe_logged("val_price_mae", ("mae",)) and maybe_logged("price_loss", ("mae",))
     assert not maybe_logged("val_auc", ("mae",)) and not maybe_logged("val__mae", ("mae",))
