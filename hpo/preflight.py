@@ -113,6 +113,10 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
               "learning_rate": training.learning_rate, **experiment.model.params,
               **low_config(experiment.space)}
     recorder = ReadRecorder(config)
+    if ref in BUILDERS and (isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape)):
+        raise ConfigError(f"the built-in model {ref!r} takes one input array, but the loader "
+                          f"{experiment.data.dataset!r} returns several (input shapes {input_shape}); expected a "
+                          f"builder of your own, 'package.module:function', for several inputs", key="model.builder")
     try:
         model = builder(recorder, input_shape, num_classes)
     except Exception as exc:   # the user's builder: its error is the user's to fix

@@ -172,6 +172,7 @@ def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_expo
     ("training.loss={price: mse, size: mse}", "training.loss", ["names 'size', not an output", "category, price"]),
     ("training.early_stopping={monitor: val_size_mae}", "training.early_stopping.monitor",
      ["'val_size_mae' is not a value", "val_price_mae"]),
+    ("model.builder=mlp", "model.builder", ["the built-in model 'mlp' takes one input array", "returns several"]),
 ])
 def test_names_that_no_output_logs_are_exit_2_before_any_study_folder(tmp_path, capsys, override, key, fragments):
     study_dir = tmp_path / "study"
