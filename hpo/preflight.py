@@ -8,7 +8,10 @@ splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
 its outputs for the first examples, each `training.callbacks` function returns a Keras
-callback, and `training.engine: compiled` is not asked to train a model only `fit` can.
+callback, and `training.engine: compiled` is not asked to train a model only `fit` can. For
+a model with several outputs, a loss or metrics given per output name name its outputs, and
+every objective, constraint and early-stopping monitor is a value it logs
+(`<output>_<metric>`): those names are checked once the model is built.
 Each failure is a ConfigError (exit 2) naming the key, the function and what was wrong,
 so a corrected file then runs without `--fresh`.
 """
