@@ -71,6 +71,22 @@ def test_named_splits_of_several_arrays_as_arrays_or_tf_data_keep_their_structur
 
 
 @pytest.mark.usefixtures("tf_logical_cpus")
+def test_auto_sends_several_inputs_outputs_or_target_arrays_to_fit_and_says_why():
+    import loss_tasks
+
+    from hpo.config import TrainingConfig
+    from hpo.training.engines import choose_engine
+
+    training = TrainingConfig(loss={"price": "mse", "category": "mse"}, metrics=("mae",))
+    model = multi_io.build({"units": 4}, {"a": (4,), "b": (3,)}, {"price": 1, "category": 3})
+    assert choose_engine(model, training).reason == "auto: the model has 2 inputs; the model has 2 outputs"
+    one_output = loss_tasks.linear_output_mlp({}, (4,), 1)
+    choice = choose_engine(one_output, training, y_example={"price": np.zeros(2, "float32")})
+    assert choice.engine == "fit" and choice.reason == ("auto: the targets hold several arrays; "
+                                                        "training.loss or training.metrics is given per output")
+
+
+@pytest.mark.usefixtures("tf_logical_cpus")
 def test_the_fit_engine_trains_and_is_timed_on_streamed_dict_elements():
     """(dict, dict) tf.data elements reach Keras's fit as a stream: an epoch, and the few
     batches `compile: auto` times the modes on (stacked batches are the compiled step's)."""
