@@ -117,7 +117,9 @@ def infer_direction(objective: str) -> str:
     name = objective.removeprefix("val_").lower()
     if name.endswith("loss"):
         return "minimize"
-    if name in _MAXIMISED or name.endswith(("accuracy", "_auc", "precision", "recall")) \
+    # One output's metric of a model with several (`category_f1_score`) points as the metric does.
+    if name in _MAXIMISED or name.endswith(("accuracy", "_auc", "precision", "recall",
+                                            *(f"_{m}" for m in _MAXIMISED))) \
             or name.startswith(("precision_at", "recall_at", "sensitivity_at", "specificity_at")):
         return "maximize"
     return "minimize"

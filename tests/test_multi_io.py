@@ -12,7 +12,7 @@ from examples import multi_io
 from hpo.config import DataConfig
 from hpo.data import load_dataset, split
 from hpo.errors import ConfigError
-from hpo.metric_names import maybe_logged, named_outputs, objective_names
+from hpo.metric_names import infer_direction, maybe_logged, named_outputs, objective_names
 
 EXPERIMENT = ROOT / "examples" / "multi_io.yaml"
 
@@ -137,6 +137,10 @@ def test_names_logged_by_a_model_with_several_outputs():
                      "val_loss", "val_price_loss", "val_price_mae", "val_size_loss", "val_size_mae")
     per_output = {"price": ("mae",), "category": ("accuracy",)}
     assert "val_category_accuracy" in objective_names(per_output) and "val_mae" not in objective_names(per_output)
+    # Each output's metric points the way the metric does.
+    assert [infer_direction(n) for n in ("val_category_accuracy", "val_category_f1_score", "val_price_r2_score",
+                                         "val_category_auc", "val_price_mae", "val_price_loss")] == \
+        ["maximize"] * 4 + ["minimize"] * 2
     # The driver never builds the model: a loss given per output names them all (the HParams metrics).
     assert named_outputs({"price": "mse", "category": "x"}, per_output) == ("price", "category")
     assert named_outputs("mse", ("mae",)) == ()
