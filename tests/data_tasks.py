@@ -145,4 +145,3 @@ def big_stream_splits(examples=BIG_EXAMPLES):
     noise = np.random.default_rng(2).standard_normal((100, BIG_FEATURES), dtype="float32")
     validation = (centres[labels] + noise, labels)
     return {"train": train, "validation": validation, "num_classes": 4}
-
