@@ -30,13 +30,12 @@ class ExportedModel:
 
 def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | None = None) -> ExportedModel:
     """The best trial's model (or trial `trial_id`'s, e.g. a Pareto front member) saved to `path`."""
-    import numpy as np
-
     from hpo.config import experiment_from_dict
     from hpo.data import load_dataset
     from hpo.models import get_builder
     from hpo.training.checkpoint import load_checkpoint
-    from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric, score, score_batches
+    from hpo.training.fit_engine import output_names, several_outputs_compile
+    from hpo.training.loss_metrics import keras_loss, keras_metric
     from hpo.training.optimizers import TunableOptimizer
     from hpo.training.seeding import seed_trial
 
@@ -71,18 +70,37 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     load_checkpoint(checkpoint, model, tunable.optimizer)
     portable = portable_model(model)
     optimizer = stock_optimizer(tunable, params, portable.trainable_variables)
-    portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
-                     metrics=[keras_metric(m) for m in training.metrics])
-    # Scored as the search scored its validation data (the same loss and metric objects).
-    measures = LossAndMetrics(training.loss, training.metrics, portable, dataset.first(2)[1])
-    if dataset.streamed:
-        test_loss, test_metrics = score_batches(measures, portable, dataset.streams["test"].batches(1024))
+    if output_names(portable):
+        # Several outputs train on the fit engine: scored as it scored them, by Keras's evaluate
+        # (the loss, each output's loss and metrics as `<output>_<name>`).
+        losses, metrics = several_outputs_compile(training.loss, training.metrics, portable)
+        portable.compile(optimizer=optimizer, loss=losses, metrics=metrics)
+        test = (dataset.streams["test"].batches(1024),) if dataset.streamed else (dataset.x_test, dataset.y_test)
+        test_metrics = portable.evaluate(*test, batch_size=None if dataset.streamed else 1024, verbose=0,
+                                         return_dict=True)
+        test_loss = float(test_metrics.pop("loss"))
+        test_metrics = {name: float(value) for name, value in test_metrics.items()}
     else:
-        test_loss, test_metrics = score(measures, portable, dataset.x_test, np.asarray(dataset.y_test))
+        portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
+                         metrics=[keras_metric(m) for m in training.metrics])
+        test_loss, test_metrics = _score(training, portable, dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
     portable.save(path)
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
                          test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
+
+
+def _score(training, portable, dataset) -> tuple[float, dict[str, float]]:
+    """(test loss, test metrics) of a one-output model, as the search scored its validation data
+    (the same loss and metric objects)."""
+    import numpy as np
+
+    from hpo.training.loss_metrics import LossAndMetrics, score, score_batches
+
+    measures = LossAndMetrics(training.loss, training.metrics, portable, dataset.first(2)[1])
+    if dataset.streamed:
+        return score_batches(measures, portable, dataset.streams["test"].batches(1024))
+    return score(measures, portable, dataset.x_test, np.asarray(dataset.y_test))
 
 
 def stock_optimizer(tunable, params, variables):

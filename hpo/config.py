@@ -104,8 +104,10 @@ class TrainingConfig:
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
     fuse: int | str = 1               # trials of one architecture trained as one program (per worker), or 'auto'
-    loss: str = metric_names.DEFAULT_LOSS             # a Keras loss identifier or 'package.module:function'
-    metrics: tuple[str, ...] = metric_names.DEFAULT_METRICS   # Keras metric identifiers or references
+    # A Keras loss identifier or 'package.module:function'; several outputs: one for all, or {output: loss}.
+    loss: str | Mapping[str, str] = metric_names.DEFAULT_LOSS
+    # Keras metric identifiers or references; several outputs: one list for all, or {output: [metrics]}.
+    metrics: tuple[str, ...] | Mapping[str, tuple[str, ...]] = metric_names.DEFAULT_METRICS
     engine: str = "auto"              # 'compiled', 'fit' (Keras's model.fit) or 'auto' (hpo.training.engines)
     callbacks: tuple[str, ...] = ()   # 'package.module:function' references, each returning a Keras callback
     early_stopping: EarlyStoppingConfig | None = None
@@ -113,8 +115,10 @@ class TrainingConfig:
 
     @property
     def class_labels(self) -> bool:
-        """The loss reads the labels as class indices 0..K-1 (the default loss does)."""
-        return self.loss == metric_names.DEFAULT_LOSS
+        """The loss reads the labels as class indices 0..K-1 (the default loss does; given per
+        output, when every output's loss is it)."""
+        losses = self.loss.values() if isinstance(self.loss, Mapping) else (self.loss,)
+        return all(loss == metric_names.DEFAULT_LOSS for loss in losses)
 
     @property
     def jobs_per_trainer(self) -> int:
@@ -552,7 +556,7 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
         checkpoint_every=t.get("checkpoint_every", "int", minimum=0),
         checkpoint_seconds=t.get("checkpoint_seconds", "number", minimum=0),
         fuse=t.get("fuse", "fuse"),
-        loss=t.get("loss", "str", choices=metric_names.LOSSES, custom_ok=True),
+        loss=_loss(t),
         metrics=_metrics(t),
         engine=t.get("engine", "str", choices=ENGINES),
         callbacks=_callbacks(t),
@@ -573,13 +577,36 @@ def _experiment_from_dict(raw: Any, source: str) -> Experiment:
                       source=source)
 
 
-def _metrics(section: _Section) -> tuple[str, ...]:
+def _loss(section: _Section) -> str | dict[str, str]:
+    """`training.loss`: a Keras loss identifier or reference, or a mapping {output name: loss}
+    for a model with several outputs (the pre-flight checks the names against the model's)."""
+    raw = section.raw.get("loss")
+    if not isinstance(raw, Mapping):
+        return section.get("loss", "str", choices=metric_names.LOSSES, custom_ok=True)
+    if not raw:
+        raise ConfigError("expected a loss, or a mapping {output name: loss} naming each output",
+                          key="training.loss")
+    per_output = _Section({str(k): v for k, v in raw.items()}, "training.loss", [str(k) for k in raw])
+    return {str(output): per_output.get(str(output), "str", required=True, choices=metric_names.LOSSES,
+                                        custom_ok=True) for output in raw}
+
+
+def _metrics(section: _Section) -> tuple[str, ...] | dict[str, tuple[str, ...]]:
     """`training.metrics`: Keras metric identifiers or references, each logged under a
-    distinct name that is not one the trainer logs itself."""
+    distinct name that is not one the trainer logs itself; or a mapping {output name:
+    [metrics]} for a model with several outputs."""
+    raw = section.raw.get("metrics")
+    if isinstance(raw, Mapping):
+        return {str(output): _metric_list(listed, f"training.metrics.{output}") for output, listed in raw.items()}
     raw = section.get("metrics", "list")
     if isinstance(raw, tuple):
         return raw
-    key = "training.metrics"
+    return _metric_list(raw, "training.metrics")
+
+
+def _metric_list(raw: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(raw, (list, tuple)):
+        raise ConfigTypeError(f"expected a list of metric names, got {raw!r}", key=key)
     seen: dict[str, str] = {}
     for i, item in enumerate(raw):
         if not isinstance(item, str):
@@ -664,7 +691,7 @@ def _check_monitor(training: TrainingConfig) -> None:
     """The early-stopping monitor is a value every epoch logs: the loss or a configured metric."""
     reported = metric_names.objective_names(training.metrics)
     monitor = training.early_stopping.monitor
-    if monitor not in reported:
+    if not metric_names.maybe_logged(monitor, training.metrics):
         raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
                           f"({', '.join(reported)}), got {monitor!r}{did_you_mean(monitor, reported)}",
                           key="training.early_stopping.monitor")

@@ -9,7 +9,7 @@ builds the objects.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from hpo.references import REFERENCE
 
@@ -50,11 +50,65 @@ def metric_log_names(metrics: Sequence[str]) -> tuple[str, ...]:
     return tuple(logged_name(m) for m in metrics)
 
 
-def objective_names(metrics: Sequence[str]) -> tuple[str, ...]:
+# --- several outputs -----------------------------------------------------------------------------
+# `training.loss` is one loss for every output, or a mapping {output name: loss}; `training.metrics`
+# a list for every output, or a mapping {output name: [metrics]}: Keras's `compile` rules. A model
+# with several outputs logs, as Keras's `fit` does, `loss` (the sum), `<output>_loss` and
+# `<output>_<metric>` (`val_price_mae`).
+
+def loss_for(loss: str | Mapping[str, str], output: str) -> str | None:
+    """The loss of one output (None: a mapping that does not name it)."""
+    return loss.get(output) if isinstance(loss, Mapping) else loss
+
+
+def metrics_for(metrics: Sequence[str] | Mapping[str, Sequence[str]], output: str) -> tuple[str, ...]:
+    """The metrics of one output."""
+    return tuple(metrics.get(output, ())) if isinstance(metrics, Mapping) else tuple(metrics)
+
+
+def metric_ids(metrics: Sequence[str] | Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """Every metric identifier named, once, in order."""
+    if isinstance(metrics, Mapping):
+        return tuple(dict.fromkeys(m for listed in metrics.values() for m in listed))
+    return tuple(metrics)
+
+
+def per_output(value) -> bool:
+    """A `training.loss` or `training.metrics` given per output name."""
+    return isinstance(value, Mapping)
+
+
+def named_outputs(loss: str | Mapping[str, str],
+                  metrics: Sequence[str] | Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The output names a per-output `training.loss` or `training.metrics` names (a loss given
+    per output names every output): what the driver, which never builds the model, knows of them."""
+    names = [*(loss if isinstance(loss, Mapping) else ()), *(metrics if isinstance(metrics, Mapping) else ())]
+    return tuple(dict.fromkeys(names))
+
+
+def objective_names(metrics: Sequence[str] | Mapping[str, Sequence[str]],
+                    outputs: Sequence[str] = ()) -> tuple[str, ...]:
     """Every per-epoch value a Keras trial logs that can be an objective: the loss and each
-    metric, on the training and the validation data."""
-    names = metric_log_names(metrics)
+    metric, on the training and the validation data. `outputs`: a model's output names when
+    it has several (each then logs its loss and metrics as `<output>_<name>`); metrics given
+    per output name, with no `outputs`, stand for the outputs they name."""
+    if not outputs and isinstance(metrics, Mapping) and len(metrics) > 1:
+        outputs = tuple(metrics)
+    if len(outputs) > 1:
+        names = tuple(f"{o}_{n}" for o in outputs for n in ("loss", *metric_log_names(metrics_for(metrics, o))))
+    else:
+        names = metric_log_names(metric_ids(metrics))
     return ("loss", *names, "val_loss", *(f"val_{n}" for n in names))
+
+
+def maybe_logged(name: str, metrics: Sequence[str] | Mapping[str, Sequence[str]]) -> bool:
+    """`name` is logged for one output or could be one output's (`[val_]<output>_<loss or metric>`),
+    before the model says what its outputs are called (the pre-flight checks it against them)."""
+    if name in objective_names(metrics):
+        return True
+    base = name.removeprefix("val_")
+    return any(base.endswith(f"_{n}") and len(base) > len(n) + 1
+               for n in ("loss", *metric_log_names(metric_ids(metrics))))
 
 
 def infer_direction(objective: str) -> str:
@@ -63,7 +117,9 @@ def infer_direction(objective: str) -> str:
     name = objective.removeprefix("val_").lower()
     if name.endswith("loss"):
         return "minimize"
-    if name in _MAXIMISED or name.endswith(("accuracy", "_auc", "precision", "recall")) \
+    # One output's metric of a model with several (`category_f1_score`) points as the metric does.
+    if name in _MAXIMISED or name.endswith(("accuracy", "_auc", "precision", "recall",
+                                            *(f"_{m}" for m in _MAXIMISED))) \
             or name.startswith(("precision_at", "recall_at", "sensitivity_at", "specificity_at")):
         return "maximize"
     return "minimize"

@@ -31,10 +31,10 @@ def wanted(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(m for m in MEASURES if m in names)
 
 
-def measure_model(model, names: Iterable[str], x: np.ndarray, batch: int = 1,
+def measure_model(model, names: Iterable[str], x: Any, batch: int = 1,
                   device: str | None = None) -> dict[str, float]:
     """The measures `names` asks for, of `model`; `x` holds example inputs (repeated when
-    fewer than `batch`)."""
+    fewer than `batch`): an array, or a dict or tuple of arrays for a model with several inputs."""
     names = wanted(names)
     out: dict[str, float] = {}
     if "params" in names:
@@ -46,13 +46,16 @@ def measure_model(model, names: Iterable[str], x: np.ndarray, batch: int = 1,
     return out
 
 
-def latency_ms(model, x: np.ndarray, batch: int = 1, device: str | None = None) -> float:
+def latency_ms(model, x: Any, batch: int = 1, device: str | None = None) -> float:
     """Median milliseconds of one traced forward pass on `batch` examples, waiting for the result."""
     import tensorflow as tf
 
-    rows = np.resize(np.asarray(x), (batch, *np.asarray(x).shape[1:]))
+    from hpo.data.nested import map_tree
+
+    # Inputs of several arrays (a model with several inputs): each repeated to `batch` rows.
+    rows = map_tree(lambda a: np.resize(np.asarray(a), (batch, *np.asarray(a).shape[1:])), x)
     with tf.device(device) if device else _nothing():
-        inputs = tf.constant(rows)
+        inputs = tf.nest.map_structure(tf.constant, rows)
         forward = tf.function(lambda v: model(v, training=False))
 
         def call() -> None:

@@ -8,7 +8,10 @@ splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`
 with the low end of the space, returns a `keras.Model` (whose output holds every label
 under the default loss) and reads every space key, and the loss and metrics compute on
 its outputs for the first examples, each `training.callbacks` function returns a Keras
-callback, and `training.engine: compiled` is not asked to train a model only `fit` can.
+callback, and `training.engine: compiled` is not asked to train a model only `fit` can. For
+a model with several outputs, a loss or metrics given per output name name its outputs, and
+every objective, constraint and early-stopping monitor is a value it logs
+(`<output>_<metric>`): those names are checked once the model is built.
 Each failure is a ConfigError (exit 2) naming the key, the function and what was wrong,
 so a corrected file then runs without `--fresh`.
 """
@@ -20,7 +23,8 @@ from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError, did_you_mean
-from hpo.metric_names import DEFAULT_LOSS, objective_names
+from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
+from hpo.model_measures import MEASURES
 from hpo.models import BUILDERS
 
 log = logging.getLogger("hpo.preflight")
@@ -41,7 +45,7 @@ def _check(experiment: Experiment) -> None:
     reported = objective_names(experiment.training.metrics)
     if experiment.search.objectives or experiment.search.constraints:
         _check_goals(experiment, reported)
-    elif objective not in reported:
+    elif not maybe_logged(objective, experiment.training.metrics):
         raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
@@ -51,14 +55,17 @@ def _check(experiment: Experiment) -> None:
     callbacks = _check_callbacks(experiment)
     if model is not None:
         x, y = dataset.first(8)
-        _check_loss_and_metrics(experiment, model, x, y)
+        outputs = _check_outputs(experiment, model)
+        if outputs:
+            _check_several_outputs(experiment, model, x, y)
+        else:
+            _check_loss_and_metrics(experiment, model, x, y)
         _check_engine(experiment, model, callbacks, y)
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
     """Every objective and constraint names a logged value or a model measure, and the
     searcher takes them (built here once: searchers are cheap and import no TensorFlow)."""
-    from hpo.model_measures import MEASURES
     from hpo.search import make_searcher
 
     search = experiment.search
@@ -66,7 +73,7 @@ def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
     known = reported + MEASURES
     for kind, names in (("objectives", goals.names), ("constraints", tuple(c.name for c in goals.constraints))):
         for name in names:
-            if name not in known:
+            if name not in known and not maybe_logged(name, experiment.training.metrics):
                 raise ConfigError(f"unknown name {name!r}{did_you_mean(name, known)}; expected the loss or a "
                                   f"configured metric, on the training or validation data, or a model measure "
                                   f"({', '.join(known)})", key=f"search.{kind}")
@@ -109,6 +116,10 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
               "learning_rate": training.learning_rate, **experiment.model.params,
               **low_config(experiment.space)}
     recorder = ReadRecorder(config)
+    if ref in BUILDERS and (isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape)):
+        raise ConfigError(f"the built-in model {ref!r} takes one input array, but the loader "
+                          f"{experiment.data.dataset!r} returns several (input shapes {input_shape}); expected a "
+                          f"builder of your own, 'package.module:function', for several inputs", key="model.builder")
     try:
         model = builder(recorder, input_shape, num_classes)
     except Exception as exc:   # the user's builder: its error is the user's to fix
@@ -117,8 +128,9 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     if not isinstance(model, keras.Model):
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")
-    outputs = model.outputs[0].shape[-1] if model.outputs else None
-    if experiment.training.loss == DEFAULT_LOSS and outputs is not None and outputs < num_classes:
+    outputs = model.outputs[0].shape[-1] if len(model.outputs or ()) == 1 else None
+    if experiment.training.loss == DEFAULT_LOSS and outputs is not None and isinstance(num_classes, int) \
+            and outputs < num_classes:
         raise ConfigError(f"the builder {ref!r} gives {outputs} outputs, but the labels run 0..{num_classes - 1}; "
                           f"expected a final layer of num_classes={num_classes} logits", key="model.builder")
     trainer_keys = set(OPTIMIZER_PARAMS) | {"batch_size"}
@@ -152,6 +164,66 @@ def _check_loss_and_metrics(experiment: Experiment, model, x, y) -> None:
         key = "training.loss" if problem.startswith("loss") else "training.metrics"
         raise ConfigError(f"with the builder {experiment.model.builder!r} and the loader "
                           f"{experiment.data.dataset!r}: {problem}", key=key)
+
+
+def _check_outputs(experiment: Experiment, model) -> tuple[str, ...]:
+    """A loss or metrics given per output name name the model's outputs, and every objective,
+    constraint and early-stopping monitor is a value the model logs: a model with several
+    outputs logs `<output>_loss` and `<output>_<metric>` (`hpo.metric_names`). The model's
+    output names when it has several, else ()."""
+    from hpo.training.fit_engine import output_names
+
+    training, search = experiment.training, experiment.search
+    ref = experiment.model.builder
+    outputs = output_names(model)
+    for key, value in (("training.loss", training.loss), ("training.metrics", training.metrics)):
+        if not per_output(value):
+            continue
+        if not outputs:
+            raise ConfigError(f"is given per output name ({', '.join(value)}), but the builder {ref!r}'s model has "
+                              f"one output; expected {'one loss' if key == 'training.loss' else 'a list'}", key=key)
+        unknown = [name for name in value if name not in outputs]
+        missing = [name for name in outputs if name not in value] if key == "training.loss" else []
+        if unknown or missing:
+            problem = f"names {unknown[0]!r}, not an output" if unknown else f"has no loss for {missing[0]!r}"
+            raise ConfigError(f"{problem} of the builder {ref!r}'s model; its outputs are {', '.join(outputs)}"
+                              f"{did_you_mean(unknown[0], outputs) if unknown else ''}", key=key)
+    reported = objective_names(training.metrics, outputs)
+    known = reported + MEASURES
+    named = [("search.objective", search.objective)] if not (search.objectives or search.constraints) else \
+        [("search.objectives", n) for n in search.goals().names] + \
+        [("search.constraints", c.name) for c in search.goals().constraints]
+    if training.early_stopping is not None:
+        named.append(("training.early_stopping.monitor", training.early_stopping.monitor))
+    for key, name in named:
+        if name not in known:
+            what = f"the model's outputs {', '.join(outputs)} log" if outputs else "the model logs"
+            raise ConfigError(f"{name!r} is not a value {what}{did_you_mean(name, reported)}; expected the loss or a "
+                              f"configured metric, on the training or validation data ({', '.join(reported)})",
+                              key=key)
+    return outputs
+
+
+def _check_several_outputs(experiment: Experiment, model, x, y) -> None:
+    """The per-output losses and metrics compute on the first examples, as Keras's `fit` will
+    compute them (a model with several outputs trains on the fit engine)."""
+    import math
+
+    from hpo.training.fit_engine import several_outputs_compile
+
+    training = experiment.training
+    losses, metrics = several_outputs_compile(training.loss, training.metrics, model)
+    try:
+        model.compile(optimizer="sgd", loss=losses, metrics=metrics, run_eagerly=True)
+        logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    except Exception as exc:   # noqa: BLE001 - Keras refusing the combination is the user's to fix
+        raise ConfigError(f"with the builder {experiment.model.builder!r} and the loader {experiment.data.dataset!r}: "
+                          f"the losses and metrics failed on the model's outputs and the targets: "
+                          f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}",
+                          key="training.loss") from None
+    if not math.isfinite(float(logs.get("loss", 0.0))):
+        raise ConfigError(f"with the builder {experiment.model.builder!r}: the loss gave {logs['loss']} on the "
+                          f"first examples", key="training.loss")
 
 
 def _check_callbacks(experiment: Experiment) -> list:

@@ -17,7 +17,7 @@ from typing import Callable
 from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
-from hpo.metric_names import objective_names
+from hpo.metric_names import maybe_logged, named_outputs, objective_names
 from hpo.model_measures import MEASURES, merged, wanted
 from hpo.resume import replay
 from hpo.search.base import Searcher
@@ -302,8 +302,8 @@ def logged_objective(experiment: Experiment) -> str:
     validation loss."""
     if experiment.search.objective not in MEASURES:
         return experiment.search.objective
-    reported = objective_names(experiment.training.metrics)
-    return next((n for n in experiment.search.goal_names if n in reported), "val_loss")
+    metrics = experiment.training.metrics
+    return next((n for n in experiment.search.goal_names if maybe_logged(n, metrics)), "val_loss")
 
 
 def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None) -> Runner:
@@ -311,8 +311,11 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor | None
     from hpo.search import make_searcher
 
     search = experiment.search
-    reported = objective_names(experiment.training.metrics)
-    if executor is None and search.objective not in reported + MEASURES:
+    training = experiment.training
+    reported = objective_names(training.metrics, named_outputs(training.loss, training.metrics))
+    # A model with several outputs logs `<output>_<metric>`: the pre-flight checked the names.
+    if executor is None and not (maybe_logged(search.objective, experiment.training.metrics)
+                                 or search.objective in MEASURES):
         raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
     # A study with one objective and no constraint builds its searcher exactly as before they existed.

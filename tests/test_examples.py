@@ -1,6 +1,7 @@
 """Every script in examples/ runs, with small budgets, and does what it says. Python scripts
 run as a user runs them, in a process of their own; experiment files go through the CLI's
-entry point in the test process (the CLI's own process start is tested in test_cli_e2e.py)."""
+entry point in the test process (the CLI's own process start is tested in test_cli_e2e.py).
+examples/multi_io.yaml is searched and exported in test_multi_io.py."""
 
 import json
 import re

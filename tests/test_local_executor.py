@@ -24,21 +24,31 @@ def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
 
 
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
+    """Also the fit engine on the local backend: its workers train every trial with Keras's
+    `model.fit`, the engine line reaches the driver's log, and the study rows are complete."""
     study_dir = tmp_path / "study"
     crashing = ("{layers: 1, units: 16, dropout: %s, learning_rate: 0.01, optimizer: adam}"
                 % crashing_builder.CRASHING_DROPOUT)
     done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
                "--set", "execution.workers=2", "--set", "model.builder=tests.crashing_builder:build",
                "--set", f"search.initial_configs=[{crashing}]", "--set", "search.max_trials=4",
-               "--set", "execution.max_retries=1")
+               "--set", "execution.max_retries=1", "--set", "training.engine=fit")
     assert done.returncode == 0, done.stderr[-3000:]
-    trials = Study.open(study_dir).trials()
+    study = Study.open(study_dir)
+    trials = study.trials()
     failed = [t for t in trials if t.state.value == "failed"]
     # A crash that repeats is retried max_retries times, then the trial fails with the reason.
     assert [t.config["dropout"] for t in failed] == [crashing_builder.CRASHING_DROPOUT]
     assert all(t.attempts == 2 and "worker process died with exit code 9" in t.error
                and "gave up after 2 attempts" in t.error for t in failed)
-    assert any(t.state.value == "complete" for t in trials)
+    complete = [t for t in trials if t.state.value == "complete"]
+    assert complete
+    for trial in complete:
+        epochs = [m for _, _, m in study.epochs(trial.trial_id)]
+        assert len(epochs) == trial.epochs_trained
+        assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(epochs[-1])
+        assert trial.value == epochs[-1]["val_accuracy"]
+    assert "trains with the fit engine: training.engine is fit" in (study_dir / "hpo.log").read_text()
 
 
 def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):

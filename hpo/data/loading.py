@@ -7,6 +7,10 @@ A loader returns one of:
   `"source"` and `"num_classes"` optional), each split `(x, y)` arrays or a `tf.data.Dataset`
   of unbatched `(x, y)` elements, used as given.
 
+In each form `x` and `y` may each be several arrays, a dict keyed by the model's input or
+output names or a tuple in its order (`hpo.data.nested`), for a model with several inputs or
+outputs: every array is checked, and all are cut by the same shuffle.
+
 Every problem is a ConfigError at `data.dataset` naming the loader, the split and what was
 wrong, raised in the pre-flight before a study folder exists.
 """
@@ -20,7 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from hpo.config import DataConfig
-from hpo.data.dataset import SPLITS, Dataset, num_classes, split
+from hpo.data.dataset import SPLITS, Dataset, classes_of, split
+from hpo.data.nested import is_nested, map_tree, named_leaves, rows
 from hpo.errors import ConfigError
 
 log = logging.getLogger("hpo.data")
@@ -82,48 +87,98 @@ def _arrays_result(loaded: Any, bad: _Problem, class_labels: bool) -> tuple[np.n
                   f"{{'train': ..., 'validation': ..., 'test': ...}}")
     (x, y), source = loaded[:2], (str(loaded[2]) if len(loaded) == 3 else bad.ref)
     x, y = check_arrays(x, y, bad, class_labels)
-    if len(x) < 2:
-        raise bad(f"returned {len(x)} example(s); expected enough to split into train and validation")
+    if rows(x) < 2:
+        raise bad(f"returned {rows(x)} example(s); expected enough to split into train and validation")
     return x, y, source
 
 
 def check_arrays(x: Any, y: Any, bad: _Problem, class_labels: bool,
-                 split_name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 split_name: str | None = None) -> tuple[Any, Any]:
     """Inputs as finite float32; targets as class indices 0..K-1 when `class_labels` (the
     default loss, sparse categorical cross-entropy, reads them so), else as finite numbers:
-    one value per example (a regression, 0/1) or a row per example (one-hot, multi-label)."""
+    one value per example (a regression, 0/1) or a row per example (one-hot, multi-label).
+    `x` and `y` may each be one array or several (`hpo.data.nested`: a dict of named arrays, a
+    tuple or list), for a model with several inputs or outputs: each array is checked so, and
+    all hold the same number of examples."""
+    x_arrays = _as_arrays(x, "inputs", bad, split_name)
+    y_arrays = _as_arrays(y, "labels", bad, split_name)
+    arrays = [*named_leaves(x_arrays, "x"), *named_leaves(y_arrays, "y")]
+    lengths = {name: len(a) for name, a in arrays if a.ndim}
+    scalars = [name for name, a in arrays if a.ndim == 0]
+    if not is_nested(x) and not is_nested(y) and (scalars or len(set(lengths.values())) > 1):
+        x_arrays, y_arrays = np.asarray(x_arrays), np.asarray(y_arrays)
+        raise bad(f"returned {x_arrays.shape[:1] or 'a scalar'} inputs but {y_arrays.shape[:1] or 'a scalar'} "
+                  f"labels; expected one label per input", split_name)
+    if scalars:
+        raise bad(f"returned a scalar as {scalars[0]}; expected an array with one row per example", split_name)
+    if len(set(lengths.values())) > 1:
+        shown = list(lengths.items())
+        counts = ", ".join(f"{name}: {n}" for name, n in shown[:6]) + (", ..." if len(shown) > 6 else "")
+        raise bad(f"returned arrays of different lengths ({counts}); expected one row per example in each (a "
+                  f"tuple or list of arrays is several inputs or targets, as in Keras's fit: np.stack rows into "
+                  f"one array)", split_name)
+    if rows(x_arrays) == 0:
+        raise bad("returned no examples", split_name)
+    checked_x = _map_named(lambda name, a: _checked_inputs(a, name, bad, split_name), x_arrays, "x")
+    checked_y = _map_named(lambda name, a: _checked_targets(a, bad, class_labels, split_name, name), y_arrays, "y")
+    return checked_x, checked_y
+
+
+def _as_arrays(tree: Any, what: str, bad: _Problem, split_name: str | None) -> Any:
+    """`tree` with every leaf a NumPy array; dict keys must be names and no structure empty."""
+    if isinstance(tree, dict):
+        if not tree or not all(isinstance(k, str) for k in tree):
+            raise bad(f"returned {what} as a dict with keys {sorted(map(str, tree))}; expected a dict of named "
+                      f"arrays, keyed by the model's {'input' if what == 'inputs' else 'output'} names",
+                      split_name)
+        return {k: _as_arrays(v, what, bad, split_name) for k, v in tree.items()}
+    # Several arrays, not rows: a tuple or list whose items are themselves arrays or dicts (a
+    # list of Python lists or numbers is one array, as numpy reads it).
+    if isinstance(tree, (tuple, list)) and tree and all(isinstance(v, dict) or getattr(v, "ndim", 0) >= 1
+                                                         for v in tree):
+        return tuple(_as_arrays(v, what, bad, split_name) for v in tree)
     try:
-        x, y = np.asarray(x), np.asarray(y)
+        return np.asarray(tree)
     except Exception as exc:  # ragged or exotic objects: numpy says why
         raise bad(f"returned arrays numpy cannot read: {exc}", split_name) from None
-    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
-        raise bad(f"returned {x.shape[:1] or 'a scalar'} inputs but {y.shape[:1] or 'a scalar'} labels; expected "
-                  f"one label per input", split_name)
-    if len(x) == 0:
-        raise bad("returned no examples", split_name)
+
+
+def _map_named(fn, tree: Any, prefix: str) -> Any:
+    if isinstance(tree, dict):
+        return {k: _map_named(fn, v, f"{prefix}[{k!r}]") for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_map_named(fn, v, f"{prefix}[{i}]") for i, v in enumerate(tree))
+    return fn(prefix, tree)
+
+
+def _checked_inputs(x: np.ndarray, name: str, bad: _Problem, split_name: str | None) -> np.ndarray:
+    what = "inputs" if name == "x" else f"inputs {name}"
     if x.dtype.kind not in "biuf":
-        raise bad(f"returned non-numeric inputs (dtype {x.dtype}); expected numbers", split_name)
+        raise bad(f"returned non-numeric {what} (dtype {x.dtype}); expected numbers", split_name)
     x = x.astype("float32")
     finite = np.isfinite(x)
     if not finite.all():
         first = int(np.argwhere(~finite.reshape(len(x), -1).all(axis=1))[0][0])
-        raise bad(f"returned {int((~finite).sum())} NaN or infinite input value(s), the first in example {first}",
-                  split_name)
-    return x, _checked_targets(y, bad, class_labels, split_name)
+        raise bad(f"returned {int((~finite).sum())} NaN or infinite input value(s)"
+                  f"{'' if name == 'x' else ' in ' + name}, the first in example {first}", split_name)
+    return x
 
 
-def _checked_targets(y: np.ndarray, bad: _Problem, class_labels: bool, split_name: str | None) -> np.ndarray:
+def _checked_targets(y: np.ndarray, bad: _Problem, class_labels: bool, split_name: str | None,
+                     name: str = "y") -> np.ndarray:
     expected = "class index 0..K-1" if class_labels else "target (a value, or a row of K values)"
+    labels = "labels" if name == "y" else f"labels {name}"
     if y.dtype.kind not in "biuf" or y.ndim > (1 if class_labels else 2):
-        raise bad(f"returned labels of shape {y.shape} and dtype {y.dtype}; expected one {expected} per example",
+        raise bad(f"returned {labels} of shape {y.shape} and dtype {y.dtype}; expected one {expected} per example",
                   split_name)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise bad(f"returned {int((~np.isfinite(y)).sum())} NaN or infinite target(s)", split_name)
+        raise bad(f"returned {int((~np.isfinite(y)).sum())} NaN or infinite target(s)"
+                  f"{'' if name == 'y' else ' in ' + name}", split_name)
     if not class_labels:
         # Another loss reads the targets as they are: floats (a regression, 0/1, one-hot) or integers.
         return y.astype("float32") if y.dtype.kind == "f" else y.astype("int32")
     if (y.dtype.kind == "f" and not np.all(np.mod(y, 1) == 0)) or (len(y) and y.min() < 0):
-        raise bad(f"returned labels of shape {y.shape} and dtype {y.dtype}; expected one class index "
+        raise bad(f"returned {labels} of shape {y.shape} and dtype {y.dtype}; expected one class index "
                   f"0..K-1 per example (float targets need a training.loss such as 'mse')", split_name)
     return y.astype("int32")
 
@@ -149,13 +204,13 @@ def _from_splits(loaded: dict, config: DataConfig, class_labels: bool, bad: _Pro
     if any(_is_tf_dataset(value) for value in given.values()):
         return _streamed(given, config, class_labels, bad, classes, source)
     arrays = {name: _split_arrays(value, name, bad, class_labels) for name, value in given.items()}
-    _check_same_shapes({n: (x.shape[1:], y.shape[1:]) for n, (x, y) in arrays.items()}, bad)
+    _check_same_shapes({n: (_shapes(x), _shapes(y)) for n, (x, y) in arrays.items()}, bad)
     x_train, y_train = arrays["train"]
     if config.limit is not None:
-        x_train, y_train = x_train[:config.limit], y_train[:config.limit]
-    x_test, y_test = arrays.get("test", (x_train[:0], y_train[:0]))
+        x_train, y_train = _head(x_train, config.limit), _head(y_train, config.limit)
+    x_test, y_test = arrays.get("test", (_head(x_train, 0), _head(y_train, 0)))
     if classes is None:
-        classes = max(num_classes(y) for _, y in arrays.values())
+        classes = classes_of([y for _, y in arrays.values()])
     return Dataset(name=config.dataset, source=source, x_train=x_train, y_train=y_train,
                    x_val=arrays["validation"][0], y_val=arrays["validation"][1], x_test=x_test, y_test=y_test,
                    num_classes=classes)
@@ -168,12 +223,21 @@ def _split_arrays(value: Any, name: str, bad: _Problem, class_labels: bool) -> t
     return check_arrays(value[0], value[1], bad, class_labels, name)
 
 
+def _shapes(tree: Any) -> Any:
+    """One example's shape per array of `tree`, in its structure."""
+    return map_tree(lambda a: tuple(a.shape[1:]), tree)
+
+
+def _head(tree: Any, n: int) -> Any:
+    return map_tree(lambda a: a[:n], tree)
+
+
 def _check_same_shapes(shapes: dict[str, tuple], bad: _Problem) -> None:
     train = shapes["train"]
     for name, shape in shapes.items():
         if shape != train:
-            raise bad(f"has examples of shape {tuple(shape[0])} with targets {tuple(shape[1])}, but 'train' has "
-                      f"{tuple(train[0])} with targets {tuple(train[1])}; expected the same in every split", name)
+            raise bad(f"has examples of shape {shape[0]} with targets {shape[1]}, but 'train' has "
+                      f"{train[0]} with targets {train[1]}; expected the same in every split", name)
 
 
 def _streamed(given: dict, config: DataConfig, class_labels: bool, bad: _Problem, classes: int | None,

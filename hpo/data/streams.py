@@ -19,11 +19,15 @@ _READ_BYTES = 8 * 2 ** 20  # ...or fewer, so that one read holds at most this mu
 
 
 def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: bool,
-              limit: int | None = None) -> tuple[StreamedSplit, int | None]:
-    """(the split as a stream, its number of classes when `count_classes`, else None)."""
+              limit: int | None = None) -> tuple[StreamedSplit, Any]:
+    """(the split as a stream, its number of classes when `count_classes`, else None). Inputs
+    and targets may each be a dict or tuple of tensors (several model inputs or outputs): the
+    classes are then counted per target tensor, in the targets' structure."""
     import tensorflow as tf
 
+    from hpo.data.dataset import classes_of
     from hpo.data.loading import check_arrays
+    from hpo.data.nested import map_tree, rows
 
     if not isinstance(value, tf.data.Dataset):
         if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -31,29 +35,34 @@ def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: boo
                       f"elements", name)
         x, y = check_arrays(value[0], value[1], bad, class_labels, name)
         if limit is not None:
-            x, y = x[:limit], y[:limit]
+            x, y = map_tree(lambda a: a[:limit], x), map_tree(lambda a: a[:limit], y)
         elements = tf.data.Dataset.from_tensor_slices((x, y))
-        stream = StreamedSplit(elements, len(x), tuple(x.shape[1:]), tuple(y.shape[1:]), str(y.dtype))
-        return stream, (_classes(y) if count_classes else None)
+        stream = StreamedSplit(elements, rows(x), map_tree(lambda a: tuple(a.shape[1:]), x),
+                               map_tree(lambda a: tuple(a.shape[1:]), y), map_tree(lambda a: str(a.dtype), y))
+        return stream, (classes_of([y]) if count_classes else None)
     x_spec, y_spec = _pair_specs(value, name, bad)
-    target_dtype = _target_dtype(y_spec, class_labels, name, bad)
+    target_dtype = tf.nest.map_structure(lambda s: _target_dtype(s, class_labels, name, bad), y_spec)
     if limit is not None:
         value = value.take(limit)
     examples = int(value.cardinality())
     if examples == tf.data.INFINITE_CARDINALITY:
         raise bad("is infinite (a .repeat() without a count?); expected a finite dataset: hpo iterates it "
                   "once per epoch", name)
-    stream = StreamedSplit(value, max(examples, 0), tuple(x_spec.shape), tuple(y_spec.shape), target_dtype)
-    first_x, first_y = next(iter(value.batch(read_batch(x_spec))), (np.zeros((0,)), np.zeros((0,))))
-    _check_values(np.asarray(first_x, dtype="float32"), np.asarray(first_y), name, bad, class_labels)
+    shapes = {"input_shape": map_tree(lambda s: tuple(s.shape), x_spec),
+              "target_shape": map_tree(lambda s: tuple(s.shape), y_spec), "target_dtype": target_dtype}
+    stream = StreamedSplit(value, max(examples, 0), **shapes)
+    first = next(iter(value.batch(read_batch(x_spec))), None)
+    if first is not None:
+        _check_values(*first, name, bad, class_labels)
     classes = None
-    if examples == tf.data.UNKNOWN_CARDINALITY or (count_classes and target_dtype == "int32"):
+    int_targets = any(d == "int32" for d in tf.nest.flatten(target_dtype))
+    if examples == tf.data.UNKNOWN_CARDINALITY or (count_classes and int_targets):
         examples, classes = _count(stream, name, bad, class_labels)
-        stream = StreamedSplit(value, examples, stream.input_shape, stream.target_shape, target_dtype)
+        stream = StreamedSplit(value, examples, **shapes)
     if examples == 0:
         raise bad("has no elements", name)
     if count_classes and classes is None:
-        classes = stream.target_shape[0] if len(stream.target_shape) == 1 else 1
+        classes = tf.nest.map_structure(lambda s: int(s.shape[0]) if s.shape.rank == 1 else 1, y_spec)
     return stream, classes
 
 
@@ -61,17 +70,22 @@ def _pair_specs(value, name: str, bad) -> tuple[Any, Any]:
     import tensorflow as tf
 
     spec = value.element_spec
-    if not (isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(s, tf.TensorSpec) for s in spec)):
-        raise bad(f"has elements {spec}; expected (x, y) pairs of tensors", name)
+    if not (isinstance(spec, tuple) and len(spec) == 2
+            and all(isinstance(s, tf.TensorSpec) for s in tf.nest.flatten(spec))):
+        raise bad(f"has elements {spec}; expected (x, y) pairs of tensors (each a tensor, or a dict or tuple of "
+                  f"tensors)", name)
     x_spec, y_spec = spec
-    if y_spec.shape.rank and y_spec.shape[0] is None:
-        raise bad(f"has elements of shape {x_spec.shape} with targets {y_spec.shape}, which look batched; "
-                  f"expected unbatched (x, y) elements (hpo batches each trial by its batch_size): drop the "
-                  f".batch()", name)
-    if x_spec.shape.rank is None or not x_spec.shape.is_fully_defined():
-        raise bad(f"has inputs of shape {x_spec.shape}; expected every input to have one known shape", name)
-    if not (x_spec.dtype.is_floating or x_spec.dtype.is_integer or x_spec.dtype.is_bool):
-        raise bad(f"has non-numeric inputs (dtype {x_spec.dtype.name}); expected numbers", name)
+    first_x = tf.nest.flatten(x_spec)[0]
+    for y_leaf in tf.nest.flatten(y_spec):
+        if y_leaf.shape.rank and y_leaf.shape[0] is None:
+            raise bad(f"has elements of shape {first_x.shape} with targets {y_leaf.shape}, which look batched; "
+                      f"expected unbatched (x, y) elements (hpo batches each trial by its batch_size): drop the "
+                      f".batch()", name)
+    for x_leaf in tf.nest.flatten(x_spec):
+        if x_leaf.shape.rank is None or not x_leaf.shape.is_fully_defined():
+            raise bad(f"has inputs of shape {x_leaf.shape}; expected every input to have one known shape", name)
+        if not (x_leaf.dtype.is_floating or x_leaf.dtype.is_integer or x_leaf.dtype.is_bool):
+            raise bad(f"has non-numeric inputs (dtype {x_leaf.dtype.name}); expected numbers", name)
     return x_spec, y_spec
 
 
@@ -87,42 +101,53 @@ def _target_dtype(y_spec, class_labels: bool, name: str, bad) -> str:
     return "float32"
 
 
-def _check_values(x: np.ndarray, y: np.ndarray, name: str, bad, class_labels: bool, offset: int = 0) -> None:
-    finite = np.isfinite(x)
-    if not finite.all():
-        first = offset + int(np.argwhere(~finite.reshape(len(x), -1).all(axis=1))[0][0])
-        raise bad(f"has NaN or infinite input values, the first in element {first}", name)
-    if not np.all(np.isfinite(y)):
-        raise bad("has NaN or infinite targets", name)
-    if class_labels and len(y) and (y.min() < 0 or not np.all(np.mod(y, 1) == 0)):
-        wrong = y[(y < 0) | (np.mod(y, 1) != 0)][0]
-        raise bad(f"has the label {wrong}; expected class indices 0..K-1 (float targets need a "
-                  f"training.loss such as 'mse')", name)
+def _check_values(x, y, name: str, bad, class_labels: bool, offset: int = 0) -> None:
+    """Finite inputs and targets in one read batch (`x`, `y`: tensors, or dicts or tuples of them)."""
+    import tensorflow as tf
+
+    for x_leaf in tf.nest.flatten(x):
+        x_leaf = np.asarray(x_leaf, dtype="float32")
+        finite = np.isfinite(x_leaf)
+        if not finite.all():
+            first = offset + int(np.argwhere(~finite.reshape(len(x_leaf), -1).all(axis=1))[0][0])
+            raise bad(f"has NaN or infinite input values, the first in element {first}", name)
+    for y_leaf in tf.nest.flatten(y):
+        y_leaf = np.asarray(y_leaf)
+        if not np.all(np.isfinite(y_leaf)):
+            raise bad("has NaN or infinite targets", name)
+        if class_labels and len(y_leaf) and (y_leaf.min() < 0 or not np.all(np.mod(y_leaf, 1) == 0)):
+            wrong = y_leaf[(y_leaf < 0) | (np.mod(y_leaf, 1) != 0)][0]
+            raise bad(f"has the label {wrong}; expected class indices 0..K-1 (float targets need a "
+                      f"training.loss such as 'mse')", name)
 
 
-def _count(stream: StreamedSplit, name: str, bad, class_labels: bool) -> tuple[int, int | None]:
-    """(examples, classes in integer labels or None) in one pass over the split, checking values."""
+def _count(stream: StreamedSplit, name: str, bad, class_labels: bool) -> tuple[int, Any]:
+    """(examples, classes per target tensor) in one pass over the split, checking values:
+    integer labels count their classes, a row of K values K, anything else 1."""
+    import tensorflow as tf
 
-    examples, top = 0, -1
+    x_spec, y_spec = stream.elements.element_spec
+    specs, dtypes = tf.nest.flatten(y_spec), tf.nest.flatten(stream.target_dtype)
+    tops = [-1] * len(specs)
+    examples = 0
     # Integer targets keep their values through the cast; float ones are checked but not counted as classes.
-    for x, y in stream.elements.batch(read_batch(stream.input_shape)).prefetch(1):
-        x, y = np.asarray(x, dtype="float32"), np.asarray(y)
+    for x, y in stream.elements.batch(read_batch(x_spec)).prefetch(1):
         _check_values(x, y, name, bad, class_labels, offset=examples)
-        examples += len(x)
-        if stream.target_dtype == "int32" and y.ndim == 1 and len(y):
-            top = max(top, int(y.max()))
-    if stream.target_dtype == "int32" and len(stream.target_shape) == 0:
-        return examples, top + 1 if top >= 0 else 1
-    return examples, (stream.target_shape[0] if len(stream.target_shape) == 1 else 1)
+        examples += len(tf.nest.flatten(x)[0])
+        for i, (leaf, dtype) in enumerate(zip(tf.nest.flatten(y), dtypes)):
+            leaf = np.asarray(leaf)
+            if dtype == "int32" and leaf.ndim == 1 and len(leaf):
+                tops[i] = max(tops[i], int(leaf.max()))
+    counts = [(top + 1 if top >= 0 else 1) if dtype == "int32" and spec.shape.rank == 0
+              else (int(spec.shape[0]) if spec.shape.rank == 1 else 1)
+              for spec, dtype, top in zip(specs, dtypes, tops)]
+    return examples, tf.nest.pack_sequence_as(y_spec, counts)
 
 
-def read_batch(input_shape) -> int:
-    """Elements per read when checking or counting a split: bounded in bytes, not only in count."""
-    shape = getattr(input_shape, "shape", input_shape)
-    example_bytes = 4 * int(np.prod([int(d) for d in shape])) if len(shape) else 4
+def read_batch(x_spec) -> int:
+    """Elements per read when checking or counting a split: bounded in bytes, not only in count
+    (`x_spec`: the inputs' TensorSpec, or a dict or tuple of them)."""
+    import tensorflow as tf
+
+    example_bytes = sum(4 * int(np.prod([int(d) for d in s.shape])) for s in tf.nest.flatten(x_spec))
     return max(1, min(_READ_BATCH, _READ_BYTES // max(1, example_bytes)))
-
-
-def _classes(y: np.ndarray) -> int:
-    from hpo.data.dataset import num_classes
-    return num_classes(y)

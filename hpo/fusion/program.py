@@ -68,6 +68,8 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     """None when `model` can be fused, else why not."""
     if type(model).train_step is not keras.Model.train_step:
         return "the model trains with its own train_step"
+    if len(getattr(model, "inputs", None) or ()) > 1 or len(getattr(model, "outputs", None) or ()) > 1:
+        return "the model has several inputs or outputs (Keras's model.fit trains it)"
     activation = output_activation(model)
     if activation is not None:
         return f"the model ends in {activation}; the fused step's loss takes logits"

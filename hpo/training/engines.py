@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from hpo.config import TrainingConfig
+from hpo.metric_names import per_output
 
 log = logging.getLogger("hpo.train")
 
@@ -49,6 +50,10 @@ def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_exa
         reasons.append(f"the model has {len(inputs)} inputs")
     if len(outputs) > 1:
         reasons.append(f"the model has {len(outputs)} outputs")
+    elif isinstance(y_example, (dict, tuple, list)):
+        reasons.append("the targets hold several arrays")
+    if len(outputs) <= 1 and (per_output(training.loss) or per_output(training.metrics)):
+        reasons.append("training.loss or training.metrics is given per output")
     hooked = sorted({type(cb).__name__ for cb in callbacks for hook in _BATCH_HOOKS
                      if getattr(type(cb), hook, None) is not getattr(keras.callbacks.Callback, hook)})
     if hooked:

@@ -21,7 +21,7 @@ from hpo.errors import TrialFailed
 from hpo.jobs import EpochReport, TrainTask
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.checkpoint import progress_due, stored_reports
-from hpo.training.training_data import WholeStream
+from hpo.training.training_data import WholeStream, leading
 
 if TYPE_CHECKING:
     from hpo.training.trainer import Trainer
@@ -196,7 +196,7 @@ def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False
             batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
             for x, y in trainer.data.validation_slices(batch):
                 losses += group.evaluate(x, y)
-                n_val += int(x.shape[0])
+                n_val += leading(x)
     losses /= max(n_val, 1)
     _check_finite("validation loss", losses, group.tasks, None)
     return losses

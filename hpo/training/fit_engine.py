@@ -14,8 +14,11 @@ resets its metrics at the start of each call, so an epoch must not be split acro
 `FitTrial.whole_epoch` tells the epoch loop so.
 
 The values come from the logs Keras returns: the loss and each configured metric by its
-logged name (a model with several outputs: the mean over its outputs). A model whose own
-`train_step` does not return a configured metric has it missing from its training values.
+logged name. A model with several outputs is compiled with a loss and metrics per output
+name (`training.loss` / `training.metrics`: one for all outputs or a mapping by output name,
+`hpo.metric_names`) and logs what Keras logs: `loss` (their sum), `<output>_loss` and
+`<output>_<metric>`. A model whose own `train_step` does not return a configured metric has it
+missing from its training values.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.metric_names import logged_name
+from hpo.metric_names import logged_name, loss_for, metrics_for, objective_names
 from hpo.training.epoch_loop import EVAL_BATCH
 from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
@@ -48,11 +51,41 @@ def is_fit_signature(signature: str) -> bool:
     return json.loads(signature).get(ENGINE_KEY) == "fit"
 
 
-class FitMeasures:
-    """The last `fit` and `evaluate` logs, read as the configured metrics by logged name."""
+def output_names(model) -> tuple[str, ...]:
+    """The model's output names when it has several (what Keras keys its per-output losses,
+    metrics and logs by), else ()."""
+    outputs = getattr(model, "outputs", None) or ()
+    return tuple(model.output_names) if len(outputs) > 1 else ()
 
-    def __init__(self, metrics: Sequence[str]):
-        self.names = tuple(logged_name(m) for m in metrics)
+
+def several_outputs_compile(loss, metrics, model) -> tuple[dict, dict]:
+    """(loss, metrics) for Keras's `compile` of a model with several outputs, keyed by output
+    name: each output's loss with that output's `from_logits`, and its metrics."""
+    from hpo.errors import ConfigError
+
+    names = output_names(model)
+    losses, listed = {}, {}
+    for index, name in enumerate(names):
+        identifier = loss_for(loss, name)
+        if identifier is None:
+            raise ConfigError(f"names no loss for the model's output {name!r}; expected a loss for each of "
+                              f"{', '.join(names)}", key="training.loss")
+        loss_object = keras_loss(identifier, model, output=index)
+        losses[name] = loss_object() if isinstance(loss_object, type) else loss_object
+        listed[name] = [keras_metric(m) for m in metrics_for(metrics, name)]
+    return losses, listed
+
+
+class FitMeasures:
+    """The last `fit` and `evaluate` logs, read as the configured metrics by logged name (for
+    several outputs, each output's loss and metrics as `<output>_<name>`)."""
+
+    def __init__(self, metrics, outputs: Sequence[str] = ()):
+        if outputs:
+            self.names = tuple(n for n in objective_names(metrics, outputs)
+                               if n != "loss" and not n.startswith("val_"))
+        else:
+            self.names = tuple(logged_name(m) for m in metrics)
         self.logs: dict[bool, dict[str, float]] = {False: {}, True: {}}
 
     def reset(self) -> None:
@@ -66,16 +99,7 @@ class FitMeasures:
 
     def results(self, validation: bool) -> dict[str, float]:
         logs = self.logs[validation]
-        out = {}
-        for name in self.names:
-            if name in logs:
-                out[name] = logs[name]
-                continue
-            # Several outputs: Keras logs OUTPUT_NAME per output.
-            per_output = [v for k, v in logs.items() if k.endswith(f"_{name}") and not k.startswith("val_")]
-            if per_output:
-                out[name] = float(np.mean(per_output))
-        return out
+        return {name: logs[name] for name in self.names if name in logs}
 
 
 def _scalar(value: Any) -> float:
@@ -93,9 +117,9 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
     import tensorflow as tf
 
     optimizer = TunableOptimizer(params, model.trainable_variables, single_pass)
-    outputs = getattr(model, "outputs", None) or ()
-    if len(outputs) > 1:
-        compiled_metrics = [[keras_metric(m) for m in metrics] for _ in outputs]
+    outputs = output_names(model)
+    if outputs:
+        keras_loss_object, compiled_metrics = several_outputs_compile(loss, metrics, model)
     else:
         # The same metric objects the compiled step builds ('accuracy' resolved by the loss and
         # targets), under their logged names so Keras logs them so.
@@ -103,12 +127,12 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
                                           y_train[:2] if y_example is None else y_example).train_metrics
         for identifier, metric in zip(metrics, compiled_metrics):
             metric.name = logged_name(identifier)
-    keras_loss_object = keras_loss(loss, model)
-    if isinstance(keras_loss_object, type):
-        keras_loss_object = keras_loss_object()
+        keras_loss_object = keras_loss(loss, model)
+        if isinstance(keras_loss_object, type):
+            keras_loss_object = keras_loss_object()
     model.compile(optimizer=optimizer.optimizer, loss=keras_loss_object, metrics=compiled_metrics,
                   jit_compile=mode == "xla", run_eagerly=mode == "eager", steps_per_execution=steps_per_execution)
-    measures = FitMeasures(metrics)
+    measures = FitMeasures(metrics, outputs)
 
     def train_steps(batch_indices, callbacks: Sequence = ()):
         """One `fit` call over the batches [steps, batch] (or a streamed epoch, a `WholeStream`)

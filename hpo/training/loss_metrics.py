@@ -28,15 +28,16 @@ _ARGMAX_METRICS = frozenset({"sparse_categorical_accuracy", "categorical_accurac
                              "sparse_top_k_categorical_accuracy"})
 
 
-def output_activation(model) -> str | None:
-    """'softmax' or 'sigmoid' when the model's output layer ends in one, else None (logits)."""
+def output_activation(model, output: int = 0) -> str | None:
+    """'softmax' or 'sigmoid' when the model's output layer (the `output`-th, for a model with
+    several) ends in one, else None (logits)."""
     import keras
 
     layer = None
     outputs = getattr(model, "outputs", None)
     try:
         if outputs:
-            layer = outputs[0]._keras_history.operation
+            layer = outputs[output]._keras_history.operation
     except (AttributeError, ValueError, TypeError):
         layer = None
     if layer is None:
@@ -51,8 +52,8 @@ def output_activation(model) -> str | None:
     return name if name in ("softmax", "sigmoid") else None
 
 
-def outputs_logits(model) -> bool:
-    return output_activation(model) is None
+def outputs_logits(model, output: int = 0) -> bool:
+    return output_activation(model, output) is None
 
 
 class LossAndMetrics:
@@ -255,13 +256,15 @@ def score_batches(measures: LossAndMetrics, model, batches) -> tuple[float, dict
     return total / max(1, examples), measures.results(validation=True)
 
 
-def keras_loss(loss: str, model):
+def keras_loss(loss: str, model, output: int = 0):
     """The loss for Keras's own `compile` (an exported model): a cross-entropy with the
-    model's `from_logits`, else the identifier or the referenced function."""
+    model's (or its `output`-th output's) `from_logits`, else the identifier or the referenced
+    function."""
     import keras
 
     if loss in _PROBABILITY_LOSSES:
-        return type(_loss_function(loss, outputs_logits(model)))(from_logits=outputs_logits(model))
+        logits = outputs_logits(model, output)
+        return type(_loss_function(loss, logits))(from_logits=logits)
     return resolve(loss, key="training.loss") if ":" in loss else keras.losses.get(loss)
 
 

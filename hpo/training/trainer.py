@@ -252,7 +252,9 @@ class Trainer:
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
         # A few steps per timed call, not steps_per_call: XLA:CPU's convolutions can run 5-35x
         # slower than graph mode's (benchmarks/roofline.py), and each timed call of a slow mode is paid in full.
-        batch = self.timing_batch(int(params["batch_size"]), seed, steps=MEASURE_STEPS)
+        from hpo.training.fit_engine import is_fit_signature
+        batch = self.timing_batch(int(params["batch_size"]), seed, steps=MEASURE_STEPS,
+                                  fit=is_fit_signature(signature))
         first_calls, calls, programs, failures = {}, {}, {}, {}
         for mode in MODES:
             try:
@@ -284,12 +286,15 @@ class Trainer:
                 return tf.nest.flatten(train_steps(batch))[0].numpy()
         return call
 
-    def timing_batch(self, batch_size: int, seed: int, steps: int | None = None):
+    def timing_batch(self, batch_size: int, seed: int, steps: int | None = None, fit: bool = False):
         """One compiled call's input on this trainer's device (at most `steps` steps), for
-        timing a training step (which examples does not matter)."""
+        timing a training step (which examples does not matter); `fit`: for the fit engine,
+        which reads streamed splits as a `WholeStream`."""
         import tensorflow as tf
 
         steps_per_call = min(self.training.steps_per_call, steps or self.training.steps_per_call)
+        if fit and self.data.streamed:
+            return self.data.timing_stream(batch_size, steps_per_call)
         with tf.device(self.device):
             return self.data.timing_batch(batch_size, steps_per_call, seed)
 
@@ -371,9 +376,6 @@ class Trainer:
         params = self.resolve(task.config)
         batch_size = int(params["batch_size"])
         check_batch_size(self.data, batch_size)
-        reported = objective_names(self.training.metrics)
-        if task.objective not in reported:
-            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
 
         resumed = resume_point(task)
         replay = resumed is not task and resumed.checkpoint_in == task.checkpoint_out
@@ -382,6 +384,10 @@ class Trainer:
         self._engine_of_trial[task.trial_id] = engine
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=self.job_steps(task, batch_size), engine=engine.engine)
+        from hpo.training.fit_engine import output_names
+        reported = objective_names(self.training.metrics, output_names(program.model))
+        if task.objective not in reported:
+            raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
         if task.checkpoint_in:
             restored = load_checkpoint(task.checkpoint_in, program.model, program.optimizer.optimizer)
             if restored != task.start_epoch:

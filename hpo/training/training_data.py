@@ -38,7 +38,9 @@ class WholeStream:
 
 @dataclass(frozen=True)
 class DeviceArrays:
-    """The dataset's train and validation arrays, copied to the trainer's device once."""
+    """The dataset's train and validation arrays, copied to the trainer's device once. Each of
+    x and y is one tensor, or a dict or tuple of tensors (a model with several inputs or outputs:
+    only the `fit` engine trains those, `hpo.training.engines`)."""
     x_train: Any
     y_train: Any
     x_val: Any
@@ -47,11 +49,11 @@ class DeviceArrays:
 
     @property
     def train_examples(self) -> int:
-        return int(self.x_train.shape[0])
+        return leading(self.x_train)
 
     @property
     def validation_examples(self) -> int:
-        return int(self.x_val.shape[0])
+        return leading(self.x_val)
 
     def step_inputs(self) -> tuple[Any, Any]:
         """What the compiled step reads: the device's train arrays, gathered by index."""
@@ -59,7 +61,8 @@ class DeviceArrays:
 
     @property
     def y_example(self):
-        return self.y_train[:2]
+        import tensorflow as tf
+        return tf.nest.map_structure(lambda y: y[:2], self.y_train)
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
@@ -83,7 +86,8 @@ class DeviceArrays:
 
         x, y = self.x_train, self.y_train
         indices = tf.data.Dataset.from_tensor_slices(epoch_batches(data_seed, epoch, self.train_examples, batch_size))
-        return indices.map(lambda idx: (tf.gather(x, idx), tf.gather(y, idx)))
+        return indices.map(lambda idx: (tf.nest.map_structure(lambda a: tf.gather(a, idx), x),
+                                        tf.nest.map_structure(lambda a: tf.gather(a, idx), y)))
 
     def validation_dataset(self, batch: int):
         """The validation split in batches, as a `tf.data.Dataset` (for `model.evaluate`)."""
@@ -91,8 +95,12 @@ class DeviceArrays:
         return tf.data.Dataset.from_tensor_slices((self.x_val, self.y_val)).batch(batch)
 
     def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
-        for first in range(0, int(self.x_val.shape[0]), batch):
-            yield self.x_val[first:first + batch], self.y_val[first:first + batch]
+        import tensorflow as tf
+
+        for first in range(0, self.validation_examples, batch):
+            rows = slice(first, first + batch)
+            yield (tf.nest.map_structure(lambda a, rows=rows: a[rows], self.x_val),
+                   tf.nest.map_structure(lambda a, rows=rows: a[rows], self.y_val))
 
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """One compiled call's worth of batch indices [steps, batch_size], for timing a step
@@ -184,6 +192,13 @@ class StreamedData:
         """The first compiled call's input (x, y), for timing a step."""
         return next(iter(self.calls(batch_size, steps_per_call)))
 
+    def timing_stream(self, batch_size: int, steps: int) -> WholeStream:
+        """The split's first `steps` whole batches as a `WholeStream`: what the `fit` engine is
+        timed on (it reads a stream, not stacked batches; inputs of several tensors stack not)."""
+        steps = max(1, min(steps, self.train_examples // batch_size))
+        return WholeStream(_beside_training(self.train.batches(batch_size, drop_remainder=True).take(steps)),
+                           steps, steps * batch_size)
+
 
 def _beside_training(pipeline):
     """`pipeline` with tf.data's autotuner off and one thread per op: both otherwise compete
@@ -205,10 +220,17 @@ def device_data(dataset, device: str) -> DeviceArrays | StreamedData:
 
     if dataset.streamed:
         train = dataset.streams["train"]
-        return StreamedData(train, dataset.streams["validation"], tf.constant(train.first(2)[1]))
+        y_example = tf.nest.map_structure(tf.constant, train.first(2)[1])
+        return StreamedData(train, dataset.streams["validation"], y_example)
     with tf.device(device):
-        return DeviceArrays(tf.constant(dataset.x_train), tf.constant(dataset.y_train),
-                            tf.constant(dataset.x_val), tf.constant(dataset.y_val))
+        return DeviceArrays(*(tf.nest.map_structure(tf.constant, arrays) for arrays in
+                              (dataset.x_train, dataset.y_train, dataset.x_val, dataset.y_val)))
+
+
+def leading(tree) -> int:
+    """Examples in a tensor, or in a dict or tuple of tensors (the first one's leading dimension)."""
+    import tensorflow as tf
+    return int(tf.nest.flatten(tree)[0].shape[0])
 
 
 def check_batch_size(data: DeviceArrays | StreamedData, batch_size: int) -> None:
