@@ -225,10 +225,11 @@ class Searcher(abc.ABC):
             return math.inf
         return float(result.value) if self.direction == "minimize" else -float(result.value)
 
-    def rank_for_promotion(self, losses: Mapping[int, float]) -> list[int]:
+    def rank_for_promotion(self, losses: Mapping[int, float], limit: int | None = None) -> list[int]:
         """The trial ids with a usable result (`losses`: trial id -> loss), best first: the one
         place a schedule orders a rung. One objective: by loss, then trial id. Several, or
-        constraints: by `constrained_order` on the told points (failed ones left out)."""
+        constraints: by `constrained_order` on the told points (failed ones left out); with
+        `limit`, only the first `limit` are in order (a rung promotes from its top only)."""
         usable = [tid for tid, loss in losses.items() if math.isfinite(loss)]
         if not self.goals.ranked:
             return sorted(usable, key=lambda tid: (losses[tid], tid))
@@ -237,7 +238,7 @@ class Searcher(abc.ABC):
             return []
         points = np.array([self.points[tid][0] for tid in usable])
         violations = np.array([self.points[tid][1] for tid in usable])
-        order = constrained_order(points, violations, self.tie_break)
+        order = constrained_order(points, violations, self.tie_break, limit)
         return [usable[i] for i in order if math.isfinite(violations[i])]
 
     def _new_job(self, config: Mapping[str, Any], budget: float, *, continues: int | None = None,

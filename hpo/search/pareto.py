@@ -117,13 +117,53 @@ def hypervolume_contributions(points: np.ndarray, reference: np.ndarray | None =
     return contribution
 
 
-def _tie_break_scores(points: np.ndarray, tie_break: str) -> np.ndarray:
-    """Larger is better, within one front; objectives scaled to [0, 1] first."""
-    low, high = points.min(axis=0), points.max(axis=0)
-    scaled = (points - low) / np.where(high > low, high - low, 1.0)
-    if tie_break == "hypervolume" and points.shape[1] == 2:
-        return hypervolume_contributions(scaled)
-    return crowding_distance(scaled)
+def front_tie_break_scores(points: np.ndarray, ranks: np.ndarray, tie_break: str) -> np.ndarray:
+    """Every point's tie-break score within its front (`ranks`: the front of each point), all
+    fronts at once: each front's objectives scaled to [0, 1] over its members, then crowding
+    distance or (two objectives) hypervolume contribution, the values that `crowding_distance`
+    and `hypervolume_contributions` give front by front. A rung or model ranks hundreds of
+    points in dozens of fronts at every ask: one pass of sorts, not a loop over fronts."""
+    points = np.asarray(points, dtype=float)
+    n, m = points.shape
+    if n == 0:
+        return np.zeros(0)
+    fronts = int(ranks.max()) + 1
+    low = np.full((fronts, m), np.inf)
+    high = np.full((fronts, m), -np.inf)
+    np.minimum.at(low, ranks, points)
+    np.maximum.at(high, ranks, points)
+    spread = high - low
+    scaled = (points - low[ranks]) / np.where(spread > 0, spread, 1.0)[ranks]
+    if tie_break == "hypervolume" and m == 2:
+        return _front_contributions(scaled, ranks, np.where(spread > 0, 1.1, 0.1))
+    distance = np.zeros(n)
+    for j in range(m):
+        order = np.lexsort((scaled[:, j], ranks))        # by front, then objective j; stable
+        column, front = scaled[order, j], ranks[order]
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = front[1:] != front[:-1]
+        ends = np.ones(n, dtype=bool)
+        ends[:-1] = starts[1:]
+        span = (spread[:, j] > 0)[front]               # scaled: a front's range is 1 or 0
+        distance[order[starts | ends]] = np.inf
+        inner = np.flatnonzero(~(starts | ends) & span)
+        distance[order[inner]] += column[inner + 1] - column[inner - 1]
+    return distance
+
+
+def _front_contributions(scaled: np.ndarray, ranks: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """`hypervolume_contributions` of every front at once (`reference`: per front)."""
+    n = len(scaled)
+    order = np.lexsort((scaled[:, 1], scaled[:, 0], ranks))
+    f1, f2, front = scaled[order, 0], scaled[order, 1], ranks[order]
+    same = front[1:] == front[:-1]
+    right = reference[front, 0].copy()
+    right[:-1][same] = f1[1:][same]                   # the next member along objective 1
+    above = reference[front, 1].copy()
+    above[1:][same] = f2[:-1][same]                   # the previous member along objective 2
+    contribution = np.zeros(n)
+    contribution[order] = np.clip(right - f1, 0, None) * np.clip(above - f2, 0, None)
+    return contribution
 
 
 def _as_points(losses, violations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,11 +188,14 @@ def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
     if len(feasible):
         points = losses[feasible]
         ranks = non_dominated_ranks(points, limit)
+        if limit is not None and limit < len(feasible):
+            # Fronts past the one that fills the first `limit` positions need no order.
+            last = np.sort(ranks)[limit - 1] if limit > 0 else -1
+            ranks = np.where(ranks <= last, ranks, len(feasible))
         ties = np.zeros(len(feasible))
-        for rank in np.unique(ranks[ranks < len(feasible)]):
-            members = np.flatnonzero(ranks == rank)
-            if len(members) > 1:
-                ties[members] = _tie_break_scores(points[members], tie_break)
+        scored = np.flatnonzero(ranks < len(feasible))
+        if len(scored):
+            ties[scored] = front_tie_break_scores(points[scored], ranks[scored], tie_break)
         # Sort keys: rank, then larger tie-break score, then index.
         parts.append(feasible[np.lexsort((feasible, -ties, ranks))])
     if len(infeasible):
