@@ -148,7 +148,7 @@ class Searcher(abc.ABC):
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
                  eta: float = 3.0, sampler: ConfigSampler | None = None, objectives=None, constraints=None,
-                 tie_break: str = "crowding"):
+                 tie_break: str = "hypervolume"):
         self.space = SearchSpace.coerce(space)
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")

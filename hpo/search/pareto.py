@@ -4,8 +4,10 @@ hypervolume contributions and Deb's constraint domination. Every objective is a 
 
 `constrained_order` is what the searchers use to rank a rung or split a model's good from
 bad configs: feasible points first, by non-dominated rank (NSGA-II, Deb et al. 2002), ties
-broken by crowding distance or hypervolume contribution (the larger first, as MO-ASHA,
-Schmucker et al. 2021); then infeasible points by total violation (Deb 2000); points
+broken by hypervolume contribution with two objectives (`tie_break="hypervolume"`, the
+default) or crowding distance (`"crowding"`, and what "hypervolume" falls back to with three
+or more, where exact contributions cost far more), the larger first, as MO-ASHA (Schmucker
+et al. 2021); then infeasible points by total violation (Deb 2000); points
 without usable values last. Ties left after that go to the lower index, so the order is
 deterministic.
 """
@@ -175,7 +177,7 @@ def _as_points(losses, violations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
-                      tie_break: str = "crowding", limit: int | None = None) -> np.ndarray:
+                      tie_break: str = "hypervolume", limit: int | None = None) -> np.ndarray:
     """Indices of the points best first (see the module's docstring). With `limit`, only the
     first `limit` positions are ranked exactly; the rest follow in index order."""
     if tie_break not in TIE_BREAKS:

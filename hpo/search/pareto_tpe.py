@@ -6,8 +6,9 @@ l(x) and g(x):
 
 - `split="rank"` (the default; multi-objective TPE, Ozaki et al. 2020): by
   `hpo.search.pareto.constrained_order`: feasible configs by non-dominated rank, ties by
-  crowding distance (or hypervolume contribution, `tie_break`), then infeasible ones by
-  total constraint violation.
+  hypervolume contribution (or crowding distance, `tie_break`), then infeasible ones by
+  total constraint violation. A config in the worse half of its budget's results by that
+  order ranks after every config in a better half (the TPE's guard, with points).
 - `split="parego"` (Knowles 2006): every `ask()` draws a weight vector uniformly from the
   simplex and orders the configs by the augmented Chebyshev scalarisation of their
   objectives (scaled to [0, 1] over the results so far); infeasible configs after every
@@ -39,7 +40,7 @@ INFEASIBLE = 2.0        # scalarised feasible losses stay below 1 + PAREGO_RHO; 
 
 
 class ParetoTPESampler(MultiFidelityTPESampler):
-    def __init__(self, space: SearchSpace, *, goals: Goals, split: str = "rank", tie_break: str = "crowding",
+    def __init__(self, space: SearchSpace, *, goals: Goals, split: str = "rank", tie_break: str = "hypervolume",
                  **options):
         super().__init__(space, **options)
         if split not in SPLITS:
@@ -56,12 +57,17 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         self._row_violations = np.empty(0)
         self._changed: set[str] = set()
         self._orders: dict[float, tuple[np.ndarray, np.ndarray]] = {}   # budget -> (rows there, their ranks)
+        # Every point told at each budget (not only the deepest): the worse half of a budget is
+        # judged among all its results, as the TPE's median is.
+        self._at_budget: dict[float, dict[str, tuple[np.ndarray, float]]] = {}
+        self._worse_keys: dict[float, tuple[int, list[str]]] = {}      # budget -> (results, worse half)
 
     def observe_point(self, config: Mapping[str, Any], budget: float, losses: np.ndarray, violation: float) -> None:
         # The TPE keeps a row only for usable results, at the deepest budget: the same rule here.
         if not np.all(np.isfinite(losses)):
             return
         key = config_key(config)
+        self._at_budget.setdefault(float(budget), {})[key] = (np.asarray(losses, dtype=float), float(violation))
         known = self._points.get(key)
         if known is None or budget >= known[0]:
             self._points[key] = (budget, np.asarray(losses, dtype=float), float(violation))
@@ -101,6 +107,23 @@ class ParetoTPESampler(MultiFidelityTPESampler):
                 cached = self._orders[float(budget)] = (members, ranks)
             scores[members] = cached[1]
         return scores
+
+    def _worse_half(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """The TPE's guard with points: a config is in the worse half of its deepest budget when
+        it is past the middle of `constrained_order` over every result there (the TPE compares
+        one loss with the budget's median; `losses` here are positions within a budget)."""
+        worse = np.zeros(len(budgets), dtype=bool)
+        for budget, told in self._at_budget.items():
+            cached = self._worse_keys.get(budget)
+            if cached is None or cached[0] != len(told):
+                keys = list(told)
+                order = constrained_order(np.array([told[k][0] for k in keys]),
+                                          np.array([told[k][1] for k in keys]), self.tie_break)
+                cached = self._worse_keys[budget] = (len(told), [keys[i] for i in order[(len(keys) + 1) // 2:]])
+            rows = np.array([self._rows[k] for k in cached[1] if k in self._rows], dtype=int)
+            rows = rows[rows < len(budgets)]
+            worse[rows[budgets[rows] == budget]] = True
+        return worse
 
     def _scalarised(self, points: np.ndarray, violations: np.ndarray) -> np.ndarray:
         low, high = points.min(axis=0), points.max(axis=0)
