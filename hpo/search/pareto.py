@@ -41,27 +41,34 @@ def non_dominated_ranks(points: np.ndarray, limit: int | None = None) -> np.ndar
         return inverse.reshape(-1).astype(int)
     if points.shape[1] == 2:
         return _two_objective_ranks(points)
-    # dominated_by[i, j]: j dominates i. Built one objective at a time: n x n, never n x n x m.
-    le = np.ones((n, n), dtype=bool)
-    lt = np.zeros((n, n), dtype=bool)
-    for j in range(points.shape[1]):
-        column = points[:, j]
-        le &= column[None, :] <= column[:, None]
-        lt |= column[None, :] < column[:, None]
-    dominated_by = le & lt
-    count = dominated_by.sum(axis=1)
-    remaining = np.ones(n, dtype=bool)
+    # Distinct points in lexicographic order (equal points share a front): a point can only be
+    # dominated by one before it, which is already no worse in the first objective, so
+    # dominated_by[i, j] (j dominates i) is j < i and no worse in every other objective.
+    # Built one objective at a time into one buffer: n x n, never n x n x m.
+    unique, inverse = np.unique(points, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    u = len(unique)
+    dominated_by = np.tri(u, k=-1, dtype=bool)
+    buffer = np.empty((u, u), dtype=bool)
+    for j in range(1, points.shape[1]):
+        column = unique[:, j]
+        np.less_equal(column[None, :], column[:, None], out=buffer)
+        dominated_by &= buffer
+    count = dominated_by.view(np.uint8).sum(axis=1, dtype=np.int64)
+    unique_ranks = np.full(u, n, dtype=int)
+    sizes = np.bincount(inverse, minlength=u)          # how many points each distinct one stands for
+    remaining = np.ones(u, dtype=bool)
     rank, done = 0, 0
     while remaining.any():
         front = remaining & (count == 0)
-        ranks[front] = rank
+        unique_ranks[front] = rank
         remaining &= ~front
-        done += int(front.sum())
+        done += int(sizes[front].sum())
         if limit is not None and done >= limit:
             break
-        count = count - dominated_by[:, front].sum(axis=1)
+        count -= dominated_by[:, front].view(np.uint8).sum(axis=1, dtype=np.int64)
         rank += 1
-    return ranks
+    return unique_ranks[inverse]
 
 
 def _two_objective_ranks(points: np.ndarray) -> np.ndarray:

@@ -60,7 +60,8 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         # Every point told at each budget (not only the deepest): the worse half of a budget is
         # judged among all its results, as the TPE's median is.
         self._at_budget: dict[float, dict[str, tuple[np.ndarray, float]]] = {}
-        self._worse_keys: dict[float, tuple[int, list[str]]] = {}      # budget -> (results, worse half)
+        self._told_at: dict[float, int] = {}                            # budget -> points told there
+        self._worse_rows: dict[float, tuple[int, np.ndarray]] = {}      # budget -> (told, worse half's rows)
 
     def observe_point(self, config: Mapping[str, Any], budget: float, losses: np.ndarray, violation: float) -> None:
         # The TPE keeps a row only for usable results, at the deepest budget: the same rule here.
@@ -68,6 +69,7 @@ class ParetoTPESampler(MultiFidelityTPESampler):
             return
         key = config_key(config)
         self._at_budget.setdefault(float(budget), {})[key] = (np.asarray(losses, dtype=float), float(violation))
+        self._told_at[float(budget)] = self._told_at.get(float(budget), 0) + 1
         known = self._points.get(key)
         if known is None or budget >= known[0]:
             self._points[key] = (budget, np.asarray(losses, dtype=float), float(violation))
@@ -114,14 +116,15 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         one loss with the budget's median; `losses` here are positions within a budget)."""
         worse = np.zeros(len(budgets), dtype=bool)
         for budget, told in self._at_budget.items():
-            cached = self._worse_keys.get(budget)
-            if cached is None or cached[0] != len(told):
+            cached = self._worse_rows.get(budget)
+            if cached is None or cached[0] != self._told_at[budget]:
                 keys = list(told)
+                half = (len(keys) + 1) // 2         # only which points are in the better half matters
                 order = constrained_order(np.array([told[k][0] for k in keys]),
-                                          np.array([told[k][1] for k in keys]), self.tie_break)
-                cached = self._worse_keys[budget] = (len(told), [keys[i] for i in order[(len(keys) + 1) // 2:]])
-            rows = np.array([self._rows[k] for k in cached[1] if k in self._rows], dtype=int)
-            rows = rows[rows < len(budgets)]
+                                          np.array([told[k][1] for k in keys]), self.tie_break, half)
+                rows = np.array([self._rows[keys[i]] for i in order[half:] if keys[i] in self._rows], dtype=int)
+                cached = self._worse_rows[budget] = (self._told_at[budget], rows)
+            rows = cached[1][cached[1] < len(budgets)]
             worse[rows[budgets[rows] == budget]] = True
         return worse
 
