@@ -58,8 +58,10 @@ def _key(config: Mapping[str, Any]) -> str:
     return json.dumps({name: config[name] for name in GRID}, sort_keys=True)
 
 
-def generate(path: Path = TABLE) -> dict:
-    """Train every grid config for EPOCHS epochs and write the table to `path`."""
+def generate(path: Path = TABLE, grid: Mapping[str, list] = GRID, epochs: int = EPOCHS) -> dict:
+    """Train every `grid` config for `epochs` epochs and write the table to `path`. A config's
+    `random_state` is its index in the grid's order (a grid that is a prefix of GRID's
+    reproduces those rows' curves)."""
     import sklearn
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
@@ -71,19 +73,19 @@ def generate(path: Path = TABLE) -> dict:
     classes = np.unique(y)
     started = time.perf_counter()
     rows = []
-    for index, values in enumerate(itertools.product(*GRID.values())):
-        config = dict(zip(GRID, values))
+    for index, values in enumerate(itertools.product(*grid.values())):
+        config = dict(zip(grid, values))
         model = MLPClassifier(hidden_layer_sizes=(config["units"],) * config["layers"], activation="relu",
                               solver="adam", learning_rate_init=config["lr"], alpha=config["alpha"],
                               batch_size=config["batch_size"], random_state=index)
         curve = []
-        for _ in range(EPOCHS):
+        for _ in range(epochs):
             model.partial_fit(x_train, y_train, classes=classes)
             curve.append(round(float(model.score(x_val, y_val)), 6))
         counted = sum(w.size for w in model.coefs_) + sum(b.size for b in model.intercepts_)
         assert counted == params_of(config["layers"], config["units"])
         rows.append({"config": config, "params": counted, "val_accuracy": curve})
-    table = {"grid": GRID, "epochs": EPOCHS, "train_rows": len(x_train), "val_rows": len(x_val),
+    table = {"grid": dict(grid), "epochs": epochs, "train_rows": len(x_train), "val_rows": len(x_val),
              "sklearn": sklearn.__version__, "seconds": round(time.perf_counter() - started, 1), "rows": rows}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(table, separators=(",", ":")) + "\n")
@@ -128,5 +130,5 @@ def largest_params() -> int:
 if __name__ == "__main__":
     table = generate(Path(sys.argv[1]) if len(sys.argv) > 1 else TABLE)
     best = max(row["val_accuracy"][-1] for row in table["rows"])
-    print(f"{len(table['rows'])} configs x {EPOCHS} epochs trained in {table['seconds']} s "
+    print(f"{len(table['rows'])} configs x {table['epochs']} epochs trained in {table['seconds']} s "
           f"(scikit-learn {table['sklearn']}); best final validation accuracy {best:.4f}")

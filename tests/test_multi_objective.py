@@ -268,6 +268,22 @@ def test_the_models_good_configs_are_the_best_ranked(split):
     assert scores[front].max() < scores[~front].min()
 
 
+def test_the_worse_half_of_a_budget_is_judged_by_rank_among_all_its_results():
+    # The first objective's scale (hundreds) is far from a rank's (0..5): the guard must
+    # compare ranks, among every result at a budget, promoted configs included.
+    sampler = ParetoTPESampler(SearchSpace.coerce(SPACE), goals=Goals.build(["a", "b"]))
+    configs = [{"x": i / 10} for i in range(6)]
+    told = [(c, 1.0, np.array([100.0 * i, float(i)])) for i, c in enumerate(configs)]
+    told += [(configs[0], 3.0, np.array([0.0, 0.0])), (configs[1], 3.0, np.array([50.0, 0.5]))]
+    for config, budget, point in told:
+        sampler.observe_point(config, budget, point, 0.0)
+        sampler.observe(config, budget, float(point[0]))
+    table = sampler._table[:len(sampler._rows)]
+    worse = sampler._worse_half(table[:, 0], sampler.split_losses(table[:, 0], table[:, 1]))
+    # Budget 1: configs 3, 4, 5 past the middle of six; budget 3: config 1 past the middle of two.
+    assert list(worse) == [False, True, False, True, True, True]
+
+
 def test_pareto_front_of_a_searcher_is_not_dominated():
     searcher = RandomSearch(SPACE, seed=1, objectives=["a", "b"])
     for _ in range(40):
