@@ -316,6 +316,8 @@ def main() -> None:
         print("syne-tune moasha: left out (Syne Tune does not import here)")
     problem_names = args.problems or (["zdt1_mf", "digits_mlp"] if args.quick else list(PROBLEMS))
     problems = [PROBLEMS[n] for n in problem_names]
+    from benchmarks.machine import cpu_description
+    print(f"machine: {cpu_description()}")
     print(f"total budget {total:g} per run ({full_evals:g} full-budget evaluations), {seeds} seeds, "
           f"budgets {MIN_BUDGET:g}..{MAX_BUDGET:g}, eta {ETA}")
 
