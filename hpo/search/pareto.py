@@ -74,17 +74,22 @@ def non_dominated_ranks(points: np.ndarray, limit: int | None = None) -> np.ndar
 def _two_objective_ranks(points: np.ndarray) -> np.ndarray:
     """Fronts of two objectives in O(n log n): in lexicographic order, a point joins the first
     front whose last member (its smallest second objective so far) does not dominate it."""
-    unique, inverse = np.unique(points, axis=0, return_inverse=True)   # equal points share a front
+    order = np.lexsort((points[:, 1], points[:, 0]))
+    ordered = points[order]
+    distinct = np.ones(len(points), dtype=bool)          # equal points share a front
+    distinct[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
     last: list[float] = []          # per front, its last member's second objective (non-decreasing)
-    ranks = np.empty(len(unique), dtype=int)
-    for i, f2 in enumerate(unique[:, 1].tolist()):          # np.unique sorts rows lexicographically
+    fronts = []
+    for f2 in ordered[distinct, 1].tolist():
         k = bisect.bisect_right(last, f2)
         if k == len(last):
             last.append(f2)
         else:
             last[k] = f2
-        ranks[i] = k
-    return ranks[inverse.reshape(-1)]
+        fronts.append(k)
+    ranks = np.empty(len(points), dtype=int)
+    ranks[order] = np.array(fronts, dtype=int)[np.cumsum(distinct) - 1]
+    return ranks
 
 
 def crowding_distance(points: np.ndarray) -> np.ndarray:

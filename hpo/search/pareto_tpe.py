@@ -60,8 +60,7 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         self._orders: dict[float, tuple[np.ndarray, np.ndarray]] = {}   # budget -> (rows there, their ranks)
         # Every point told at each budget (not only the deepest): the worse half of a budget is
         # judged among all its results, as the TPE's median is.
-        self._at_budget: dict[float, dict[str, tuple[np.ndarray, float]]] = {}
-        self._told_at: dict[float, int] = {}                            # budget -> points told there
+        self._at_budget: dict[float, _BudgetPoints] = {}
         self._worse_rows: dict[float, tuple[int, np.ndarray]] = {}      # budget -> (told, worse half's rows)
 
     def observe_point(self, config: Mapping[str, Any], budget: float, losses: np.ndarray, violation: float) -> None:
@@ -69,8 +68,10 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         if not np.all(np.isfinite(losses)):
             return
         key = config_key(config)
-        self._at_budget.setdefault(float(budget), {})[key] = (np.asarray(losses, dtype=float), float(violation))
-        self._told_at[float(budget)] = self._told_at.get(float(budget), 0) + 1
+        at = self._at_budget.get(float(budget))
+        if at is None:
+            at = self._at_budget[float(budget)] = _BudgetPoints(len(losses))
+        at.add(key, losses, violation)
         known = self._points.get(key)
         if known is None or budget >= known[0]:
             self._points[key] = (budget, np.asarray(losses, dtype=float), float(violation))
@@ -116,15 +117,14 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         it is past the middle of `constrained_order` over every result there (the TPE compares
         one loss with the budget's median; `losses` here are positions within a budget)."""
         worse = np.zeros(len(budgets), dtype=bool)
-        for budget, told in self._at_budget.items():
+        for budget, at in self._at_budget.items():
             cached = self._worse_rows.get(budget)
-            if cached is None or cached[0] != self._told_at[budget]:
-                keys = list(told)
-                half = (len(keys) + 1) // 2         # only which points are in the better half matters
-                order = constrained_order(np.array([told[k][0] for k in keys]),
-                                          np.array([told[k][1] for k in keys]), self.tie_break, half)
-                rows = np.array([self._rows[keys[i]] for i in order[half:] if keys[i] in self._rows], dtype=int)
-                cached = self._worse_rows[budget] = (self._told_at[budget], rows)
+            if cached is None or cached[0] != at.version:
+                n = len(at.keys)
+                half = (n + 1) // 2         # only which points are in the better half matters
+                order = constrained_order(at.points[:n], at.violations[:n], self.tie_break, half)
+                rows = np.array([self._rows.get(at.keys[i], -1) for i in order[half:]], dtype=int)
+                cached = self._worse_rows[budget] = (at.version, rows[rows >= 0])
             rows = cached[1][cached[1] < len(budgets)]
             worse[rows[budgets[rows] == budget]] = True
         return worse
@@ -137,6 +137,29 @@ class ParetoTPESampler(MultiFidelityTPESampler):
         infeasible = violations > 0
         scores[infeasible] = INFEASIBLE + np.minimum(violations[infeasible], 1e12)
         return scores
+
+
+class _BudgetPoints:
+    """The points told at one budget, as growing arrays in the order they came (one per config)."""
+
+    def __init__(self, n_objectives: int):
+        self.keys: list[str] = []
+        self._slot: dict[str, int] = {}
+        self.points = np.empty((64, n_objectives))
+        self.violations = np.empty(64)
+        self.version = 0
+
+    def add(self, key: str, losses: np.ndarray, violation: float) -> None:
+        slot = self._slot.get(key)
+        if slot is None:
+            slot = self._slot[key] = len(self.keys)
+            self.keys.append(key)
+            if slot == len(self.violations):
+                self.points = np.concatenate([self.points, np.empty_like(self.points)])
+                self.violations = np.concatenate([self.violations, np.empty_like(self.violations)])
+        self.points[slot] = losses
+        self.violations[slot] = violation
+        self.version += 1
 
 
 def make_pareto_model(space: SearchSpace, model: str, options: Mapping[str, Any], goals: Goals,
