@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from benchmarks import digits_mlp
 
 
@@ -30,9 +32,10 @@ def test_a_config_reads_the_nearest_grid_point_at_its_epoch():
 
 
 def test_the_command_reproduces_the_stored_curves(tmp_path):
-    # The grid's first config for two epochs: the same seed, the same data split.
+    # The grid's first config for two epochs: the same seed, the same data split. Another
+    # BLAS or scikit-learn may flip a borderline prediction or two of the 540.
     first = {name: values[:1] for name, values in digits_mlp.GRID.items()}
     table = digits_mlp.generate(tmp_path / "t.json", grid=first, epochs=2)
     stored = digits_mlp.load()[0][digits_mlp._key(table["rows"][0]["config"])]
-    assert table["rows"][0]["val_accuracy"] == stored[1][:2]
+    assert table["rows"][0]["val_accuracy"] == pytest.approx(stored[1][:2], abs=3 / 540)
     assert table["rows"][0]["params"] == stored[0]
