@@ -15,6 +15,7 @@ from hpo.search.pareto import (
     constrained_order,
     crowding_distance,
     dominates,
+    front_tie_break_scores,
     hypervolume_contributions,
     non_dominated_ranks,
     pareto_mask,
@@ -68,6 +69,40 @@ def test_hypervolume_contributions_are_the_exclusive_boxes():
     assert contribution[1] == pytest.approx(1.5 * 0.1)
     with pytest.raises(ValueError, match="two objectives"):
         hypervolume_contributions(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("tie_break", ["crowding", "hypervolume"])
+@pytest.mark.parametrize("m", [2, 3])
+def test_all_fronts_at_once_score_as_front_by_front(tie_break, m):
+    rng = np.random.default_rng(m)
+    for trial in range(40):
+        n = int(rng.integers(1, 40))
+        points = rng.integers(0, 5, size=(n, m)).astype(float) if trial % 2 else rng.random((n, m))
+        ranks = non_dominated_ranks(points)
+        scores = front_tie_break_scores(points, ranks, tie_break)
+        for rank in np.unique(ranks):
+            members = np.flatnonzero(ranks == rank)
+            if len(members) < 2:
+                continue
+            front = points[members]
+            low, high = front.min(axis=0), front.max(axis=0)
+            scaled = (front - low) / np.where(high > low, high - low, 1.0)
+            one = hypervolume_contributions(scaled) if tie_break == "hypervolume" and m == 2 \
+                else crowding_distance(scaled)
+            assert np.array_equal(scores[members], one), (points, rank)
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_constrained_order_with_a_limit_keeps_the_top_of_the_full_order(m):
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        losses = rng.integers(0, 6, size=(int(rng.integers(2, 50)), m)).astype(float)
+        violations = np.where(rng.random(len(losses)) < 0.2, rng.random(len(losses)), 0.0)
+        limit = int(rng.integers(0, len(losses) + 1))
+        full = constrained_order(losses, violations)
+        limited = constrained_order(losses, violations, limit=limit)
+        assert sorted(limited) == list(range(len(losses)))
+        assert list(limited[:limit]) == list(full[:limit])
 
 
 def test_constrained_order_follows_deb():
@@ -231,6 +266,22 @@ def test_the_models_good_configs_are_the_best_ranked(split):
     scores = sampler.split_losses(table[:, 0], table[:, 1])
     front = xs < 0.5
     assert scores[front].max() < scores[~front].min()
+
+
+def test_the_worse_half_of_a_budget_is_judged_by_rank_among_all_its_results():
+    # The first objective's scale (hundreds) is far from a rank's (0..5): the guard must
+    # compare ranks, among every result at a budget, promoted configs included.
+    sampler = ParetoTPESampler(SearchSpace.coerce(SPACE), goals=Goals.build(["a", "b"]))
+    configs = [{"x": i / 10} for i in range(6)]
+    told = [(c, 1.0, np.array([100.0 * i, float(i)])) for i, c in enumerate(configs)]
+    told += [(configs[0], 3.0, np.array([0.0, 0.0])), (configs[1], 3.0, np.array([50.0, 0.5]))]
+    for config, budget, point in told:
+        sampler.observe_point(config, budget, point, 0.0)
+        sampler.observe(config, budget, float(point[0]))
+    table = sampler._table[:len(sampler._rows)]
+    worse = sampler._worse_half(table[:, 0], sampler.split_losses(table[:, 0], table[:, 1]))
+    # Budget 1: configs 3, 4, 5 past the middle of six; budget 3: config 1 past the middle of two.
+    assert list(worse) == [False, True, False, True, True, True]
 
 
 def test_pareto_front_of_a_searcher_is_not_dominated():

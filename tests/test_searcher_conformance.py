@@ -174,7 +174,7 @@ def test_replay_rebuilds_the_state_with_priors_and_enqueued_configs(name, worker
 
 MO_SEARCHERS = {**{k: v for k, v in SEARCHERS.items() if k != "bohb_paper_kde"},
                 "bohb_parego": functools.partial(BOHB, split="parego"),
-                "asha_hypervolume": functools.partial(ASHA, tie_break="hypervolume")}
+                "asha_crowding": functools.partial(ASHA, tie_break="crowding")}
 
 
 def several(job, n_objectives):

@@ -82,7 +82,9 @@ class ASHA(Searcher):
         records = bracket.finished[rung]
         cached = bracket.ranked.get(rung)
         if cached is None or cached[0] != len(records):
-            cached = (len(records), self.rank_for_promotion({r.trial_id: r.loss for r in records}))
+            # `promotable` looks at the top floor(n / eta) only.
+            top = int(len(records) // self.eta)
+            cached = (len(records), self.rank_for_promotion({r.trial_id: r.loss for r in records}, top))
             bracket.ranked[rung] = cached
         return cached[1]
 

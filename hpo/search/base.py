@@ -148,7 +148,7 @@ class Searcher(abc.ABC):
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
                  eta: float = 3.0, sampler: ConfigSampler | None = None, objectives=None, constraints=None,
-                 tie_break: str = "crowding"):
+                 tie_break: str = "hypervolume"):
         self.space = SearchSpace.coerce(space)
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
@@ -225,10 +225,11 @@ class Searcher(abc.ABC):
             return math.inf
         return float(result.value) if self.direction == "minimize" else -float(result.value)
 
-    def rank_for_promotion(self, losses: Mapping[int, float]) -> list[int]:
+    def rank_for_promotion(self, losses: Mapping[int, float], limit: int | None = None) -> list[int]:
         """The trial ids with a usable result (`losses`: trial id -> loss), best first: the one
         place a schedule orders a rung. One objective: by loss, then trial id. Several, or
-        constraints: by `constrained_order` on the told points (failed ones left out)."""
+        constraints: by `constrained_order` on the told points (failed ones left out); with
+        `limit`, only the first `limit` are in order (a rung promotes from its top only)."""
         usable = [tid for tid, loss in losses.items() if math.isfinite(loss)]
         if not self.goals.ranked:
             return sorted(usable, key=lambda tid: (losses[tid], tid))
@@ -237,7 +238,7 @@ class Searcher(abc.ABC):
             return []
         points = np.array([self.points[tid][0] for tid in usable])
         violations = np.array([self.points[tid][1] for tid in usable])
-        order = constrained_order(points, violations, self.tie_break)
+        order = constrained_order(points, violations, self.tie_break, limit)
         return [usable[i] for i in order if math.isfinite(violations[i])]
 
     def _new_job(self, config: Mapping[str, Any], budget: float, *, continues: int | None = None,

@@ -107,7 +107,7 @@ class KDESampler(ConfigSampler):
 
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
-               objectives=None, constraints=None, tie_break: str = "crowding") -> ConfigSampler:
+               objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
     """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's); with
     several objectives or constraints, the multi-objective TPE of `hpo.search.pareto_tpe`."""
     from hpo.search.objectives import Goals
@@ -133,7 +133,7 @@ class BOHB(Hyperband):
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
-                 tie_break: str = "crowding", **model_options):
+                 tie_break: str = "hypervolume", **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
@@ -161,7 +161,7 @@ class AsyncBOHB(AsyncHyperband):
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
-                 tie_break: str = "crowding", **model_options):
+                 tie_break: str = "hypervolume", **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,

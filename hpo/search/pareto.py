@@ -4,8 +4,10 @@ hypervolume contributions and Deb's constraint domination. Every objective is a 
 
 `constrained_order` is what the searchers use to rank a rung or split a model's good from
 bad configs: feasible points first, by non-dominated rank (NSGA-II, Deb et al. 2002), ties
-broken by crowding distance or hypervolume contribution (the larger first, as MO-ASHA,
-Schmucker et al. 2021); then infeasible points by total violation (Deb 2000); points
+broken by hypervolume contribution with two objectives (`tie_break="hypervolume"`, the
+default) or crowding distance (`"crowding"`, and what "hypervolume" falls back to with three
+or more, where exact contributions cost far more), the larger first, as MO-ASHA (Schmucker
+et al. 2021); then infeasible points by total violation (Deb 2000); points
 without usable values last. Ties left after that go to the lower index, so the order is
 deterministic.
 """
@@ -39,43 +41,55 @@ def non_dominated_ranks(points: np.ndarray, limit: int | None = None) -> np.ndar
         return inverse.reshape(-1).astype(int)
     if points.shape[1] == 2:
         return _two_objective_ranks(points)
-    # dominated_by[i, j]: j dominates i. Built one objective at a time: n x n, never n x n x m.
-    le = np.ones((n, n), dtype=bool)
-    lt = np.zeros((n, n), dtype=bool)
-    for j in range(points.shape[1]):
-        column = points[:, j]
-        le &= column[None, :] <= column[:, None]
-        lt |= column[None, :] < column[:, None]
-    dominated_by = le & lt
-    count = dominated_by.sum(axis=1)
-    remaining = np.ones(n, dtype=bool)
+    # Distinct points in lexicographic order (equal points share a front): a point can only be
+    # dominated by one before it, which is already no worse in the first objective, so
+    # dominated_by[i, j] (j dominates i) is j < i and no worse in every other objective.
+    # Built one objective at a time into one buffer: n x n, never n x n x m.
+    unique, inverse = np.unique(points, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    u = len(unique)
+    dominated_by = np.tri(u, k=-1, dtype=bool)
+    buffer = np.empty((u, u), dtype=bool)
+    for j in range(1, points.shape[1]):
+        column = unique[:, j]
+        np.less_equal(column[None, :], column[:, None], out=buffer)
+        dominated_by &= buffer
+    count = dominated_by.view(np.uint8).sum(axis=1, dtype=np.int64)
+    unique_ranks = np.full(u, n, dtype=int)
+    sizes = np.bincount(inverse, minlength=u)          # how many points each distinct one stands for
+    remaining = np.ones(u, dtype=bool)
     rank, done = 0, 0
     while remaining.any():
         front = remaining & (count == 0)
-        ranks[front] = rank
+        unique_ranks[front] = rank
         remaining &= ~front
-        done += int(front.sum())
+        done += int(sizes[front].sum())
         if limit is not None and done >= limit:
             break
-        count = count - dominated_by[:, front].sum(axis=1)
+        count -= dominated_by[:, front].view(np.uint8).sum(axis=1, dtype=np.int64)
         rank += 1
-    return ranks
+    return unique_ranks[inverse]
 
 
 def _two_objective_ranks(points: np.ndarray) -> np.ndarray:
     """Fronts of two objectives in O(n log n): in lexicographic order, a point joins the first
     front whose last member (its smallest second objective so far) does not dominate it."""
-    unique, inverse = np.unique(points, axis=0, return_inverse=True)   # equal points share a front
+    order = np.lexsort((points[:, 1], points[:, 0]))
+    ordered = points[order]
+    distinct = np.ones(len(points), dtype=bool)          # equal points share a front
+    distinct[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
     last: list[float] = []          # per front, its last member's second objective (non-decreasing)
-    ranks = np.empty(len(unique), dtype=int)
-    for i, f2 in enumerate(unique[:, 1].tolist()):          # np.unique sorts rows lexicographically
+    fronts = []
+    for f2 in ordered[distinct, 1].tolist():
         k = bisect.bisect_right(last, f2)
         if k == len(last):
             last.append(f2)
         else:
             last[k] = f2
-        ranks[i] = k
-    return ranks[inverse.reshape(-1)]
+        fronts.append(k)
+    ranks = np.empty(len(points), dtype=int)
+    ranks[order] = np.array(fronts, dtype=int)[np.cumsum(distinct) - 1]
+    return ranks
 
 
 def crowding_distance(points: np.ndarray) -> np.ndarray:
@@ -117,13 +131,53 @@ def hypervolume_contributions(points: np.ndarray, reference: np.ndarray | None =
     return contribution
 
 
-def _tie_break_scores(points: np.ndarray, tie_break: str) -> np.ndarray:
-    """Larger is better, within one front; objectives scaled to [0, 1] first."""
-    low, high = points.min(axis=0), points.max(axis=0)
-    scaled = (points - low) / np.where(high > low, high - low, 1.0)
-    if tie_break == "hypervolume" and points.shape[1] == 2:
-        return hypervolume_contributions(scaled)
-    return crowding_distance(scaled)
+def front_tie_break_scores(points: np.ndarray, ranks: np.ndarray, tie_break: str) -> np.ndarray:
+    """Every point's tie-break score within its front (`ranks`: the front of each point), all
+    fronts at once: each front's objectives scaled to [0, 1] over its members, then crowding
+    distance or (two objectives) hypervolume contribution, the values that `crowding_distance`
+    and `hypervolume_contributions` give front by front. A rung or model ranks hundreds of
+    points in dozens of fronts at every ask: one pass of sorts, not a loop over fronts."""
+    points = np.asarray(points, dtype=float)
+    n, m = points.shape
+    if n == 0:
+        return np.zeros(0)
+    fronts = int(ranks.max()) + 1
+    low = np.full((fronts, m), np.inf)
+    high = np.full((fronts, m), -np.inf)
+    np.minimum.at(low, ranks, points)
+    np.maximum.at(high, ranks, points)
+    spread = high - low
+    scaled = (points - low[ranks]) / np.where(spread > 0, spread, 1.0)[ranks]
+    if tie_break == "hypervolume" and m == 2:
+        return _front_contributions(scaled, ranks, np.where(spread > 0, 1.1, 0.1))
+    distance = np.zeros(n)
+    for j in range(m):
+        order = np.lexsort((scaled[:, j], ranks))        # by front, then objective j; stable
+        column, front = scaled[order, j], ranks[order]
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = front[1:] != front[:-1]
+        ends = np.ones(n, dtype=bool)
+        ends[:-1] = starts[1:]
+        span = (spread[:, j] > 0)[front]               # scaled: a front's range is 1 or 0
+        distance[order[starts | ends]] = np.inf
+        inner = np.flatnonzero(~(starts | ends) & span)
+        distance[order[inner]] += column[inner + 1] - column[inner - 1]
+    return distance
+
+
+def _front_contributions(scaled: np.ndarray, ranks: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """`hypervolume_contributions` of every front at once (`reference`: per front)."""
+    n = len(scaled)
+    order = np.lexsort((scaled[:, 1], scaled[:, 0], ranks))
+    f1, f2, front = scaled[order, 0], scaled[order, 1], ranks[order]
+    same = front[1:] == front[:-1]
+    right = reference[front, 0].copy()
+    right[:-1][same] = f1[1:][same]                   # the next member along objective 1
+    above = reference[front, 1].copy()
+    above[1:][same] = f2[:-1][same]                   # the previous member along objective 2
+    contribution = np.zeros(n)
+    contribution[order] = np.clip(right - f1, 0, None) * np.clip(above - f2, 0, None)
+    return contribution
 
 
 def _as_points(losses, violations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,7 +189,7 @@ def _as_points(losses, violations) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
-                      tie_break: str = "crowding", limit: int | None = None) -> np.ndarray:
+                      tie_break: str = "hypervolume", limit: int | None = None) -> np.ndarray:
     """Indices of the points best first (see the module's docstring). With `limit`, only the
     first `limit` positions are ranked exactly; the rest follow in index order."""
     if tie_break not in TIE_BREAKS:
@@ -148,11 +202,14 @@ def constrained_order(losses: np.ndarray, violations: np.ndarray | None = None,
     if len(feasible):
         points = losses[feasible]
         ranks = non_dominated_ranks(points, limit)
+        if limit is not None and limit < len(feasible):
+            # Fronts past the one that fills the first `limit` positions need no order.
+            last = np.sort(ranks)[limit - 1] if limit > 0 else -1
+            ranks = np.where(ranks <= last, ranks, len(feasible))
         ties = np.zeros(len(feasible))
-        for rank in np.unique(ranks[ranks < len(feasible)]):
-            members = np.flatnonzero(ranks == rank)
-            if len(members) > 1:
-                ties[members] = _tie_break_scores(points[members], tie_break)
+        scored = np.flatnonzero(ranks < len(feasible))
+        if len(scored):
+            ties[scored] = front_tie_break_scores(points[scored], ranks[scored], tie_break)
         # Sort keys: rank, then larger tie-break score, then index.
         parts.append(feasible[np.lexsort((feasible, -ties, ranks))])
     if len(infeasible):

@@ -373,12 +373,16 @@ class MultiFidelityTPESampler(ConfigSampler):
         worse half of its deepest budget's results ranks after every config in a better half,
         however deep it got."""
         reliability = self._reliability()
-        median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
-        worse = losses > np.array([median[b] for b in budgets])
+        worse = self._worse_half(budgets, losses)
         order = np.lexsort((losses, -budgets, worse))
         untrusted = [b for b, trust in reliability.items() if trust <= 0]
         kept = order[~np.isin(budgets[order], untrusted)] if untrusted else order
         return kept if kept.size else order
+
+    def _worse_half(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Per config, whether it is in the worse half of all the results at its deepest budget."""
+        median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
+        return losses > np.array([median[b] for b in budgets])
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
