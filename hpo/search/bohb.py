@@ -164,6 +164,7 @@ class BOHB(Hyperband):
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
                 self.brackets = [*self.brackets[:-1], self._climb]
+                self.sampler.climbing = True
 
     def _plan_at(self, position: int) -> Bracket:
         """The bracket at `position` in the sequence: Hyperband's order, with the climbing
