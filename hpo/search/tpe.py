@@ -16,7 +16,9 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   budget's (`hpo.search.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
   lower budget gives the top budget's configs, its own where they ran there and its nearest
   neighbours' otherwise, and their losses at the top), or where the configs promoted from
-  it lose most pairings (AUC < 0.25) against configs that started on the budget above.
+  it lose most pairings (AUC < 0.25) against configs that started on the budget above
+  (left out where BOHB runs climbing brackets, whose configs climb every rung whatever
+  they score and so give every budget its own-rank pairs with the top).
   `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
   configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
