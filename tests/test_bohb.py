@@ -259,6 +259,12 @@ def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     # Then Hyperband's order: the most aggressive bracket; without climbers, Hyperband's order from the start.
     assert searcher.ask().bracket == 3
     assert BOHB(space, seed=0, climbers=0).ask().bracket == 3
+    # The first iteration: the climb (24 jobs) and Hyperband's brackets but the full-budget one
+    # (40 + 17 + 8), which Keras Tuner's one-iteration trial count follows; with two budgets
+    # a climb would cost more than the whole iteration, and there is none.
+    assert searcher.first_iteration_jobs() == 24 + 40 + 17 + 8
+    assert BOHB(space, seed=0, climbers=0).first_iteration_jobs() == 40 + 17 + 8 + 4
+    assert BOHB(space, seed=0, max_budget=3).ask().continues is None and BOHB(space, max_budget=3)._climb is None
 
 
 def test_a_reversal_is_found_by_the_first_climbing_bracket():

@@ -134,10 +134,11 @@ class BOHB(Hyperband):
     min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets. With several
     `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
 
-    `climbers` (default tpe model, one objective): the size of the climbing bracket, which
-    takes the place of the full-budget bracket and also opens the search (None: the number
-    of top-budget results the rung agreement needs, `tpe.MIN_TOP_RESULTS`, at least the
-    full-budget bracket's size; 0: Hyperband's full-budget bracket, last in each iteration)."""
+    `climbers` (default tpe model, one objective, at least three budgets): the size of the
+    climbing bracket, which takes the place of the full-budget bracket and also opens the
+    search (None: the number of top-budget results the rung agreement needs,
+    `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
+    full-budget bracket, last in each iteration)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
@@ -156,7 +157,9 @@ class BOHB(Hyperband):
         # every lower budget before Hyperband's aggressive brackets are spent on them; where
         # a budget misleads, its configs are full-budget results, not lost.
         self._climb: Bracket | None = None
-        if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 1:
+        # With fewer than three budgets a climbing bracket (6 configs through every rung)
+        # would cost more than Hyperband's whole iteration: left out there.
+        if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2:
             from hpo.search.tpe import MIN_TOP_RESULTS
             full = self.brackets[-1]
             n = max(full.rungs[0].n_configs, MIN_TOP_RESULTS) if climbers is None else int(climbers)
@@ -165,6 +168,11 @@ class BOHB(Hyperband):
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
                 self.brackets = [*self.brackets[:-1], self._climb]
                 self.sampler.climbing = True
+
+    def first_iteration_jobs(self) -> int:
+        """How many jobs the first iteration hands out (the climbing bracket that opens it
+        included): what Keras Tuner's "one Hyperband iteration" means for this searcher."""
+        return sum(rung.n_configs for p in range(len(self.brackets)) for rung in self._plan_at(p).rungs)
 
     def _plan_at(self, position: int) -> Bracket:
         """The bracket at `position` in the sequence: Hyperband's order, with the climbing
