@@ -233,10 +233,48 @@ def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
         job = searcher.ask()
         searcher.tell(job, _trap(job.config, job.budget, reversal))
         log.append(job)
-    late_starts = {j.budget for j in log[-150:] if j.continues is None}
+    # New configs of the aggressive brackets (the climbing bracket's, s=0, start at budget 1
+    # but reach the top whatever they score there).
+    late_starts = {j.budget for j in log[-150:] if j.continues is None and j.bracket != 0}
     if reversal:
         assert searcher.sampler.rung_agreement[1.0] < 0 and not searcher.sampler.trusted_start(1.0)
         assert 1.0 not in late_starts                            # no new config is judged at budget 1
         assert searcher.stats()["rung_trusted/1"] == 0.0
     else:
         assert searcher.sampler.rung_agreement[1.0] > 0.5 and 1.0 in late_starts
+
+
+def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
+    jobs = []
+    for _ in range(24):                                        # 6 climbers x 4 rungs
+        job = searcher.ask()
+        searcher.tell(job, _trap(job.config, job.budget, False))
+        jobs.append(job)
+    starts = [j for j in jobs if j.continues is None]
+    assert len(starts) == 6 and {j.budget for j in starts} == {1.0}
+    # Every climber continues through 3, 9 and 27 whatever it scored: 18 continuations.
+    assert sorted(j.budget for j in jobs if j.continues is not None) == [3.0] * 6 + [9.0] * 6 + [27.0] * 6
+    # Then Hyperband's order: the most aggressive bracket; without climbers, Hyperband's order from the start.
+    assert searcher.ask().bracket == 3
+    assert BOHB(space, seed=0, climbers=0).ask().bracket == 3
+    # The first iteration: the climb (24 jobs) and Hyperband's brackets but the full-budget one
+    # (40 + 17 + 8), which Keras Tuner's one-iteration trial count follows; with two budgets
+    # a climb would cost more than the whole iteration, and there is none.
+    assert searcher.first_iteration_jobs() == 24 + 40 + 17 + 8
+    assert BOHB(space, seed=0, climbers=0).first_iteration_jobs() == 40 + 17 + 8 + 4
+    assert BOHB(space, seed=0, max_budget=3).ask().continues is None and BOHB(space, max_budget=3)._climb is None
+
+
+def test_a_reversal_is_found_by_the_first_climbing_bracket():
+    """The climbers' own ranks at budget 1 against their results at the top show the
+    reversal before any aggressive bracket runs: the next new config does not start at 1."""
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    for seed in range(3):
+        searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed)
+        for _ in range(24):
+            job = searcher.ask()
+            searcher.tell(job, _trap(job.config, job.budget, True))
+        assert searcher.ask().budget > 1.0
+        assert searcher.sampler.rung_agreement[1.0] < 0.5

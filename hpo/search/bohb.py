@@ -9,11 +9,13 @@ candidates are drawn from l(x) with bandwidths widened by `bandwidth_factor`, an
 maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay uniform, which
 keeps the convergence guarantee of Hyperband.
 
-`BOHB` schedules like synchronous Hyperband, except that with the default model a bracket
-whose first budget misleads (its ranking disagrees with the top budget's, see
-`hpo.search.tpe`) is skipped, down to plain model-based search at the full budget where
-every lower budget misleads; `AsyncBOHB` like asynchronous Hyperband, so no worker waits at
-a rung barrier. Both skip candidates equal to a pending or already
+`BOHB` schedules like synchronous Hyperband, except that with the default model (one
+objective) the full-budget bracket is a climbing one, whose configs climb every rung
+instead of starting at the top, and it also opens the search; and a bracket whose first
+budget misleads (its ranking disagrees with the top budget's, see `hpo.search.tpe`) is
+skipped, down to plain model-based search at the full budget where every lower budget
+misleads. `AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
+barrier. Both skip candidates equal to a pending or already
 evaluated config.
 """
 
@@ -26,8 +28,9 @@ import numpy as np
 
 from hpo.search.asha import AsyncHyperband
 from hpo.search.base import ConfigSampler, check_model_options, config_key
-from hpo.search.hyperband import Hyperband
+from hpo.search.hyperband import Hyperband, _BracketRun
 from hpo.search.kde import KDE, dimensions_of, impute
+from hpo.search.schedule import Bracket, Rung
 from hpo.space import SearchSpace
 
 
@@ -129,30 +132,90 @@ class BOHB(Hyperband):
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
     min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets. With several
-    `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`)."""
+    `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
+
+    `climbers` (default tpe model, one objective, at least three budgets): the size of the
+    climbing bracket, which takes the place of the full-budget bracket and also opens the
+    search (None: the number of top-budget results the rung agreement needs,
+    `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
+    full-budget bracket, last in each iteration)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
-                 tie_break: str = "hypervolume", **model_options):
+                 tie_break: str = "hypervolume", climbers: int | None = None, **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
                          **goals)
+        if climbers is not None and int(climbers) < 0:
+            raise ValueError(f"climbers must be >= 0, got {climbers}")
+        # The climbing bracket: its configs climb every rung, all promoted whatever they
+        # score (each step a continuation, so it costs what starting them at the top costs).
+        # Their results at every budget are pairs for the rung agreement
+        # (`hpo.search.rung_agreement`, own ranks), so opening the search with it judges
+        # every lower budget before Hyperband's aggressive brackets are spent on them; where
+        # a budget misleads, its configs are full-budget results, not lost.
+        self._climb: Bracket | None = None
+        # With fewer than three budgets a climbing bracket (6 configs through every rung)
+        # would cost more than Hyperband's whole iteration: left out there.
+        if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2:
+            from hpo.search.tpe import MIN_TOP_RESULTS
+            full = self.brackets[-1]
+            n = max(full.rungs[0].n_configs, MIN_TOP_RESULTS) if climbers is None else int(climbers)
+            if n:
+                budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
+                self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
+                self.brackets = [*self.brackets[:-1], self._climb]
+                self.sampler.climbing = True
+
+    def first_iteration_jobs(self) -> int:
+        """How many jobs the first iteration hands out (the climbing bracket that opens it
+        included): what Keras Tuner's "one Hyperband iteration" means for this searcher."""
+        return sum(rung.n_configs for p in range(len(self.brackets)) for rung in self._plan_at(p).rungs)
+
+    def _plan_at(self, position: int) -> Bracket:
+        """The bracket at `position` in the sequence: Hyperband's order, with the climbing
+        bracket last in each iteration but the first, which it opens."""
+        n = len(self.brackets)
+        if self._climb is None or position >= n:
+            return self.brackets[(position - n) % n]
+        return self._climb if position == 0 else self.brackets[position - 1]
 
     def _start_bracket(self):
-        # Brackets go in Hyperband's order, but one whose first budget the model does not trust
-        # (its ranking disagrees with the top budget's: `MultiFidelityTPESampler.trusted_start`)
-        # is skipped: its budget would go to configs judged where the ranking points the wrong
-        # way. The full-budget bracket is always trusted, so one is always found.
+        # A bracket whose first budget the model does not trust (its ranking disagrees with
+        # the top budget's: `MultiFidelityTPESampler.trusted_start`) is skipped: its budget
+        # would go to configs judged where the ranking points the wrong way. The climbing
+        # (or full-budget) bracket is always trusted, so one is always found.
         trusted = getattr(self.sampler, "trusted_start", None)
         if trusted is not None:
             for _ in range(len(self.brackets) - 1):
-                plan = self.brackets[self._brackets_started % len(self.brackets)]
-                if trusted(plan.rungs[0].budget):
+                plan = self._plan_at(self._brackets_started)
+                if plan is self._climb or trusted(plan.rungs[0].budget):
                     break
                 self._brackets_started += 1
-        return super()._start_bracket()
+        plan = self._plan_at(self._brackets_started)
+        self._brackets_started += 1
+        run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
+        self._open.append(run)
+        return run
+
+    def _job_from(self, run: _BracketRun):
+        if run.plan is self._climb and run.rung == 0 and run.to_sample > 0:
+            # A climber is proposed as a config that starts at the top (as the full-budget
+            # bracket's are): a probe until n_startup configs reached the top, then the model's.
+            run.to_sample -= 1
+            if self._queue:
+                config = self._propose(self.max_budget)
+            else:
+                # The bracket's earlier climbers count as pending: probes spread over the
+                # choices among themselves too (`MultiFidelityTPESampler._spread`).
+                pending = [j.config for j in self.pending.values()] + list(run.issued.values())
+                config = self.sampler.propose(self.rng, self.max_budget, pending)
+            job = self._new_job(config, run.plan.rungs[0].budget, bracket=run.plan.s, rung=0)
+            run.issued[job.trial_id] = dict(job.config)
+            return job
+        return super()._job_from(run)
 
 
 class AsyncBOHB(AsyncHyperband):

@@ -16,7 +16,9 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   budget's (`hpo.search.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
   lower budget gives the top budget's configs, its own where they ran there and its nearest
   neighbours' otherwise, and their losses at the top), or where the configs promoted from
-  it lose most pairings (AUC < 0.25) against configs that started on the budget above.
+  it lose most pairings (AUC < 0.25) against configs that started on the budget above
+  (left out where BOHB runs climbing brackets, whose configs climb every rung whatever
+  they score and so give every budget its own-rank pairs with the top).
   `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
   configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
@@ -177,6 +179,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
+        # Set by BOHB when it runs climbing brackets: their configs give every budget pairs
+        # with the top (own ranks), and the promoted-against-fresh check is left out.
+        self.climbing = False
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
@@ -291,7 +296,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         are the configs promoted from it; at the next budget up they compete with configs
         that started there. If they lose to those in more than 1 - AUC_MIN of the pairs,
         the lower budget's ranking points the wrong way, and so does every budget below it
-        (the chain of promotions went through it). Needs MIN_PAIRS of each kind."""
+        (the chain of promotions went through it). Needs MIN_PAIRS of each kind. Left out
+        where BOHB runs climbing brackets (`climbing`): their configs climb every rung
+        whatever they score, which (1) reads directly, and fresh configs drawn by a model
+        that has learnt since beat older promoted ones on problems whose budgets agree."""
         key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
         if self._trust is not None and self._trust[0] == key:
             return self._trust[1]
@@ -301,7 +309,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         for lower, upper in zip(reversed(budgets[:-1]), reversed(budgets[1:])):
             results = self._results(upper)
             promoted = results[:, 1] == lower
-            if promoted.sum() >= MIN_PAIRS and (~promoted).sum() >= MIN_PAIRS:
+            if not self.climbing and promoted.sum() >= MIN_PAIRS and (~promoted).sum() >= MIN_PAIRS:
                 p, f = results[promoted, 0][:, None], results[~promoted, 0][None, :]
                 auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
