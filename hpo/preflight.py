@@ -56,11 +56,17 @@ def _check(experiment: Experiment) -> None:
     if model is not None:
         x, y = dataset.first(8)
         outputs = _check_outputs(experiment, model)
+        if not outputs and isinstance(y, (dict, tuple, list)):
+            kind = "a dict" if isinstance(y, dict) else "a tuple"
+            raise ConfigError(f"the loader {experiment.data.dataset!r} gives targets as {kind} of "
+                              f"{len(y)} array(s), but the builder {experiment.model.builder!r}'s model has one "
+                              f"output; expected the one target array itself, or a model with an output per "
+                              f"array", key="data.dataset")
         if outputs:
             _check_several_outputs(experiment, model, x, y)
         else:
             _check_loss_and_metrics(experiment, model, x, y)
-        _check_engine(experiment, model, callbacks, y)
+        _check_engine(experiment, model, callbacks, y, isinstance(x, (dict, tuple, list)))
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
@@ -234,18 +240,18 @@ def _check_callbacks(experiment: Experiment) -> list:
     return make_callbacks(experiment.training.callbacks)
 
 
-def _check_engine(experiment: Experiment, model, callbacks: list, y) -> None:
+def _check_engine(experiment: Experiment, model, callbacks: list, y, several_inputs: bool) -> None:
     """`training.engine: compiled` on a model only Keras's `fit` trains as asked is refused."""
     from hpo.training.engines import choose_engine, fit_reasons
 
     training = experiment.training
     if training.engine == "compiled":
-        reasons = fit_reasons(model, training, callbacks, y)
+        reasons = fit_reasons(model, training, callbacks, y, several_inputs)
         if reasons:
             raise ConfigError(f"the compiled engine cannot train the builder {experiment.model.builder!r}'s model "
                               f"as asked: {'; '.join(reasons)}; expected 'fit' or 'auto'", key="training.engine")
     elif training.engine == "auto":
-        choice = choose_engine(model, training, callbacks, y)
+        choice = choose_engine(model, training, callbacks, y, several_inputs)
         log.info("engine for the low end of the space: %s (%s)", choice.engine, choice.reason)
 
 

@@ -75,7 +75,7 @@ def test_auto_sends_several_inputs_outputs_or_target_arrays_to_fit_and_says_why(
     import loss_tasks
 
     from hpo.config import TrainingConfig
-    from hpo.training.engines import choose_engine
+    from hpo.training.engines import EngineChoice, choose_engine
 
     training = TrainingConfig(loss={"price": "mse", "category": "mse"}, metrics=("mae",))
     model = multi_io.build({"units": 4}, {"a": (4,), "b": (3,)}, {"price": 1, "category": 3})
@@ -84,6 +84,9 @@ def test_auto_sends_several_inputs_outputs_or_target_arrays_to_fit_and_says_why(
     choice = choose_engine(one_output, training, y_example={"price": np.zeros(2, "float32")})
     assert choice.engine == "fit" and choice.reason == ("auto: the targets hold several arrays; "
                                                         "training.loss or training.metrics is given per output")
+    # One input fed a dict of one array: Keras's fit unpacks it, the compiled step's gather cannot.
+    choice = choose_engine(one_output, TrainingConfig(loss="mse", metrics=()), several_inputs=True)
+    assert choice == EngineChoice("fit", "auto: the inputs hold several arrays")
 
 
 @pytest.mark.usefixtures("tf_logical_cpus")
@@ -203,3 +206,33 @@ def test_names_that_no_output_logs_are_exit_2_before_any_study_folder(tmp_path, 
     for fragment in fragments:
         assert fragment in out, (fragment, out[-2000:])
     assert not study_dir.exists()
+
+
+WRAPPED_TARGETS = '''
+import keras
+import numpy as np
+
+def load(form):
+    x = np.random.default_rng(0).normal(size=(60, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    return x, {"out": y} if form == "dict" else (y,)
+
+def build(config, input_shape, num_classes):
+    inputs = keras.Input(input_shape)
+    return keras.Model(inputs, {"out": keras.layers.Dense(2, name="out")(inputs)})
+'''
+
+
+@pytest.mark.parametrize("form", ["dict", "tuple"])
+def test_targets_wrapped_for_a_one_output_model_are_exit_2_naming_the_loader(tmp_path, capsys, monkeypatch, form):
+    (tmp_path / "wrapped_targets.py").write_text(WRAPPED_TARGETS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    study_dir = tmp_path / "study"
+    done = hpo_here(capsys, "search", EXPERIMENT, "--study-dir", study_dir,
+                    "--set", "data.dataset=wrapped_targets:load", "--set", f"data.options={{form: {form}}}",
+                    "--set", "model.builder=wrapped_targets:build", "--set", "training.loss=sparse_categorical_crossentropy",
+                    "--set", "training.metrics=[accuracy]", "--set", "search.objective=val_accuracy")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert "key 'data.dataset'" in out and f"targets as a {form} of 1 array(s)" in out, out[-2000:]
+    assert "model has one output" in out and not study_dir.exists()

@@ -68,11 +68,13 @@ class FusingTrainer:
         self.fuse = fuse
         self.decisions = FuseDecisions()
         self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
-        # A loss or metric the fused step does not compute, or streamed data (the fused step
-        # gathers batches from in-memory arrays): every trial trains unfused.
+        # A loss or metric the fused step does not compute, streamed data or inputs of several
+        # arrays (the fused step gathers batches from one in-memory array): every trial trains unfused.
         self.refusal = unfusable_measures(trainer.training) or (
             "the training data is streamed by tf.data; fused trials gather their batches from in-memory arrays"
-            if trainer.data.streamed else None)
+            if trainer.data.streamed else
+            "the inputs hold several arrays; fused trials gather their batches from one array"
+            if trainer.data.several_inputs else None)
         if self.refusal is not None:
             log.info("trials train unfused: %s", self.refusal)
 

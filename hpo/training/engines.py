@@ -36,8 +36,11 @@ class EngineChoice:
     reason: str          # why, for the log
 
 
-def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_example=None) -> list[str]:
-    """Why the compiled engine cannot train `model` as the experiment asks ([] when it can)."""
+def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_example=None,
+                several_inputs: bool = False) -> list[str]:
+    """Why the compiled engine cannot train `model` as the experiment asks ([] when it can).
+    `several_inputs`: the data's inputs are a dict or tuple of arrays, which Keras's `fit`
+    hands to a model even when it has one input, and the compiled step's gather cannot."""
     import keras
 
     reasons = []
@@ -48,6 +51,8 @@ def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_exa
     inputs, outputs = getattr(model, "inputs", None) or (), getattr(model, "outputs", None) or ()
     if len(inputs) > 1:
         reasons.append(f"the model has {len(inputs)} inputs")
+    elif several_inputs:
+        reasons.append("the inputs hold several arrays")
     if len(outputs) > 1:
         reasons.append(f"the model has {len(outputs)} outputs")
     elif isinstance(y_example, (dict, tuple, list)):
@@ -74,13 +79,14 @@ def _measures_problem(model, training: TrainingConfig, y_example) -> str | None:
     return None
 
 
-def choose_engine(model, training: TrainingConfig, callbacks: Sequence = (), y_example=None) -> EngineChoice:
+def choose_engine(model, training: TrainingConfig, callbacks: Sequence = (), y_example=None,
+                  several_inputs: bool = False) -> EngineChoice:
     """The engine for `model` under `training.engine`."""
     if training.engine == "fit":
         return EngineChoice("fit", "training.engine is fit")
     if training.engine == "compiled":
         return EngineChoice("compiled", "training.engine is compiled")
-    reasons = fit_reasons(model, training, callbacks, y_example)
+    reasons = fit_reasons(model, training, callbacks, y_example, several_inputs)
     if reasons:
         return EngineChoice("fit", "auto: " + "; ".join(reasons))
     return EngineChoice("compiled", "auto: the compiled step trains this model, loss and metrics")

@@ -177,7 +177,8 @@ class Trainer:
             auto = self.training.engine == "auto"
             model = self.build_model(params, seed) if auto else None
             callbacks = make_callbacks(self.training.callbacks) if auto else ()
-            self._engines[signature] = choose_engine(model, self.training, callbacks, self.data.y_example)
+            self._engines[signature] = choose_engine(model, self.training, callbacks, self.data.y_example,
+                                                     self.data.several_inputs)
         return self._engines[signature]
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,

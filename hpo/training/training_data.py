@@ -64,6 +64,10 @@ class DeviceArrays:
         import tensorflow as tf
         return tf.nest.map_structure(lambda y: y[:2], self.y_train)
 
+    @property
+    def several_inputs(self) -> bool:
+        return isinstance(self.x_train, (dict, tuple, list))
+
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
         """(one compiled call's input, its steps) for every call of the epoch: [steps, batch]
@@ -126,6 +130,10 @@ class StreamedData:
     @property
     def train_examples(self) -> int:
         return self.train.examples
+
+    @property
+    def several_inputs(self) -> bool:
+        return isinstance(self.train.elements.element_spec[0], (dict, tuple, list))
 
     @property
     def validation_examples(self) -> int:
