@@ -230,7 +230,8 @@ def test_targets_wrapped_for_a_one_output_model_are_exit_2_naming_the_loader(tmp
     study_dir = tmp_path / "study"
     done = hpo_here(capsys, "search", EXPERIMENT, "--study-dir", study_dir,
                     "--set", "data.dataset=wrapped_targets:load", "--set", f"data.options={{form: {form}}}",
-                    "--set", "model.builder=wrapped_targets:build", "--set", "training.loss=sparse_categorical_crossentropy",
+                    "--set", "model.builder=wrapped_targets:build",
+                    "--set", "training.loss=sparse_categorical_crossentropy",
                     "--set", "training.metrics=[accuracy]", "--set", "search.objective=val_accuracy")
     out = done.stdout + done.stderr
     assert done.returncode == 2, out[-3000:]
