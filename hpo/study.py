@@ -160,14 +160,13 @@ class Study:
         # creates no -wal and -shm beside it: a command that only reads adds no file.
         at_rest = study_lock.holder(directory) is None and not _has_log(path)
         try:
-            db = _connect(path, mode="ro", immutable=at_rest)
-        except sqlite3.DatabaseError as exc:
-            raise study_integrity.damaged(path, f"SQLite cannot open it ({exc})") from None
-        try:
-            study_integrity.verify(db, path, SCHEMA_VERSION)
-        except BaseException:
-            db.close()
-            raise
+            db = _verified_connection(path, immutable=at_rest)
+        except (study_integrity.DamagedStudy, sqlite3.DatabaseError):
+            if not at_rest:
+                raise
+            # A driver that started after the look at the lock writes pages an immutable
+            # connection does not expect to change: what reads as damage then may be none.
+            db = _verified_connection(path, immutable=False)
         study = cls(directory, db, read_only=True)
         if not read_only:
             study.make_writable()
@@ -357,6 +356,20 @@ class Study:
         if self._lock is not None:
             lock, self._lock = self._lock, None
             study_lock.release(lock)
+
+
+def _verified_connection(path: Path, *, immutable: bool) -> sqlite3.Connection:
+    """A read-only connection to a database that passed `study_integrity.verify`."""
+    try:
+        db = _connect(path, mode="ro", immutable=immutable)
+    except sqlite3.DatabaseError as exc:
+        raise study_integrity.damaged(path, f"SQLite cannot open it ({exc})") from None
+    try:
+        study_integrity.verify(db, path, SCHEMA_VERSION)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _has_log(path: Path) -> bool:

@@ -74,6 +74,34 @@ def test_reading_a_study_at_rest_leaves_its_folder_byte_for_byte(tmp_path, capsy
     assert digests(folder) == before
 
 
+def test_a_driver_starting_while_a_reader_opens_the_study_at_rest_is_no_damage(tmp_path, monkeypatch):
+    """The reader looked at the lock (free) and opened the file as immutable; a driver then
+    wrote and checkpointed pages under it. The reader's check may then fail: it is taken
+    again on an ordinary read-only connection, and the study reads as it now is."""
+    import hpo.study
+
+    folder = make_study(tmp_path / "s")
+    connect = hpo.study._connect
+
+    def driver_starts_after(path, mode="rwc", *, immutable=False):
+        reader = connect(path, mode, immutable=immutable)
+        if immutable:
+            reader.execute("PRAGMA cache_size=2")     # pages read after this point come from the file
+            writer = connect(path, "rw")
+            writer.executemany("INSERT INTO meta VALUES (?, ?)", [(f"k{i}", "v" * 300) for i in range(3000)])
+            writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            writer.close()
+        return reader
+
+    monkeypatch.setattr(hpo.study, "_connect", driver_starts_after)
+    study = Study.open(folder, read_only=True)
+    try:
+        assert len(study.trials()) == 3 and study.experiment() == EXPERIMENT
+        assert study._db.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'").fetchone() == (3000,)
+    finally:
+        study.close()
+
+
 @pytest.mark.parametrize("command", READERS, ids=lambda c: " ".join(c))
 def test_an_empty_database_is_a_damaged_study_and_stays_empty(tmp_path, capsys, command):
     folder = tmp_path / "s"
