@@ -173,14 +173,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
     check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
     import_tensorflow()
-    preflight(experiment)
+    findings = preflight(experiment)
     # 2. The lock, then 3. create, move aside or resume (hpo.resume).
     study = prepare_study(experiment, study_dir, fresh=args.fresh)
     args.resolved_study_dir = study_dir
     handler = log_to_file(study.log_path)
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
-        runner = build_runner(experiment, study)
+        runner = build_runner(experiment, study, output_names=findings.output_names)
         total = experiment.search.max_trials
         with search_progress() as bar:
             done = sum(1 for t in study.trials() if t.state.finished)

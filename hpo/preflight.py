@@ -19,6 +19,7 @@ so a corrected file then runs without `--fresh`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
@@ -30,15 +31,21 @@ from hpo.models import BUILDERS
 log = logging.getLogger("hpo.preflight")
 
 
-def preflight(experiment: Experiment) -> None:
+@dataclass(frozen=True)
+class PreflightFindings:
+    """What the pre-flight learnt from the one model it built, for the driver (which builds none)."""
+    output_names: tuple[str, ...] = ()     # a model with several outputs: their names, else ()
+
+
+def preflight(experiment: Experiment) -> PreflightFindings:
     """Raise ConfigError (located in the experiment file) on the first problem found."""
     try:
-        _check(experiment)
+        return _check(experiment)
     except ConfigError as err:
         raise err.located(source=experiment.source) from None
 
 
-def _check(experiment: Experiment) -> None:
+def _check(experiment: Experiment) -> PreflightFindings:
     from hpo.data import load_dataset
 
     objective = experiment.search.objective
@@ -67,6 +74,8 @@ def _check(experiment: Experiment) -> None:
         else:
             _check_loss_and_metrics(experiment, model, x, y)
         _check_engine(experiment, model, callbacks, y, isinstance(x, (dict, tuple, list)))
+        return PreflightFindings(output_names=tuple(outputs))
+    return PreflightFindings()
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:

@@ -12,7 +12,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
@@ -306,13 +306,17 @@ def logged_objective(experiment: Experiment) -> str:
     return next((n for n in experiment.search.goal_names if maybe_logged(n, metrics)), "val_loss")
 
 
-def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None) -> Runner:
-    """The runner `hpo search` uses: searcher from the experiment, Keras executor by default."""
+def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None,
+                 output_names: Sequence[str] = ()) -> Runner:
+    """The runner `hpo search` uses: searcher from the experiment, Keras executor by default.
+    `output_names`: the outputs of a model with several, as the pre-flight found them (without
+    them, those a per-output loss or metrics names)."""
     from hpo.search import make_searcher
 
     search = experiment.search
     training = experiment.training
-    reported = objective_names(training.metrics, named_outputs(training.loss, training.metrics))
+    reported = objective_names(training.metrics,
+                               tuple(output_names) or named_outputs(training.loss, training.metrics))
     # A model with several outputs logs `<output>_<metric>`: the pre-flight checked the names.
     if executor is None and not (maybe_logged(search.objective, experiment.training.metrics)
                                  or search.objective in MEASURES):

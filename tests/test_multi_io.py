@@ -237,3 +237,41 @@ def test_targets_wrapped_for_a_one_output_model_are_exit_2_naming_the_loader(tmp
     assert done.returncode == 2, out[-3000:]
     assert "key 'data.dataset'" in out and f"targets as a {form} of 1 array(s)" in out, out[-2000:]
     assert "model has one output" in out and not study_dir.exists()
+
+
+TWO_VALUES = '''
+import keras
+import numpy as np
+
+def load():
+    x = np.random.default_rng(0).normal(size=(80, 3)).astype("float32")
+    return x, {"price": x.sum(1, keepdims=True), "size": x[:, :1] * 2}
+
+def build(config, input_shape, num_classes):
+    inputs = keras.Input(input_shape)
+    hidden = keras.layers.Dense(4)(inputs)
+    return keras.Model(inputs, {"price": keras.layers.Dense(1, name="price")(hidden),
+                                "size": keras.layers.Dense(1, name="size")(hidden)})
+'''
+
+
+def test_one_loss_for_every_output_lists_each_outputs_names_in_the_hparams_dashboard(tmp_path, capsys, monkeypatch):
+    """Neither the loss nor the metrics names an output: the names the HParams dashboard
+    lists come from the model the pre-flight built, as the trials log them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    (tmp_path / "two_values.py").write_text(TWO_VALUES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    study_dir = tmp_path / "study"
+    done = hpo_here(capsys, "search", EXPERIMENT, "--study-dir", study_dir,
+                    "--set", "data.dataset=two_values:load", "--set", "model.builder=two_values:build",
+                    "--set", "training.loss=mse", "--set", "training.metrics=[mae]",
+                    "--set", "search.objective=val_size_mae", "--set", "search.max_trials=1",
+                    "--set", "search.min_budget=1", "--set", "search.max_budget=1")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    search = EventAccumulator(str(study_dir / "tensorboard" / "search"), size_guidance={"tensors": 0}).Reload()
+    content = search.SummaryMetadata("_hparams_/experiment").plugin_data.content
+    tags = {m.name.tag for m in plugin_data_pb2.HParamsPluginData.FromString(content).experiment.metric_infos}
+    assert {"val_price_mae", "val_size_mae", "val_price_loss", "val_size_loss", "val_loss"} <= tags
+    assert "val_mae" not in tags
