@@ -23,8 +23,8 @@ import pytest
 from faults import ROOT, cli_env, kill, query, wait_for, worker_processes
 from kill_search import MAX_TRIALS
 
-# Kill points per backend: 22 in all. Dask's fewer, because each resume starts a LocalCluster.
-KILL_POINTS = {"inline": 5, "inline-mo": 4, "local": 7, "dask": 6}
+# Kill points per backend: 24 in all. Dask's fewer, because each resume starts a LocalCluster.
+KILL_POINTS = {"inline": 7, "inline-mo": 4, "local": 7, "dask": 6}
 # Delays up to 0.6 s: trials take 10 to 90 ms, so a kill lands anywhere in one, and the kill
 # points use well under half of the search, however fast this machine runs it.
 MAX_DELAY_S = 0.6
