@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.data.nested import is_nested, leaves, map_tree, pack, rows
+from hpo.data.nested import example_shapes, is_nested, leaves, map_tree, pack, rows
 
 SPLITS = ("train", "validation", "test")
 
@@ -90,7 +90,7 @@ class Dataset:
         inputs' structure (`{"image": (28, 28), "meta": (3,)}`): what the builder is given."""
         if self.streamed:
             return self.streams["train"].input_shape
-        return map_tree(lambda a: tuple(a.shape[1:]), self.x_train)
+        return example_shapes(self.x_train)
 
     def examples(self, split: str) -> int:
         """Examples in 'train', 'validation' or 'test' (0 for a test split the loader left out)."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from hpo.config import DataConfig
 from hpo.data.dataset import SPLITS, Dataset, classes_of, split
-from hpo.data.nested import is_nested, map_tree, named_leaves, rows
+from hpo.data.nested import example_shapes, is_nested, map_named, map_tree, named_leaves, rows
 from hpo.errors import ConfigError
 
 log = logging.getLogger("hpo.data")
@@ -119,8 +119,8 @@ def check_arrays(x: Any, y: Any, bad: _Problem, class_labels: bool,
                   f"one array)", split_name)
     if rows(x_arrays) == 0:
         raise bad("returned no examples", split_name)
-    checked_x = _map_named(lambda name, a: _checked_inputs(a, name, bad, split_name), x_arrays, "x")
-    checked_y = _map_named(lambda name, a: _checked_targets(a, bad, class_labels, split_name, name), y_arrays, "y")
+    checked_x = map_named(lambda name, a: _checked_inputs(a, name, bad, split_name), x_arrays, "x")
+    checked_y = map_named(lambda name, a: _checked_targets(a, bad, class_labels, split_name, name), y_arrays, "y")
     return checked_x, checked_y
 
 
@@ -141,14 +141,6 @@ def _as_arrays(tree: Any, what: str, bad: _Problem, split_name: str | None) -> A
         return np.asarray(tree)
     except Exception as exc:  # ragged or exotic objects: numpy says why
         raise bad(f"returned arrays numpy cannot read: {exc}", split_name) from None
-
-
-def _map_named(fn, tree: Any, prefix: str) -> Any:
-    if isinstance(tree, dict):
-        return {k: _map_named(fn, v, f"{prefix}[{k!r}]") for k, v in tree.items()}
-    if isinstance(tree, tuple):
-        return tuple(_map_named(fn, v, f"{prefix}[{i}]") for i, v in enumerate(tree))
-    return fn(prefix, tree)
 
 
 def _checked_inputs(x: np.ndarray, name: str, bad: _Problem, split_name: str | None) -> np.ndarray:
@@ -204,7 +196,7 @@ def _from_splits(loaded: dict, config: DataConfig, class_labels: bool, bad: _Pro
     if any(_is_tf_dataset(value) for value in given.values()):
         return _streamed(given, config, class_labels, bad, classes, source)
     arrays = {name: _split_arrays(value, name, bad, class_labels) for name, value in given.items()}
-    _check_same_shapes({n: (_shapes(x), _shapes(y)) for n, (x, y) in arrays.items()}, bad)
+    _check_same_shapes({n: (example_shapes(x), example_shapes(y)) for n, (x, y) in arrays.items()}, bad)
     x_train, y_train = arrays["train"]
     if config.limit is not None:
         x_train, y_train = _head(x_train, config.limit), _head(y_train, config.limit)
@@ -221,11 +213,6 @@ def _split_arrays(value: Any, name: str, bad: _Problem, class_labels: bool) -> t
         raise bad(f"is {type(value).__name__}; expected (x, y) arrays or a tf.data.Dataset of (x, y) elements",
                   name)
     return check_arrays(value[0], value[1], bad, class_labels, name)
-
-
-def _shapes(tree: Any) -> Any:
-    """One example's shape per array of `tree`, in its structure."""
-    return map_tree(lambda a: tuple(a.shape[1:]), tree)
 
 
 def _head(tree: Any, n: int) -> Any:

@@ -46,6 +46,20 @@ def pack(structure: Any, flat: list) -> Any:
     return build(structure)
 
 
+def map_named(fn: Callable[[str, Any], Any], tree: Any, prefix: str = "") -> Any:
+    """`tree` with `fn(name, array)` applied to every array, named as `named_leaves` names it."""
+    if isinstance(tree, dict):
+        return {key: map_named(fn, value, f"{prefix}[{key!r}]") for key, value in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return tuple(map_named(fn, item, f"{prefix}[{i}]") for i, item in enumerate(tree))
+    return fn(prefix, tree)
+
+
+def example_shapes(tree: Any) -> Any:
+    """One example's shape per array of `tree` (arrays with a leading example dimension)."""
+    return map_tree(lambda a: tuple(a.shape[1:]), tree)
+
+
 def named_leaves(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """(a name for the message, the array) per array: `x['price']`, `y[1]`, or the prefix alone."""
     if isinstance(tree, dict):

@@ -27,7 +27,7 @@ def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: boo
 
     from hpo.data.dataset import classes_of
     from hpo.data.loading import check_arrays
-    from hpo.data.nested import map_tree, rows
+    from hpo.data.nested import example_shapes, map_tree, rows
 
     if not isinstance(value, tf.data.Dataset):
         if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -37,8 +37,8 @@ def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: boo
         if limit is not None:
             x, y = map_tree(lambda a: a[:limit], x), map_tree(lambda a: a[:limit], y)
         elements = tf.data.Dataset.from_tensor_slices((x, y))
-        stream = StreamedSplit(elements, rows(x), map_tree(lambda a: tuple(a.shape[1:]), x),
-                               map_tree(lambda a: tuple(a.shape[1:]), y), map_tree(lambda a: str(a.dtype), y))
+        stream = StreamedSplit(elements, rows(x), example_shapes(x),
+                               example_shapes(y), map_tree(lambda a: str(a.dtype), y))
         return stream, (classes_of([y]) if count_classes else None)
     x_spec, y_spec = _pair_specs(value, name, bad)
     target_dtype = tf.nest.map_structure(lambda s: _target_dtype(s, class_labels, name, bad), y_spec)
