@@ -4,6 +4,8 @@ experiment gives a loss and metrics per output name, and a search ranks trials b
 output's validation metric (`val_price_mae`) on the fit engine: examples/multi_io.yaml
 through the CLI in this process (a few hundred rows, two trials of two epochs)."""
 
+import re
+
 import numpy as np
 import pytest
 from faults import ROOT, hpo_here
@@ -122,6 +124,27 @@ def test_a_bad_array_among_several_is_named(x, y, fragments):
         check_arrays(x, y, _Problem("my.loader:load"), class_labels=False)
     for fragment in fragments:
         assert fragment in str(err.value), (fragment, str(err.value))
+
+
+@pytest.mark.parametrize("where, class_labels, fragment", [
+    ("x", False, "NaN or infinite input values in x['b'], the first in element 7"),
+    ("y", True, "the label -1 in y['category']"),
+])
+def test_a_bad_array_among_several_in_a_tf_data_split_is_named(where, class_labels, fragment):
+    import tensorflow as tf
+
+    from hpo.data.loading import _Problem
+    from hpo.data.streams import as_stream
+
+    x = {"a": np.zeros((10, 4), "float32"), "b": np.zeros((10, 3), "float32")}
+    y = {"price": np.zeros(10, "float32"), "category": np.array([0, 1, 2, 0, 0, 1, 2, 0, 1, 2])}
+    if where == "x":
+        x["b"][7, 1] = np.nan
+    else:
+        y["category"][3] = -1
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        as_stream(tf.data.Dataset.from_tensor_slices((x, y)), "train", _Problem("my.loader:load"),
+                  class_labels=class_labels, count_classes=True)
 
 
 def test_split_keeps_a_list_of_rows_as_one_array():

@@ -105,19 +105,22 @@ def _check_values(x, y, name: str, bad, class_labels: bool, offset: int = 0) -> 
     """Finite inputs and targets in one read batch (`x`, `y`: tensors, or dicts or tuples of them)."""
     import tensorflow as tf
 
-    for x_leaf in tf.nest.flatten(x):
-        x_leaf = np.asarray(x_leaf, dtype="float32")
+    from hpo.data.nested import named_leaves
+
+    for array_name, x_leaf in named_leaves(tf.nest.map_structure(np.asarray, x), "x"):
+        x_leaf = x_leaf.astype("float32")
         finite = np.isfinite(x_leaf)
         if not finite.all():
             first = offset + int(np.argwhere(~finite.reshape(len(x_leaf), -1).all(axis=1))[0][0])
-            raise bad(f"has NaN or infinite input values, the first in element {first}", name)
-    for y_leaf in tf.nest.flatten(y):
-        y_leaf = np.asarray(y_leaf)
+            where = "" if array_name == "x" else f" in {array_name}"
+            raise bad(f"has NaN or infinite input values{where}, the first in element {first}", name)
+    for array_name, y_leaf in named_leaves(tf.nest.map_structure(np.asarray, y), "y"):
+        where = "" if array_name == "y" else f" in {array_name}"
         if not np.all(np.isfinite(y_leaf)):
-            raise bad("has NaN or infinite targets", name)
+            raise bad(f"has NaN or infinite targets{where}", name)
         if class_labels and len(y_leaf) and (y_leaf.min() < 0 or not np.all(np.mod(y_leaf, 1) == 0)):
             wrong = y_leaf[(y_leaf < 0) | (np.mod(y_leaf, 1) != 0)][0]
-            raise bad(f"has the label {wrong}; expected class indices 0..K-1 (float targets need a "
+            raise bad(f"has the label {wrong}{where}; expected class indices 0..K-1 (float targets need a "
                       f"training.loss such as 'mse')", name)
 
 
