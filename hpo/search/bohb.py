@@ -157,6 +157,7 @@ class BOHB(Hyperband):
         # every lower budget before Hyperband's aggressive brackets are spent on them; where
         # a budget misleads, its configs are full-budget results, not lost.
         self._climb: Bracket | None = None
+        self._full: Bracket | None = None        # Hyperband's full-budget bracket, where the climb replaced it
         # With fewer than three budgets a climbing bracket (6 configs through every rung)
         # would cost more than Hyperband's whole iteration: left out there.
         if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2:
@@ -166,6 +167,7 @@ class BOHB(Hyperband):
             if n:
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
+                self._full = full
                 self.brackets = [*self.brackets[:-1], self._climb]
                 self.sampler.climbing = True
 
@@ -186,16 +188,24 @@ class BOHB(Hyperband):
         # A bracket whose first budget the model does not trust (its ranking disagrees with
         # the top budget's: `MultiFidelityTPESampler.trusted_start`) is skipped: its budget
         # would go to configs judged where the ranking points the wrong way. The climbing
-        # (or full-budget) bracket is always trusted, so one is always found.
+        # (or full-budget) bracket is always trusted, so one is always found, though not always
+        # within one iteration: the climbing bracket opens the first and closes the second,
+        # with 2 * (len(brackets) - 1) brackets between.
         trusted = getattr(self.sampler, "trusted_start", None)
         if trusted is not None:
-            for _ in range(len(self.brackets) - 1):
+            for _ in range(2 * len(self.brackets)):
                 plan = self._plan_at(self._brackets_started)
                 if plan is self._climb or trusted(plan.rungs[0].budget):
                     break
                 self._brackets_started += 1
         plan = self._plan_at(self._brackets_started)
         self._brackets_started += 1
+        if plan is self._climb and trusted is not None and not any(trusted(r.budget) for r in plan.rungs[:-1]):
+            # Every budget below the top misleads: climbing would only hold back the top
+            # results the model learns from (a climber's arrives after the whole bracket was
+            # proposed), so Hyperband's full-budget bracket runs instead, each config starting
+            # at the top and its result there informing the next proposal.
+            plan = self._full
         run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
         self._open.append(run)
         return run
