@@ -14,7 +14,8 @@ objective) the full-budget bracket is a climbing one, whose configs climb every 
 instead of starting at the top, and it also opens the search; and a bracket whose first
 budget misleads (its ranking disagrees with the top budget's, see `hpo.search.tpe`) is
 skipped, down to plain model-based search at the full budget where every lower budget
-misleads. `AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
+misleads (there the full-budget bracket runs again in place of the climbing one).
+`AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
 barrier. Both skip candidates equal to a pending or already
 evaluated config.
 """
@@ -138,7 +139,8 @@ class BOHB(Hyperband):
     climbing bracket, which takes the place of the full-budget bracket and also opens the
     search (None: the number of top-budget results the rung agreement needs,
     `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
-    full-budget bracket, last in each iteration)."""
+    full-budget bracket, last in each iteration). Where every budget below the top
+    misleads, Hyperband's full-budget bracket runs in the climbing bracket's place."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
