@@ -94,6 +94,43 @@ def test_parzen_density_integrates_to_one_and_keeps_a_prior():
     assert samples.min() >= 0 and samples.max() <= 1 and np.mean(samples < 0.3) > 0.75
 
 
+
+def test_joint_parzen_keeps_values_together_and_integrates_to_one():
+    from hpo.search.kde import dimensions_of
+    from hpo.search.tpe import JointParzenEstimator
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "y": {"type": "float", "low": 0, "high": 1}})
+    points = np.array([[0.1 + 0.01 * i, 0.9 - 0.01 * i] for i in range(5)] + [[0.9, 0.1]])
+    joint = JointParzenEstimator(points, dimensions_of(space), min_bandwidth=0.01)
+    grid = (np.arange(200) + 0.5) / 200
+    xs, ys = np.meshgrid(grid, grid)
+    density = np.exp(joint.log_pdf(np.column_stack([xs.ravel(), ys.ravel()])))
+    assert density.mean() == pytest.approx(1.0, abs=0.02)               # the mean over the unit square
+    # Values that went together score higher than the same values recombined (as per-dimension
+    # estimators would have them, with equal marginals).
+    together, apart = joint.log_pdf(np.array([[0.12, 0.88], [0.12, 0.1]]))
+    assert together > apart + 2
+    samples = joint.sample(np.random.default_rng(0), 2000)
+    assert samples.min() >= 0 and samples.max() <= 1
+    assert np.mean((samples[:, 0] < 0.3) & (samples[:, 1] < 0.3)) < 0.1
+
+
+def test_joint_parzen_leaves_inactive_dimensions_out():
+    from hpo.search.kde import dimensions_of
+    from hpo.search.tpe import JointParzenEstimator
+    space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
+                                   "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
+    dims = dimensions_of(space)
+    points = np.array([space.to_unit({"kind": "a", "x": 0.2}), space.to_unit({"kind": "b"})])
+    joint = JointParzenEstimator(points, dims, min_bandwidth=0.01)
+    b = space.to_unit({"kind": "b"})
+    assert np.isnan(b[1]) and np.isfinite(joint.log_pdf(b[None, :])).all()
+    # Where "x" is inactive for the point of kind b, that point's kernel is uniform along x.
+    near, far = joint.log_pdf(np.array([space.to_unit({"kind": "a", "x": v}) for v in (0.2, 0.9)]))
+    assert near > far
+    samples = joint.sample(np.random.default_rng(1), 500)
+    assert set(np.round(samples[:, 0], 6)) <= set(np.round(dims[0].levels, 6))
+
 def test_tpe_ranks_each_config_at_its_deepest_budget():
     from hpo.search.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
@@ -134,8 +171,9 @@ def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
         sampler.observe({"x": 0.8 + 0.05 * i}, 9.0, 0.1 + 0.01 * i)
     model = sampler._fit()
     assert sampler.rung_trusted == {1.0: 0.0, 9.0: 1.0}
-    assert len(model.good[0].mus) - 1 + len(model.bad[0].mus) - 1 == 8      # budget-9 results only
-    assert all(mu >= 0.8 for mu in model.good[0].mus[:-1])
+    # Budget-9 results only, so joint kernels (`kernels="auto"`): each point's row, then the prior's.
+    assert model.kernels == "joint" and model.good.n + model.bad.n == 8
+    assert all(mu >= 0.8 for mu in model.good.mus[:-1, 0])
     assert sampler.stats()["rung_trusted/1"] == 0.0
 
 

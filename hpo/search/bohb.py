@@ -119,7 +119,9 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
         from hpo.search.pareto_tpe import make_pareto_model
-        return make_pareto_model(space, model, options, goals, tie_break)
+        # The points' model keeps per-dimension kernels (`kernels="auto"` was measured on one
+        # objective only).
+        return make_pareto_model(space, model, {"kernels": "independent", **options}, goals, tie_break)
     models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
     if model not in models:
         raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
@@ -132,7 +134,8 @@ class BOHB(Hyperband):
     paper's KDE on the largest budget with enough results). `model_options` go to it: for
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets. With several
+    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
+    'joint' or 'independent'). With several
     `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
 
     `climbers` (default tpe model, one objective, at least three budgets): the size of the
