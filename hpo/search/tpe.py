@@ -25,6 +25,14 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
   keeps some density. Choices get smoothed category counts (add one).
+- **Joint kernels where only the top budget is left** (`kernels="auto"`, the default): where
+  every budget below the top misleads, the model sees the top budget alone and BOHB runs
+  plain full-budget search, a single-budget TPE. There each configuration is one product
+  kernel over all its dimensions (`JointParzenEstimator`: the same widths; a choice keeps its
+  category with weight 1 plus 1 / (n + 1) spread over all; an inactive dimension is uniform),
+  so l(x) keeps which values went together. Elsewhere a config's values come from budgets
+  that rank differently, and the per-dimension estimators recombine them. `kernels="joint"`
+  or `"independent"` forces either.
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
   scoring only the dimensions active in that candidate.
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
