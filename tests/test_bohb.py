@@ -94,6 +94,43 @@ def test_parzen_density_integrates_to_one_and_keeps_a_prior():
     assert samples.min() >= 0 and samples.max() <= 1 and np.mean(samples < 0.3) > 0.75
 
 
+
+def test_joint_parzen_keeps_values_together_and_integrates_to_one():
+    from hpo.search.kde import dimensions_of
+    from hpo.search.tpe import JointParzenEstimator
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "y": {"type": "float", "low": 0, "high": 1}})
+    points = np.array([[0.1 + 0.01 * i, 0.9 - 0.01 * i] for i in range(5)] + [[0.9, 0.1]])
+    joint = JointParzenEstimator(points, dimensions_of(space), min_bandwidth=0.01)
+    grid = (np.arange(200) + 0.5) / 200
+    xs, ys = np.meshgrid(grid, grid)
+    density = np.exp(joint.log_pdf(np.column_stack([xs.ravel(), ys.ravel()])))
+    assert density.mean() == pytest.approx(1.0, abs=0.02)               # the mean over the unit square
+    # Values that went together score higher than the same values recombined (as per-dimension
+    # estimators would have them, with equal marginals).
+    together, apart = joint.log_pdf(np.array([[0.12, 0.88], [0.12, 0.1]]))
+    assert together > apart + 2
+    samples = joint.sample(np.random.default_rng(0), 2000)
+    assert samples.min() >= 0 and samples.max() <= 1
+    assert np.mean((samples[:, 0] < 0.3) & (samples[:, 1] < 0.3)) < 0.1
+
+
+def test_joint_parzen_leaves_inactive_dimensions_out():
+    from hpo.search.kde import dimensions_of
+    from hpo.search.tpe import JointParzenEstimator
+    space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
+                                   "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
+    dims = dimensions_of(space)
+    points = np.array([space.to_unit({"kind": "a", "x": 0.2}), space.to_unit({"kind": "b"})])
+    joint = JointParzenEstimator(points, dims, min_bandwidth=0.01)
+    b = space.to_unit({"kind": "b"})
+    assert np.isnan(b[1]) and np.isfinite(joint.log_pdf(b[None, :])).all()
+    # Where "x" is inactive for the point of kind b, that point's kernel is uniform along x.
+    near, far = joint.log_pdf(np.array([space.to_unit({"kind": "a", "x": v}) for v in (0.2, 0.9)]))
+    assert near > far
+    samples = joint.sample(np.random.default_rng(1), 500)
+    assert set(np.round(samples[:, 0], 6)) <= set(np.round(dims[0].levels, 6))
+
 def test_tpe_ranks_each_config_at_its_deepest_budget():
     from hpo.search.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
@@ -134,8 +171,9 @@ def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
         sampler.observe({"x": 0.8 + 0.05 * i}, 9.0, 0.1 + 0.01 * i)
     model = sampler._fit()
     assert sampler.rung_trusted == {1.0: 0.0, 9.0: 1.0}
-    assert len(model.good[0].mus) - 1 + len(model.bad[0].mus) - 1 == 8      # budget-9 results only
-    assert all(mu >= 0.8 for mu in model.good[0].mus[:-1])
+    # Budget-9 results only, so joint kernels (`kernels="auto"`): each point's row, then the prior's.
+    assert model.kernels == "joint" and model.good.n + model.bad.n == 8
+    assert all(mu >= 0.8 for mu in model.good.mus[:-1, 0])
     assert sampler.stats()["rung_trusted/1"] == 0.0
 
 
@@ -237,12 +275,28 @@ def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
     # but reach the top whatever they score there).
     late_starts = {j.budget for j in log[-150:] if j.continues is None and j.bracket != 0}
     if reversal:
-        assert searcher.sampler.rung_agreement[1.0] < 0 and not searcher.sampler.trusted_start(1.0)
+        assert searcher.sampler.rung_agreement[1.0] < 0.5 and not searcher.sampler.trusted_start(1.0)
         assert 1.0 not in late_starts                            # no new config is judged at budget 1
         assert searcher.stats()["rung_trusted/1"] == 0.0
     else:
         assert searcher.sampler.rung_agreement[1.0] > 0.5 and 1.0 in late_starts
 
+
+
+def test_where_every_lower_budget_misleads_new_configs_start_at_the_top():
+    """After the opening climb shows every budget below 27 reversed, no bracket starts below
+    the top (none of Hyperband's, in this iteration or the next), and the climbing bracket
+    gives way to the full-budget one: each config starts at 27, where its result informs the next."""
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
+    log = []
+    for _ in range(24 + 30):
+        job = searcher.ask()
+        centre = 0.9 if job.budget == 27 else 0.1
+        searcher.tell(job, (job.config["x"] - centre) ** 2 + 0.1 * job.config["y"])
+        log.append(job)
+    assert all(searcher.sampler.rung_trusted[b] == 0.0 for b in (1.0, 3.0, 9.0))
+    assert [(j.budget, j.continues) for j in log[24:]] == [(27.0, None)] * 30
 
 def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}

@@ -14,7 +14,8 @@ objective) the full-budget bracket is a climbing one, whose configs climb every 
 instead of starting at the top, and it also opens the search; and a bracket whose first
 budget misleads (its ranking disagrees with the top budget's, see `hpo.search.tpe`) is
 skipped, down to plain model-based search at the full budget where every lower budget
-misleads. `AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
+misleads (there the full-budget bracket runs again in place of the climbing one).
+`AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
 barrier. Both skip candidates equal to a pending or already
 evaluated config.
 """
@@ -118,7 +119,9 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
         from hpo.search.pareto_tpe import make_pareto_model
-        return make_pareto_model(space, model, options, goals, tie_break)
+        # The points' model keeps per-dimension kernels (`kernels="auto"` was measured on one
+        # objective only).
+        return make_pareto_model(space, model, {"kernels": "independent", **options}, goals, tie_break)
     models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
     if model not in models:
         raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
@@ -131,14 +134,16 @@ class BOHB(Hyperband):
     paper's KDE on the largest budget with enough results). `model_options` go to it: for
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets. With several
+    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
+    'joint' or 'independent'). With several
     `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
 
     `climbers` (default tpe model, one objective, at least three budgets): the size of the
     climbing bracket, which takes the place of the full-budget bracket and also opens the
     search (None: the number of top-budget results the rung agreement needs,
     `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
-    full-budget bracket, last in each iteration)."""
+    full-budget bracket, last in each iteration). Where every budget below the top
+    misleads, Hyperband's full-budget bracket runs in the climbing bracket's place."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
@@ -157,6 +162,7 @@ class BOHB(Hyperband):
         # every lower budget before Hyperband's aggressive brackets are spent on them; where
         # a budget misleads, its configs are full-budget results, not lost.
         self._climb: Bracket | None = None
+        self._full: Bracket | None = None        # Hyperband's full-budget bracket, where the climb replaced it
         # With fewer than three budgets a climbing bracket (6 configs through every rung)
         # would cost more than Hyperband's whole iteration: left out there.
         if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2:
@@ -166,6 +172,7 @@ class BOHB(Hyperband):
             if n:
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
+                self._full = full
                 self.brackets = [*self.brackets[:-1], self._climb]
                 self.sampler.climbing = True
 
@@ -186,16 +193,24 @@ class BOHB(Hyperband):
         # A bracket whose first budget the model does not trust (its ranking disagrees with
         # the top budget's: `MultiFidelityTPESampler.trusted_start`) is skipped: its budget
         # would go to configs judged where the ranking points the wrong way. The climbing
-        # (or full-budget) bracket is always trusted, so one is always found.
+        # (or full-budget) bracket is always trusted, so one is always found, though not always
+        # within one iteration: the climbing bracket opens the first and closes the second,
+        # with 2 * (len(brackets) - 1) brackets between.
         trusted = getattr(self.sampler, "trusted_start", None)
         if trusted is not None:
-            for _ in range(len(self.brackets) - 1):
+            for _ in range(2 * len(self.brackets)):
                 plan = self._plan_at(self._brackets_started)
                 if plan is self._climb or trusted(plan.rungs[0].budget):
                     break
                 self._brackets_started += 1
         plan = self._plan_at(self._brackets_started)
         self._brackets_started += 1
+        if plan is self._climb and trusted is not None and not any(trusted(r.budget) for r in plan.rungs[:-1]):
+            # Every budget below the top misleads: climbing would only hold back the top
+            # results the model learns from (a climber's arrives after the whole bracket was
+            # proposed), so Hyperband's full-budget bracket runs instead, each config starting
+            # at the top and its result there informing the next proposal.
+            plan = self._full
         run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
         self._open.append(run)
         return run

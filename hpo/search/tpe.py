@@ -25,6 +25,14 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
   keeps some density. Choices get smoothed category counts (add one).
+- **Joint kernels where only the top budget is left** (`kernels="auto"`, the default): where
+  every budget below the top misleads, the model sees the top budget alone and BOHB runs
+  plain full-budget search, a single-budget TPE. There each configuration is one product
+  kernel over all its dimensions (`JointParzenEstimator`: the same widths; a choice keeps its
+  category with weight 1 plus 1 / (n + 1) spread over all; an inactive dimension is uniform),
+  so l(x) keeps which values went together. Elsewhere a config's values come from budgets
+  that rank differently, and the per-dimension estimators recombine them. `kernels="joint"`
+  or `"independent"` forces either.
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
   scoring only the dimensions active in that candidate.
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
@@ -52,6 +60,7 @@ from hpo.search.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
+KERNELS = ("auto", "joint", "independent")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
@@ -110,18 +119,154 @@ class CategoryEstimator:
         return rng.choice(len(self.p), size=m, p=self.p)
 
 
-class _SplitModel:
-    """l(x) and g(x): the points split by loss (the best `gamma` are good)."""
+def _gap_sigmas(points: np.ndarray, min_bandwidth: float, n_kernels: int) -> np.ndarray:
+    """Each point's width: the larger gap to its neighbours, where the outermost points count
+    only their inner gap (a point near a bound is not widened by the empty stretch beyond it),
+    clipped to [max(min_bandwidth, 1 / min(100, n_kernels + 1)), 1]."""
+    n = len(points)
+    if n == 0:
+        return np.empty(0)
+    order = np.argsort(points, kind="stable")
+    ranked = points[order]
+    padded = np.concatenate([[0.0], ranked, [1.0]])
+    gaps = np.maximum(padded[1:-1] - padded[:-2], padded[2:] - padded[1:-1])
+    if n >= 2:
+        gaps[0], gaps[-1] = ranked[1] - ranked[0], ranked[-1] - ranked[-2]
+    sigmas = np.empty(n)
+    sigmas[order] = gaps
+    return np.clip(sigmas, max(min_bandwidth, 1.0 / min(100, n_kernels + 1)), 1.0)
 
-    def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float):
+
+class JointParzenEstimator:
+    """A mixture of product kernels on the unit cube: one per point, over all its dimensions
+    at once (so l(x) keeps which values went together), plus a uniform-ish prior kernel.
+
+    Numbers: truncated Gaussians with `_gap_sigmas` widths per dimension. Choices: the
+    point's category with weight 1 plus 1 / (n + 1) spread over every category. A point
+    where a dimension is inactive (NaN) is uniform there; a candidate's inactive
+    dimensions are left out of its density."""
+
+    def __init__(self, points: np.ndarray, dims, min_bandwidth: float):
+        points = np.asarray(points, dtype=float).reshape(-1, len(dims))
+        n = len(points)
+        self.dims = dims
+        self.n = n
+        self.sigmas = np.ones((n + 1, len(dims)))           # last row: the prior kernel
+        self.mus = np.full((n + 1, len(dims)), 0.5)
+        self.mus[:n] = np.nan_to_num(points, nan=0.5)
+        self.active = np.vstack([~np.isnan(points), np.zeros((1, len(dims)), bool)])   # the point's kernel there
+        self._gaussian = self.active.copy()                  # and the prior kernel: Gaussian, the rest uniform
+        self._gaussian[n] = True
+        self._log_norm = np.zeros((n + 1, len(dims)))
+        self._smooth = 1.0 / (n + 1)
+        for j, dim in enumerate(dims):
+            column = points[:, j]
+            on = ~np.isnan(column)
+            if dim.kind == "u":
+                self.mus[:n, j] = np.where(on, dim.snap(np.nan_to_num(column, nan=0.0)), -1)
+                self.mus[n, j] = -1
+                continue
+            self.sigmas[np.flatnonzero(on), j] = _gap_sigmas(column[on], min_bandwidth, int(on.sum()) + 1)
+            # The prior kernel (mu 0.5, sigma 1) and each point's kernel, normalised on [0, 1].
+            mu, sigma = self.mus[:, j], self.sigmas[:, j]
+            mass = ndtr((1 - mu) / sigma) - ndtr(-mu / sigma)
+            self._log_norm[:, j] = -np.log(math.sqrt(2 * math.pi) * sigma * mass)
+        self._inverse_sigmas = 1.0 / self.sigmas
+        self._numeric = np.array([j for j, dim in enumerate(dims) if dim.kind != "u"], dtype=int)
+        self._ordinal = [j for j, dim in enumerate(dims) if dim.kind == "o"]
+        self._unordered = [j for j, dim in enumerate(dims) if dim.kind == "u"]
+        # -0.5 ((x - mu) / sigma)^2 + log norm = x^2 q + x l + c per kernel and numeric
+        # dimension; all zero where the kernel is uniform (log density 0).
+        gaussian = self._gaussian[:, self._numeric]
+        precision = np.where(gaussian, self._inverse_sigmas[:, self._numeric] ** 2, 0.0)
+        mus = self.mus[:, self._numeric]
+        self._quadratic = (-0.5 * precision).T
+        self._linear = (mus * precision).T
+        self._constant = np.where(gaussian, -0.5 * mus * mus * precision + self._log_norm[:, self._numeric], 0.0).T
+
+    def log_pdf(self, x: np.ndarray) -> np.ndarray:
+        """log density at each row of x (m x d); NaN entries (inactive) are left out."""
+        total = np.zeros((len(x), self.n + 1))
+        numeric = self._numeric
+        if numeric.size:
+            columns = x[:, numeric].copy()
+            for j in self._ordinal:                                   # evaluated at the level
+                on = ~np.isnan(x[:, j])
+                columns[on, numeric.searchsorted(j)] = self.dims[j].levels[self.dims[j].snap(x[on, j])]
+            on = ~np.isnan(columns)
+            columns = np.nan_to_num(columns)
+            # The Gaussian exponents summed over dimensions, expanded into three matrix products
+            # (the hot loop of ask(): candidates x kernels, without a third axis).
+            total += (columns * columns) @ self._quadratic + columns @ self._linear + on @ self._constant
+        for j in self._unordered:
+            column = x[:, j]
+            on = ~np.isnan(column)
+            k = len(self.dims[j].levels)
+            index = self.dims[j].snap(np.nan_to_num(column, nan=0.0))
+            denominator = 1 + k * self._smooth
+            term = np.where(index[:, None] == self.mus[None, :, j],
+                            math.log((1 + self._smooth) / denominator), math.log(self._smooth / denominator))
+            term = np.where(self.mus[None, :, j] < 0, -math.log(k), term)      # inactive there: uniform
+            total += np.where(on[:, None], term, 0.0)
+        peak = total.max(axis=1, keepdims=True)
+        return peak[:, 0] + np.log(np.exp(total - peak).sum(axis=1)) - math.log(self.n + 1)
+
+    def sample(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """m points (unit-cube values, ordinal and choice dimensions at their levels)."""
+        kernel = rng.integers(0, self.n + 1, size=m)
+        out = np.empty((m, len(self.dims)))
+        for j, dim in enumerate(self.dims):
+            if dim.kind == "u":
+                k = len(dim.levels)
+                own = self.mus[kernel, j].astype(int)
+                keep = (own >= 0) & (rng.random(m) < 1.0 / (1 + k * self._smooth))
+                out[:, j] = dim.levels[np.where(keep, own, rng.integers(0, k, size=m))]
+                continue
+            mu, sigma = self.mus[kernel, j], self.sigmas[kernel, j]
+            uniform = ~self._gaussian[kernel, j]
+            low, high = ndtr(-mu / sigma), ndtr((1 - mu) / sigma)
+            u = np.clip(low + rng.random(m) * (high - low), 1e-12, 1 - 1e-12)
+            x = np.where(uniform, rng.random(m), np.clip(mu + sigma * ndtri(u), 0.0, 1.0))
+            out[:, j] = dim.levels[dim.snap(x)] if dim.kind == "o" else x
+        return out
+
+
+class _SplitModel:
+    """l(x) and g(x): the points split by loss (the best `gamma` are good). `kernels`:
+    "joint" (one product kernel per point, `JointParzenEstimator`) or "independent" (one
+    estimator per dimension, each drawn from and scored on its own)."""
+
+    def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float,
+                 kernels: str = "independent"):
         order = np.argsort(losses, kind="stable")
         n_good = max(1, int(math.ceil(gamma * len(order))))
-        self.good = _estimators(vectors[order[:n_good]], dims, min_bandwidth)
-        self.bad = _estimators(vectors[order[n_good:]], dims, min_bandwidth)
         self.dims = dims
+        self.kernels = kernels
+        estimator = _joint if kernels == "joint" else _estimators
+        self.good = estimator(vectors[order[:n_good]], dims, min_bandwidth)
+        self.bad = estimator(vectors[order[n_good:]], dims, min_bandwidth)
+
+    def score(self, points: np.ndarray) -> np.ndarray:
+        """log l(x) / g(x) per row; NaN (inactive) entries are left out."""
+        if self.kernels == "joint":
+            return self.good.log_pdf(points) - self.bad.log_pdf(points)
+        return self.log_ratio(points).sum(axis=1)
+
+    def sample_good(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """m draws from l(x) (unit-cube rows; ordinal and choice dimensions at their levels)."""
+        if self.kernels == "joint":
+            return self.good.sample(rng, m)
+        out = np.empty((m, len(self.dims)))
+        for j, dim in enumerate(self.dims):
+            if dim.kind == "u":
+                out[:, j] = dim.levels[self.good[j].sample(rng, m)]
+            else:
+                x = self.good[j].sample(rng, m)
+                out[:, j] = dim.levels[dim.snap(x)] if dim.kind == "o" else x
+        return out
 
     def log_ratio(self, points: np.ndarray) -> np.ndarray:
-        """Per-dimension log l/g (m x d); NaN (inactive) entries give 0."""
+        """Per-dimension log l/g (m x d) of the independent estimators; NaN (inactive) entries give 0."""
         out = np.zeros(points.shape)
         for j, dim in enumerate(self.dims):
             column = points[:, j]
@@ -133,6 +278,10 @@ class _SplitModel:
                 x = dim.snap(x)
             out[active, j] = self.good[j].log_pdf(x) - self.bad[j].log_pdf(x)
         return out
+
+
+def _joint(part: np.ndarray, dims, min_bandwidth: float) -> "JointParzenEstimator":
+    return JointParzenEstimator(part, dims, min_bandwidth)
 
 
 def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
@@ -150,7 +299,7 @@ def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
 class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
-                 rungs: str = "reliable", probe_budgets: bool = True):
+                 rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto"):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
         if rungs not in RUNG_MODES:
@@ -160,6 +309,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.random_fraction = random_fraction
         self.min_bandwidth = min_bandwidth
         self.n_startup = max(10, len(space) + 2) if n_startup is None else int(n_startup)
+        if kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {list(KERNELS)}, got {kernels!r}")
+        self.kernels = kernels
         self.rungs = rungs
         self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
@@ -276,7 +428,17 @@ class MultiFidelityTPESampler(ConfigSampler):
         else:
             order = np.lexsort((losses, -budgets))           # deeper first, then by loss
         # Losses in ranked order make the split take the first `gamma` of the ranking as good.
-        model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth)
+        kernels = self.kernels
+        if kernels == "auto":
+            # Joint kernels where the model is left with the top budget alone (every budget
+            # below it misleads): BOHB then runs plain full-budget search, as a single-budget
+            # TPE, where joint kernels keep which values went together. Elsewhere a config's
+            # values come from budgets that rank differently, and per-dimension estimators
+            # recombine them.
+            kept = budgets[order]
+            kernels = "joint" if len(self.by_budget) > 1 and np.all(kept == kept[0]) else "independent"
+        model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth,
+                            kernels)
         self._model = (key, model)
         return model
 
@@ -399,7 +561,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             configs = [self.space.from_unit(row) for row in candidates]
             # Score only what is active in each candidate: an inactive value says nothing.
             candidates = np.array([self.space.to_unit(c) for c in configs])
-        total = model.log_ratio(candidates).sum(axis=1)
+        total = model.score(candidates)
         taken = self.seen | {config_key(c) for c in pending}
         for index in np.argsort(-total, kind="stable"):
             config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
@@ -408,14 +570,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         return None
 
     def _sample_good(self, rng: np.random.Generator, model: _SplitModel, m: int) -> np.ndarray:
-        out = np.empty((m, len(self.dims)))
-        for j, dim in enumerate(self.dims):
-            if dim.kind == "u":
-                out[:, j] = dim.levels[model.good[j].sample(rng, m)]
-            else:
-                x = model.good[j].sample(rng, m)
-                out[:, j] = dim.levels[dim.snap(x)] if dim.kind == "o" else x
-        return out
+        return model.sample_good(rng, m)
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
         return self.fresh(rng, pending)
