@@ -1,3 +1,4 @@
+import re
 import numpy as np
 import pytest
 
@@ -297,6 +298,20 @@ def test_where_every_lower_budget_misleads_new_configs_start_at_the_top():
         log.append(job)
     assert all(searcher.sampler.rung_trusted[b] == 0.0 for b in (1.0, 3.0, 9.0))
     assert [(j.budget, j.continues) for j in log[24:]] == [(27.0, None)] * 30
+
+@pytest.mark.parametrize("options, fragment", [
+    ({"model": "kde"}, "model='tpe'"),
+    ({"objectives": [{"name": "a", "direction": "minimize"}, {"name": "b", "direction": "minimize"}]},
+     "one objective"),
+    ({"max_budget": 3}, "here 2"),
+])
+def test_climbers_asked_for_where_no_climb_runs_are_an_error(options, fragment):
+    space = {"x": {"type": "float", "low": 0, "high": 1}}
+    settings = {"min_budget": 1, "max_budget": 27, "eta": 3, **options}
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        BOHB(space, climbers=6, **settings)
+    BOHB(space, climbers=0, **settings)                  # none asked for: no error
+
 
 def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}

@@ -165,7 +165,13 @@ class BOHB(Hyperband):
         self._full: Bracket | None = None        # Hyperband's full-budget bracket, where the climb replaced it
         # With fewer than three budgets a climbing bracket (6 configs through every rung)
         # would cost more than Hyperband's whole iteration: left out there.
-        if hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2:
+        climbs = hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2
+        if climbers and not climbs:
+            # Asked for by name, a climbing bracket that would silently not run is an error.
+            raise ValueError(f"climbers={climbers} needs the default model (model='tpe'), one objective and no "
+                             f"constraint, and at least three budgets (here {len(self.brackets)}: min_budget "
+                             f"{min_budget}, max_budget {max_budget}, eta {eta})")
+        if climbs:
             from hpo.search.tpe import MIN_TOP_RESULTS
             full = self.brackets[-1]
             n = max(full.rungs[0].n_configs, MIN_TOP_RESULTS) if climbers is None else int(climbers)

@@ -460,8 +460,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         the lower budget's ranking points the wrong way, and so does every budget below it
         (the chain of promotions went through it). Needs MIN_PAIRS of each kind. Left out
         where BOHB runs climbing brackets (`climbing`): their configs climb every rung
-        whatever they score, which (1) reads directly, and fresh configs drawn by a model
-        that has learnt since beat older promoted ones on problems whose budgets agree."""
+        whatever they score, so the rung agreement compares their ranks directly, and fresh
+        configs drawn by a model that has learnt since beat older promoted ones on problems
+        whose budgets agree."""
         key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
         if self._trust is not None and self._trust[0] == key:
             return self._trust[1]
