@@ -32,12 +32,12 @@ def join_scheduler(address: str):
     timeout = dask.config.get("distributed.comm.timeouts.connect")
     try:
         return Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, TypeError, ValueError) as exc:     # TypeError: tls:// with no TLS settings
         tls = " and Dask's TLS settings (distributed.comm.tls.*)" if address.startswith("tls://") else ""
         raise SchedulerUnreachable(
-            f"could not join the Dask scheduler at {address} within {timeout} ({exc}); check that it runs "
-            f"and this machine reaches it{tls}; a slow cluster may need a longer "
-            f"distributed.comm.timeouts.connect") from exc
+            f"could not join the Dask scheduler at {address}: {exc}. Check that it runs and that this machine "
+            f"reaches it{tls}; a slow cluster may need more than distributed.comm.timeouts.connect "
+            f"({timeout})") from exc
 
 
 def quiet_trials_note(address: str, trials: int, tasks: int, workers: int, quiet_s: float) -> str:
