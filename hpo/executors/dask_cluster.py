@@ -52,7 +52,7 @@ from hpo.training.seeding import use_thread_private_python_random
 
 log = logging.getLogger("hpo.executors")
 
-POLL_SECONDS = 0.5       # the longest sleep between two reads of an empty event queue
+POLL_SECONDS = 0.2       # the longest sleep between two reads of an empty event queue: the latency of an event
 FIRST_POLL_SECONDS = 0.02
 CANCEL_CHECK_SECONDS = 0.25     # a worker reads the cancelled trials at most this often
 
