@@ -33,9 +33,9 @@ def join_scheduler(address: str):
     try:
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError, TypeError, ValueError) as exc:     # TypeError: tls:// with no TLS settings
-        tls = " and Dask's TLS settings (distributed.comm.tls.*)" if address.startswith("tls://") else ""
+        tls = ", and Dask's TLS settings (distributed.comm.tls.*)" if address.startswith("tls://") else ""
         raise SchedulerUnreachable(
-            f"could not join the Dask scheduler at {address}: {exc}. Check that it runs and that this machine "
+            f"could not join the Dask scheduler at {address}: {exc}. Check that it runs, that this machine "
             f"reaches it{tls}; a slow cluster may need more than distributed.comm.timeouts.connect "
             f"({timeout})") from exc
 
