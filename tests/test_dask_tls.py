@@ -45,20 +45,25 @@ def _run_driver(args, env, logs, procs, timeout=300.0) -> str:
     with open(out, "w") as sink:
         driver = subprocess.Popen([sys.executable, "-m", "hpo", *args], cwd=ROOT, env=env, text=True,
                                   stdout=sink, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + timeout
+    deadline, why = time.monotonic() + timeout, "exited"
     try:
         while driver.poll() is None:
-            text = out.read_text(errors="replace")
-            stuck = "has not answered" in text or any(p.poll() is not None for p in procs)
-            if stuck or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+            if "has not answered" in out.read_text(errors="replace"):
+                why = "said the scheduler stopped answering"
+            elif any(p.poll() is not None for p in procs):
+                why = "lost its scheduler or worker: it exited"
+            elif time.monotonic() > deadline:
+                why = f"still ran after {timeout:.0f} s"
+            else:
+                time.sleep(0.5)
+                continue
+            break
     finally:
         if driver.poll() is None:
             driver.kill()
         driver.wait()
     report = "\n".join(_tail(logs[name]) for name in ("driver", "scheduler", "worker"))
-    assert driver.returncode == 0, report
+    assert driver.returncode == 0, f"the driver {why} (exit code {driver.returncode})\n{report}"
     return out.read_text(errors="replace")
 
 
