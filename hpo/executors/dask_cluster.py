@@ -20,6 +20,13 @@ TensorBoard runs into the study folder, which must be shared storage on a cluste
 decisions (`compile: auto`) come back as events, which the runner records; every share
 carries the decisions known so far, so a worker measures an architecture only once.
 
+The driver reads the event queue without a timed wait: a `Queue.get` that times out makes
+the scheduler log an error with its traceback (dask/distributed#2855), twice a second while
+the workers are busy, enough to fill the pipe of a scheduler whose output nobody reads and so
+block its event loop, and every trial with it. It takes whatever is queued and sleeps a little
+longer each time it finds nothing (up to `POLL_SECONDS`). Whatever it waits for, it says on
+the console (`hpo.executors.dask_watch`).
+
 Worker deaths: on the LocalCluster we start, the scheduler gives up on a task at the first
 lost worker (`allowed-failures: 0`), so the runner sees the loss, counts the attempt and
 retries from the trial's progress checkpoint; every trial of a lost share comes back lost.
@@ -39,29 +46,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpo.executors.dask_watch import QUIET_SECONDS, CallWatch, join_scheduler, quiet_trials_note
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.training.seeding import use_thread_private_python_random
 
 log = logging.getLogger("hpo.executors")
 
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.2       # the longest sleep between two reads of an empty event queue: the latency of an event
+FIRST_POLL_SECONDS = 0.02
 CANCEL_CHECK_SECONDS = 0.25     # a worker reads the cancelled trials at most this often
-
-
-class _QueueTimeoutFilter(logging.Filter):
-    """Drops the in-process scheduler's traceback for a `Queue.get` that timed out.
-
-    The driver waits for events with a timed get so that it can notice a worker that died
-    without a word; an empty wait is routine, yet the scheduler logs each one as an ERROR
-    with a traceback (dask/distributed#2855). A timed-out get consumes nothing, so only the
-    log line goes. A remote scheduler logs in its own process, beyond our reach."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        timed_out = record.exc_info is not None and isinstance(record.exc_info[1], TimeoutError)
-        return not (timed_out and record.getMessage().startswith("Exception while handling op queue_get"))
-
-
-_QUEUE_TIMEOUT_FILTER = _QueueTimeoutFilter()
 
 
 @dataclass
@@ -83,9 +76,8 @@ class DaskExecutor:
         self.study_dir = str(study_dir)
         self._make_trainer = make_trainer
         self._cluster = None
-        logging.getLogger("distributed.core").addFilter(_QUEUE_TIMEOUT_FILTER)     # idempotent
         if scheduler:
-            self.client = Client(scheduler, timeout="30s")
+            self.client = join_scheduler(scheduler)
             log.info("joined the Dask scheduler at %s", scheduler)
         else:
             workers = workers or 1
@@ -102,22 +94,29 @@ class DaskExecutor:
                                              silence_logs=logging.ERROR)
             self.client = Client(self._cluster)
             log.info("started a Dask LocalCluster of %d worker processes", workers)
-        info = self.client.scheduler_info()["workers"]
+        self._watch = CallWatch(self.client.scheduler.address)
+        with self._watch.call("a request for its workers"):
+            info = self.client.scheduler_info()["workers"]
+        if scheduler and not info:
+            log.warning("the Dask scheduler at %s has no worker yet: trials wait until one joins", scheduler)
         self._gpu_resources = any("GPU" in w.get("resources", {}) for w in info.values())
         self.slots = workers or max(1, sum(w.get("nthreads", 1) for w in info.values()))
         self.capacity = experiment.training.jobs_per_trainer     # trials per worker
         self._compile_choices = dict(known_compile_choices or {})
         self._threads = max(1, (os.cpu_count() or 1) // self.slots) if self._cluster is not None else 0
         self._run = uuid.uuid4().hex[:8]
-        self._events = Queue(f"hpo-{self._run}-events", client=self.client)
-        self._cancel_list = Variable(f"hpo-{self._run}-cancelled", client=self.client)
-        self._cancel_list.set([])
+        with self._watch.call("the creation of the run's event queue"):
+            self._events = Queue(f"hpo-{self._run}-events", client=self.client)
+            self._cancel_list = Variable(f"hpo-{self._run}-cancelled", client=self.client)
+            self._cancel_list.set([])
         self._unsent: list[TrainTask] = []
         self._shares: dict[str, _Share] = {}
         self._share_of: dict[int, str] = {}        # trial id -> the key of the share training it
         self._epochs: dict[int, int] = {}          # trial id -> epochs trained (for a lost share)
         self._cancelled: set[int] = set()
         self._buffer: collections.deque[Event] = collections.deque()
+        self._pause = FIRST_POLL_SECONDS
+        self._heard = self._noted = time.monotonic()     # the last event; the last note about waiting
 
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
@@ -179,11 +178,12 @@ class DaskExecutor:
                 self._cancel_list.set(sorted(self._cancelled))
                 for share in self._shares.values():
                     share.future.cancel()
-            self.client.close()
+            with self._watch.call("the closing of this client"):
+                self.client.close()
         finally:
+            self._watch.close()
             if self._cluster is not None:
                 self._cluster.close()
-            logging.getLogger("distributed.core").removeFilter(_QUEUE_TIMEOUT_FILTER)
 
     # --- helpers ------------------------------------------------------------------------
     def _send_unsent(self, idle_only: bool = False) -> None:
@@ -201,6 +201,8 @@ class DaskExecutor:
         ids = "-".join(str(t.trial_id) for t in tasks[:4]) + ("-etc" if len(tasks) > 4 else "")
         key = f"hpo-{self._run}-trials-{ids}-{uuid.uuid4().hex[:6]}"
         resources = {"GPU": 1} if self._gpu_resources else None
+        if not self._shares:           # the quiet time counts from the first trial out
+            self._heard = time.monotonic()
         future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
                                     self._cancel_list.name, self._threads, dict(self._compile_choices),
                                     self._make_trainer, pure=False, resources=resources, key=key)
@@ -233,11 +235,25 @@ class DaskExecutor:
         return event
 
     def _take_queued(self, wait: bool) -> None:
-        try:
-            items = [self._events.get(timeout=POLL_SECONDS)] if wait else self._events.get(batch=True)
-        except TimeoutError:
-            return
+        """What the queue holds now; `wait`: sleep first, longer each time it held nothing."""
+        if wait:
+            time.sleep(self._pause)
+        with self._watch.call("a read of the trials' event queue"):
+            items = self._events.get(batch=True)
+        if items:
+            self._pause, self._heard = FIRST_POLL_SECONDS, time.monotonic()
+        elif wait:
+            self._pause = min(POLL_SECONDS, 2 * self._pause)
+            if self._shares and time.monotonic() - max(self._heard, self._noted) >= QUIET_SECONDS:
+                self._note_quiet()
         self._buffer.extend(EpochDone(item) if isinstance(item, EpochReport) else item for item in items)
+
+    def _note_quiet(self) -> None:
+        with self._watch.call("a request for its workers"):
+            workers = len(self.client.scheduler_info()["workers"])
+        log.warning(quiet_trials_note(self.client.scheduler.address, len(self._share_of), len(self._shares),
+                                      workers, time.monotonic() - self._heard))
+        self._noted = time.monotonic()
 
     def _outcome(self, trial_id: int, future) -> TrialDone:
         from distributed import KilledWorker
