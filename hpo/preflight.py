@@ -2,16 +2,17 @@
 
 After the experiment file is validated (hpo.config) and before the driver takes the lock
 and writes anything: the objective is the loss or a configured metric (several objectives
-and constraints: each names one or a model measure, and the searcher takes them), the device is on
-this machine, the loader runs once and returns usable data (arrays to split, or named
-splits of arrays or tf.data elements, checked split by split: `hpo.data.loading`), the builder, called once
-with the low end of the space, returns a `keras.Model` (whose output holds every label
-under the default loss) and reads every space key, and the loss and metrics compute on
-its outputs for the first examples, each `training.callbacks` function returns a Keras
-callback, and `training.engine: compiled` is not asked to train a model only `fit` can. For
-a model with several outputs, a loss or metrics given per output name name its outputs, and
-every objective, constraint and early-stopping monitor is a value it logs
-(`<output>_<metric>`): those names are checked once the model is built.
+and constraints: each names one or a model measure, and the searcher takes them), the
+device is on this machine, a Dask scheduler named by address answers, the loader runs once
+and returns usable data (arrays to split, or named splits of arrays or tf.data elements,
+checked split by split: `hpo.data.loading`), the builder, called once with the low end of
+the space, returns a `keras.Model` (whose output holds every label under the default loss)
+and reads every space key, and the loss and metrics compute on its outputs for the first
+examples, each `training.callbacks` function returns a Keras callback, and
+`training.engine: compiled` is not asked to train a model only `fit` can. For a model with
+several outputs, a loss or metrics given per output name name its outputs, and every
+objective, constraint and early-stopping monitor is a value it logs (`<output>_<metric>`):
+those names are checked once the model is built.
 Each failure is a ConfigError (exit 2) naming the key, the function and what was wrong,
 so a corrected file then runs without `--fresh`.
 """
@@ -57,6 +58,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
     _check_device(experiment)
+    _check_scheduler(experiment)
     dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
     model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
     callbacks = _check_callbacks(experiment)
@@ -109,6 +111,18 @@ def _check_device(experiment: Experiment) -> None:
     from hpo.training.devices import available_devices, enable_memory_growth, select_device
     enable_memory_growth()
     select_device(experiment.training.device, available_devices())
+
+
+def _check_scheduler(experiment: Experiment) -> None:
+    """A Dask scheduler named by address answers (within Dask's connect timeout)."""
+    address = experiment.execution.scheduler
+    if experiment.execution.backend != "dask" or not address:
+        return
+    from hpo.executors.dask_watch import SchedulerUnreachable, join_scheduler
+    try:
+        join_scheduler(address).close()
+    except SchedulerUnreachable as exc:
+        raise ConfigError(str(exc), key="execution.scheduler") from None
 
 
 def low_config(space) -> dict[str, Any]:

@@ -84,3 +84,17 @@ def test_quiet_trials_name_the_scheduler_and_what_is_missing():
                     "tls://h:1; it has no worker: start one (`dask worker tls://h:1`)")
     some = quiet_trials_note("tls://h:1", trials=2, tasks=1, workers=3, quiet_s=120)
     assert "it has 3 worker(s)" in some and "read the workers' logs" in some
+
+
+def test_a_scheduler_that_is_not_there_is_exit_2_before_any_study_folder(tmp_path, capsys):
+    from faults import ROOT, hpo_here
+
+    study_dir = tmp_path / "study"
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        done = hpo_here(capsys, "search", ROOT / "experiments" / "smoke.yaml", "--study-dir", study_dir,
+                        "--set", "execution.backend=dask", "--set", f"execution.scheduler={address}")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-2000:]
+    assert "key 'execution.scheduler'" in out and f"could not join the Dask scheduler at {address}" in out, out
+    assert not study_dir.exists()
