@@ -756,7 +756,10 @@ def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
     lines = []
     for key in sorted(set(flat_a) | set(flat_b)):
         a, b = flat_a.get(key, "<absent>"), flat_b.get(key, "<absent>")
-        if a != b:
+        # An empty mapping flattens to itself and a full one to its keys: `{}` against
+        # nothing says no more than the lines of the keys themselves.
+        empty_against_nothing = (a == {} and b == "<absent>") or (a == "<absent>" and b == {})
+        if a != b and not empty_against_nothing:
             lines.append(f"{key}: {a!r} -> {b!r}")
     return lines
 

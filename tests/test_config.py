@@ -145,6 +145,14 @@ def test_missing_file_is_user_error(tmp_path):
         load_experiment(tmp_path / "nope.yaml")
 
 
+def test_an_option_dropped_is_one_line_naming_it():
+    """An empty mapping against a full one: the differing keys, not a line for `{}` too."""
+    a = experiment_from_dict({**MINIMAL, "search": {"algorithm": "bohb", "options": {"climbers": 0}}}).to_dict()
+    b = experiment_from_dict({**MINIMAL, "search": {"algorithm": "bohb"}}).to_dict()
+    assert binding_differences(a, b) == ["search.options.climbers: 0 -> '<absent>'"]
+    assert binding_differences(b, a) == ["search.options.climbers: '<absent>' -> 0"]
+
+
 def test_binding_differences_ignore_resumable_keys():
     a = experiment_from_dict(MINIMAL).to_dict()
     b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4},
