@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
+from hpo.data.nested import is_nested
 from hpo.errors import ConfigError, did_you_mean
 from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
 from hpo.model_measures import MEASURES
@@ -65,7 +66,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
     if model is not None:
         x, y = dataset.first(8)
         outputs = _check_outputs(experiment, model)
-        if not outputs and isinstance(y, (dict, tuple, list)):
+        if not outputs and is_nested(y):
             kind = "a dict" if isinstance(y, dict) else "a tuple"
             raise ConfigError(f"the loader {experiment.data.dataset!r} gives targets as {kind} of "
                               f"{len(y)} array(s), but the builder {experiment.model.builder!r}'s model has one "
@@ -75,7 +76,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
             _check_several_outputs(experiment, model, x, y)
         else:
             _check_loss_and_metrics(experiment, model, x, y)
-        _check_engine(experiment, model, callbacks, y, isinstance(x, (dict, tuple, list)))
+        _check_engine(experiment, model, callbacks, y, is_nested(x))
         return PreflightFindings(output_names=tuple(outputs))
     return PreflightFindings()
 

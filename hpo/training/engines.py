@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from hpo.config import TrainingConfig
+from hpo.data.nested import is_nested
 from hpo.metric_names import per_output
 
 log = logging.getLogger("hpo.train")
@@ -55,7 +56,7 @@ def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_exa
         reasons.append("the inputs hold several arrays")
     if len(outputs) > 1:
         reasons.append(f"the model has {len(outputs)} outputs")
-    elif isinstance(y_example, (dict, tuple, list)):
+    elif is_nested(y_example):
         reasons.append("the targets hold several arrays")
     if len(outputs) <= 1 and (per_output(training.loss) or per_output(training.metrics)):
         reasons.append("training.loss or training.metrics is given per output")

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
+from hpo.data.nested import is_nested
 from hpo.errors import TrialFailed
 
 # Calls read ahead of training. On a busy 2-core CPU, one call ahead left the step waiting
@@ -66,7 +67,7 @@ class DeviceArrays:
 
     @property
     def several_inputs(self) -> bool:
-        return isinstance(self.x_train, (dict, tuple, list))
+        return is_nested(self.x_train)
 
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
@@ -133,7 +134,7 @@ class StreamedData:
 
     @property
     def several_inputs(self) -> bool:
-        return isinstance(self.train.elements.element_spec[0], (dict, tuple, list))
+        return is_nested(self.train.elements.element_spec[0])
 
     @property
     def validation_examples(self) -> int:
