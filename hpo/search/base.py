@@ -129,6 +129,11 @@ def config_key(config: Mapping[str, Any]) -> str:
     return repr(sorted(config.items()))
 
 
+def latin_hypercube(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """n points in [0, 1)^d, one in each of the n equal slices of every axis."""
+    return (np.argsort(rng.random((n, d)), axis=0) + rng.random((n, d))) / n
+
+
 def unseen_sample(space: SearchSpace, rng: np.random.Generator, seen: set[str],
                   pending: list[Mapping[str, Any]]) -> dict[str, Any]:
     """A uniform draw, unseen if possible; in an exhausted discrete space, at least not pending."""

@@ -10,11 +10,11 @@ maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay unifor
 keeps the convergence guarantee of Hyperband.
 
 `BOHB` schedules like synchronous Hyperband, except that with the default model (one
-objective) the full-budget bracket is a climbing one, whose configs climb every rung
-instead of starting at the top, and it also opens the search; and a bracket whose first
-budget misleads (its ranking disagrees with the top budget's, see `hpo.search.tpe`) is
-skipped, down to plain model-based search at the full budget where every lower budget
-misleads (there the full-budget bracket runs again in place of the climbing one).
+objective) the search opens with a climbing bracket, whose configs climb every rung
+instead of starting at the top, in place of the first iteration's full-budget bracket; and
+a bracket whose first budget misleads (its ranking disagrees with the top budget's, see
+`hpo.search.tpe`) is skipped, down to plain model-based search at the full budget where
+every lower budget misleads.
 `AsyncBOHB` schedules like asynchronous Hyperband, so no worker waits at a rung
 barrier. Both skip candidates equal to a pending or already
 evaluated config.
@@ -119,9 +119,10 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
         from hpo.search.pareto_tpe import make_pareto_model
-        # The points' model keeps per-dimension kernels (`kernels="auto"` was measured on one
-        # objective only).
-        return make_pareto_model(space, model, {"kernels": "independent", **options}, goals, tie_break)
+        # The points' model keeps per-dimension kernels and uniform first configs
+        # (`kernels="auto"` and the Latin hypercube were measured on one objective only).
+        return make_pareto_model(space, model, {"kernels": "independent", "initial_design": "uniform", **options},
+                                 goals, tie_break)
     models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
     if model not in models:
         raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
@@ -135,15 +136,15 @@ class BOHB(Hyperband):
     'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
     min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
-    'joint' or 'independent'). With several
+    'joint' or 'independent'), initial_design ('latin' or 'uniform'). With several
     `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
 
     `climbers` (default tpe model, one objective, at least three budgets): the size of the
-    climbing bracket, which takes the place of the full-budget bracket and also opens the
-    search (None: the number of top-budget results the rung agreement needs,
+    climbing bracket, which opens the search in place of the first iteration's full-budget
+    bracket (None: the number of top-budget results the rung agreement needs,
     `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
-    full-budget bracket, last in each iteration). Where every budget below the top
-    misleads, Hyperband's full-budget bracket runs in the climbing bracket's place."""
+    full-budget bracket, last in the first iteration too). Later iterations run Hyperband's
+    brackets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
@@ -160,9 +161,12 @@ class BOHB(Hyperband):
         # Their results at every budget are pairs for the rung agreement
         # (`hpo.search.rung_agreement`, own ranks), so opening the search with it judges
         # every lower budget before Hyperband's aggressive brackets are spent on them; where
-        # a budget misleads, its configs are full-budget results, not lost.
+        # a budget misleads, its configs are full-budget results, not lost. It runs once:
+        # later, the budgets are judged on the results of every bracket, and Hyperband's
+        # full-budget bracket serves the model better, since each of its configs is proposed
+        # after the previous one's top result, where a climber's arrives only after its whole
+        # bracket was proposed.
         self._climb: Bracket | None = None
-        self._full: Bracket | None = None        # Hyperband's full-budget bracket, where the climb replaced it
         # With fewer than three budgets a climbing bracket (6 configs through every rung)
         # would cost more than Hyperband's whole iteration: left out there.
         climbs = hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2
@@ -178,8 +182,6 @@ class BOHB(Hyperband):
             if n:
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
-                self._full = full
-                self.brackets = [*self.brackets[:-1], self._climb]
                 self.sampler.climbing = True
 
     def first_iteration_jobs(self) -> int:
@@ -188,20 +190,19 @@ class BOHB(Hyperband):
         return sum(rung.n_configs for p in range(len(self.brackets)) for rung in self._plan_at(p).rungs)
 
     def _plan_at(self, position: int) -> Bracket:
-        """The bracket at `position` in the sequence: Hyperband's order, with the climbing
-        bracket last in each iteration but the first, which it opens."""
+        """The bracket at `position` in the sequence: Hyperband's order, except that the
+        climbing bracket opens the first iteration in place of its full-budget bracket (last)."""
         n = len(self.brackets)
         if self._climb is None or position >= n:
-            return self.brackets[(position - n) % n]
+            return self.brackets[position % n]
         return self._climb if position == 0 else self.brackets[position - 1]
 
     def _start_bracket(self):
         # A bracket whose first budget the model does not trust (its ranking disagrees with
         # the top budget's: `MultiFidelityTPESampler.trusted_start`) is skipped: its budget
         # would go to configs judged where the ranking points the wrong way. The climbing
-        # (or full-budget) bracket is always trusted, so one is always found, though not always
-        # within one iteration: the climbing bracket opens the first and closes the second,
-        # with 2 * (len(brackets) - 1) brackets between.
+        # and full-budget brackets are always trusted, so one is found within an iteration
+        # and a half (the first iteration has no full-budget bracket).
         trusted = getattr(self.sampler, "trusted_start", None)
         if trusted is not None:
             for _ in range(2 * len(self.brackets)):
@@ -211,12 +212,6 @@ class BOHB(Hyperband):
                 self._brackets_started += 1
         plan = self._plan_at(self._brackets_started)
         self._brackets_started += 1
-        if plan is self._climb and trusted is not None and not any(trusted(r.budget) for r in plan.rungs[:-1]):
-            # Every budget below the top misleads: climbing would only hold back the top
-            # results the model learns from (a climber's arrives after the whole bracket was
-            # proposed), so Hyperband's full-budget bracket runs instead, each config starting
-            # at the top and its result there informing the next proposal.
-            plan = self._full
         run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
         self._open.append(run)
         return run

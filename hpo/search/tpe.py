@@ -41,6 +41,11 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   probes are what shows a misleading lower budget up; where the space has choices, each
   probe is the draw (of 8) with the choices rarest at its budget, so a few probes cover
   every branch. Then a `random_fraction` (default 0: the prior component already explores).
+  The first `n_startup` random configurations are the rows of a Latin hypercube
+  (`initial_design="latin"`, the default): each parameter's range is cut into n_startup
+  equal slices with one config in each, so a handful of configs covers every region of
+  every parameter where uniform draws leave gaps and clusters; `"uniform"` draws them
+  independently.
 - User priors (`prior:` on a parameter): random configurations are drawn around them for a
   learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
   n_startup / n keeps drawing there.
@@ -54,13 +59,14 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from hpo.search.base import ConfigSampler, check_model_options, config_key, unseen_sample
+from hpo.search.base import ConfigSampler, check_model_options, config_key, latin_hypercube, unseen_sample
 from hpo.search.kde import dimensions_of
 from hpo.search.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 KERNELS = ("auto", "joint", "independent")
+INITIAL_DESIGNS = ("latin", "uniform")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
@@ -299,7 +305,8 @@ def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
 class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
-                 rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto"):
+                 rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto",
+                 initial_design: str = "latin"):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
         if rungs not in RUNG_MODES:
@@ -312,6 +319,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         if kernels not in KERNELS:
             raise ValueError(f"kernels must be one of {list(KERNELS)}, got {kernels!r}")
         self.kernels = kernels
+        if initial_design not in INITIAL_DESIGNS:
+            raise ValueError(f"initial_design must be one of {list(INITIAL_DESIGNS)}, got {initial_design!r}")
+        self.initial_design = initial_design
+        self._design: list[np.ndarray] | None = None        # rows of the initial design not handed out yet
         self.rungs = rungs
         self.probe_budgets = probe_budgets
         self.dims = dimensions_of(space)
@@ -574,4 +585,16 @@ class MultiFidelityTPESampler(ConfigSampler):
         return model.sample_good(rng, m)
 
     def _fresh_random(self, rng: np.random.Generator, pending) -> dict[str, Any]:
+        """A model-free config: with `initial_design="latin"` and no priors, the next unseen row
+        of a Latin hypercube of n_startup rows (drawn at first use); after those, and otherwise,
+        `fresh` (uniform, or around the priors for their share: a design that ignored them
+        would make a wrong prior cost more)."""
+        if self.initial_design == "latin" and not self.priors.enabled:
+            if self._design is None:
+                self._design = list(latin_hypercube(rng, self.n_startup, len(self.dims)))
+            taken = self.seen | {config_key(c) for c in pending}
+            while self._design:
+                config = self.space.from_unit(self._design.pop(0))
+                if config_key(config) not in taken:
+                    return config
         return self.fresh(rng, pending)
