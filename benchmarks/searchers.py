@@ -472,6 +472,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="20 full-budget evaluations of budget per run instead of 40")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (more seeds in the same cache)")
     parser.add_argument("--full-evals", type=float, default=None,
                         help="total budget in full-budget evaluations (default 40, quick 20)")
     parser.add_argument("--only", nargs="*", help="run only these searchers")
@@ -501,7 +503,8 @@ def main() -> None:
     for problem in problems:
         for name in names:
             started = time.perf_counter()
-            runs = [cache.get(name, problem, seed, total) for seed in range(args.seeds)]
+            runs = [cache.get(name, problem, seed, total)
+                    for seed in range(args.first_seed, args.first_seed + args.seeds)]
             if any(run is None for run in runs):
                 print(f"  {problem.name:20s} {name:22s} left out: {sum(r is not None for r in runs)} of "
                       f"{args.seeds} seeds in the cache", flush=True)
