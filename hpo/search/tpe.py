@@ -71,7 +71,7 @@ MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget 
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
 MIN_TOP_RESULTS = 6  # results a budget needs before the budgets below are judged against it
-RHO_MIN = 0.5        # a budget whose ranking agrees less than this with the top budget's misleads
+RHO_MIN = 0.6        # a budget whose ranking agrees less than this with the top budget's misleads
 
 
 class ParzenEstimator:
