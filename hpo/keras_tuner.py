@@ -86,12 +86,13 @@ class SearcherOracle(kt.Oracle):
         if max_trials is None:   # like kt.Hyperband: a number of full Hyperband iterations
             per_iteration = sum(r.n_configs for b in hyperband_brackets(min_epochs, max_epochs, factor)
                                 for r in b.rungs)
-            if self.algorithm == "bohb":   # its first iteration also holds the climbing bracket
-                per_iteration = make_searcher(
+            first_iteration = per_iteration
+            if self.algorithm == "bohb":   # its first iteration holds the climbing bracket; later ones are Hyperband's
+                first_iteration = make_searcher(
                     "bohb", {"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0, direction="minimize",
                     min_budget=min_epochs, max_budget=max_epochs, eta=factor,
                     options=searcher_options).first_iteration_jobs()
-            max_trials = per_iteration * hyperband_iterations
+            max_trials = first_iteration + per_iteration * (hyperband_iterations - 1)
         super().__init__(objective=objective, max_trials=max_trials, hyperparameters=hyperparameters,
                          allow_new_entries=allow_new_entries, tune_new_entries=tune_new_entries, seed=seed,
                          max_retries_per_trial=max_retries_per_trial,

@@ -274,8 +274,8 @@ def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
         job = searcher.ask()
         searcher.tell(job, _trap(job.config, job.budget, reversal))
         log.append(job)
-    # New configs of the aggressive brackets (the climbing bracket's, s=0, start at budget 1
-    # but reach the top whatever they score there).
+    # New configs of Hyperband's brackets that start below the top (bracket 0, the full-budget
+    # one, starts at 27; the climb, which starts at 1, is long over in the last 150 jobs).
     late_starts = {j.budget for j in log[-150:] if j.continues is None and j.bracket != 0}
     if reversal:
         assert searcher.sampler.rung_agreement[1.0] < RHO_MIN and not searcher.sampler.trusted_start(1.0)
@@ -288,8 +288,8 @@ def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
 
 def test_where_every_lower_budget_misleads_new_configs_start_at_the_top():
     """After the opening climb shows every budget below 27 reversed, no bracket starts below
-    the top (none of Hyperband's, in this iteration or the next), and the climbing bracket
-    gives way to the full-budget one: each config starts at 27, where its result informs the next."""
+    the top (none of Hyperband's, in this iteration or the next): only the full-budget bracket
+    of the second iteration runs, each config starting at 27, where its result informs the next."""
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
     searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
     log = []

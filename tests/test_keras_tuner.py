@@ -115,3 +115,15 @@ def test_a_reloaded_tuner_replays_the_oracle_and_carries_on(tmp_path, digits_arr
     for t in trials.values():
         parent = t.hyperparameters.values.get("tuner/trial_id")
         assert parent is None or parent in trials
+
+
+@pytest.mark.parametrize("iterations", [1, 2, 3])
+def test_bohb_oracle_trials_count_whole_iterations_with_one_climb(iterations):
+    """Like kt.Hyperband, max_trials defaults to whole iterations: for BOHB the first holds
+    the climbing bracket, the later ones Hyperband's brackets (27 epochs, factor 3: 89, then 69)."""
+    from hpo.search import BOHB
+    searcher = BOHB({"x": {"type": "float", "low": 0.0, "high": 1.0}}, min_budget=1, max_budget=27, eta=3)
+    positions = range(iterations * len(searcher.brackets))
+    jobs = sum(rung.n_configs for p in positions for rung in searcher._plan_at(p).rungs)
+    oracle = hkt.BOHBOracle(objective="val_loss", max_epochs=27, factor=3, hyperband_iterations=iterations)
+    assert oracle.max_trials == jobs == 89 + 69 * (iterations - 1)

@@ -201,8 +201,8 @@ class BOHB(Hyperband):
         # A bracket whose first budget the model does not trust (its ranking disagrees with
         # the top budget's: `MultiFidelityTPESampler.trusted_start`) is skipped: its budget
         # would go to configs judged where the ranking points the wrong way. The climbing
-        # and full-budget brackets are always trusted, so one is found within an iteration
-        # and a half (the first iteration has no full-budget bracket).
+        # and full-budget brackets are always trusted, so one is found within the next
+        # 2 * len(brackets) - 1 positions (the first iteration has no full-budget bracket).
         trusted = getattr(self.sampler, "trusted_start", None)
         if trusted is not None:
             for _ in range(2 * len(self.brackets)):

@@ -17,8 +17,8 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   lower budget gives the top budget's configs, its own where they ran there and its nearest
   neighbours' otherwise, and their losses at the top), or where the configs promoted from
   it lose most pairings (AUC < 0.25) against configs that started on the budget above
-  (left out where BOHB runs climbing brackets, whose configs climb every rung whatever
-  they score and so give every budget its own-rank pairs with the top).
+  (left out where BOHB opens with a climbing bracket, whose configs climb every rung
+  whatever they score and so give every budget its own-rank pairs with the top).
   `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
   configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
@@ -43,9 +43,11 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   every branch. Then a `random_fraction` (default 0: the prior component already explores).
   The first `n_startup` random configurations are the rows of a Latin hypercube
   (`initial_design="latin"`, the default): each parameter's range is cut into n_startup
-  equal slices with one config in each, so a handful of configs covers every region of
-  every parameter where uniform draws leave gaps and clusters; `"uniform"` draws them
-  independently.
+  equal slices with one config in each (of a conditional parameter, those of the rows
+  where it is active), so a handful of configs covers every region of every parameter
+  where uniform draws leave gaps and clusters; `"uniform"` draws them independently.
+  Probes in a space with choices keep the rarest-choice rule above: on the branch
+  problems it found the right branch more often than the hypercube's rows.
 - User priors (`prior:` on a parameter): random configurations are drawn around them for a
   learnt share (`hpo.search.base.PriorTrust`), and once the model runs, a share fading as
   n_startup / n keeps drawing there.
@@ -342,8 +344,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
-        # Set by BOHB when it runs climbing brackets: their configs give every budget pairs
-        # with the top (own ranks), and the promoted-against-fresh check is left out.
+        # Set by BOHB when it opens with a climbing bracket: its configs give every budget
+        # pairs with the top (own ranks), and the promoted-against-fresh check is left out
+        # for the whole search (see `_reliability`).
         self.climbing = False
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
@@ -470,10 +473,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         that started there. If they lose to those in more than 1 - AUC_MIN of the pairs,
         the lower budget's ranking points the wrong way, and so does every budget below it
         (the chain of promotions went through it). Needs MIN_PAIRS of each kind. Left out
-        where BOHB runs climbing brackets (`climbing`): their configs climb every rung
-        whatever they score, so the rung agreement compares their ranks directly, and fresh
-        configs drawn by a model that has learnt since beat older promoted ones on problems
-        whose budgets agree."""
+        where BOHB opens with a climbing bracket (`climbing`), for the whole search: the
+        climbers' results give the rung agreement own-rank pairs at every budget, and later
+        the check misfires where budgets agree, since fresh configs drawn by a model that
+        has learnt since beat older promoted ones."""
         key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
         if self._trust is not None and self._trust[0] == key:
             return self._trust[1]
