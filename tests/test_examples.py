@@ -30,11 +30,13 @@ def test_plain_function_both_ways_agree_and_stay_off_tensorflow():
 
 
 def test_sklearn_forest_with_trees_as_the_budget(tmp_path):
-    out = run_example("examples/sklearn_forest.py", "--max-trials", "30", "--study-dir", str(tmp_path / "s"))
+    # 12 trials: BOHB's opening climbers at 9 and 27 trees (their 81- and 243-tree forests,
+    # the slow part, come after).
+    out = run_example("examples/sklearn_forest.py", "--max-trials", "12", "--study-dir", str(tmp_path / "s"))
     accuracy = float(re.search(r"best cross-validated accuracy (\d\.\d+)", out).group(1))
     assert accuracy > 0.8
     trials = Study.open(tmp_path / "s").trials()
-    assert len(trials) == 30 and {t.budget for t in trials} >= {9.0, 27.0}
+    assert len(trials) == 12 and {t.budget for t in trials} == {9.0, 27.0}
 
 
 def test_custom_functional_keras_model_through_the_cli(tmp_path, capsys):
