@@ -192,9 +192,8 @@ class BOHB(Hyperband):
     def _plan_at(self, position: int) -> Bracket:
         """The bracket at `position` in the sequence: Hyperband's order, except that the
         climbing bracket opens the first iteration in place of its full-budget bracket (last)."""
-        n = len(self.brackets)
-        if self._climb is None or position >= n:
-            return self.brackets[position % n]
+        if self._climb is None or position >= len(self.brackets):
+            return super()._plan_at(position)
         return self._climb if position == 0 else self.brackets[position - 1]
 
     def _start_bracket(self):
@@ -210,11 +209,7 @@ class BOHB(Hyperband):
                 if plan is self._climb or trusted(plan.rungs[0].budget):
                     break
                 self._brackets_started += 1
-        plan = self._plan_at(self._brackets_started)
-        self._brackets_started += 1
-        run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
-        self._open.append(run)
-        return run
+        return super()._start_bracket()
 
     def _job_from(self, run: _BracketRun):
         if run.plan is self._climb and run.rung == 0 and run.to_sample > 0:

@@ -52,8 +52,12 @@ class Hyperband(Searcher):
         self._open: list[_BracketRun] = []
         self._brackets_started = 0
 
+    def _plan_at(self, position: int) -> Bracket:
+        """The bracket at `position` in the sequence of brackets started: Hyperband's order."""
+        return self.brackets[position % len(self.brackets)]
+
     def _start_bracket(self) -> _BracketRun:
-        plan = self.brackets[self._brackets_started % len(self.brackets)]
+        plan = self._plan_at(self._brackets_started)
         self._brackets_started += 1
         run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)
         self._open.append(run)
