@@ -22,7 +22,11 @@ shapes (`--set heldout2`), each reported separately: the last line gives
 space; ours see it as declared.
 
 `--cache DIR` keeps the peers' outcomes on disk (per peer, problem, seed and budget): they
-are the slow part and do not change while ours are tuned.
+are the slow part and do not change while ours are tuned. Every searcher's run repeats
+with its seed: Optuna's study is named after the problem and seed (its Hyperband pruner
+assigns trials to brackets by a hash of that name), and Syne Tune's BOHB also gets numpy's
+global generator seeded. Each problem's ratio comes with a 95% bootstrap interval over
+the seeds.
 
 "Overhead" is measured the same way for every searcher: the run's wall time minus the time
 spent inside the objective, per evaluation. For ours it is also shown for ask() alone.
@@ -188,7 +192,10 @@ def run_optuna(pruned: bool) -> Callable[[Problem, int, float], Trace]:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=int(MAX_BUDGET), reduction_factor=ETA) \
             if pruned else optuna.pruners.NopPruner()
-        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)
+        # The pruner assigns trials to brackets by a hash of the study's name, which is random
+        # unless given: named after the problem and seed, a run repeats.
+        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner,
+                                    study_name=f"{problem.name}-{seed}")
         trace = Trace(problem, seed, total)
         try:
             while True:
@@ -331,6 +338,7 @@ def run_syne_bohb(problem: Problem, seed: int, total: float) -> Trace:
     from syne_tune.optimizer.scheduler import SchedulerDecision
 
     logging.getLogger("syne_tune").setLevel(logging.ERROR)
+    np.random.seed(seed)   # besides random_seed, Syne Tune's BOHB draws from numpy's global generator
     space = {}
     for name, spec in problem.space.items():
         if spec["type"] == "choice":
@@ -448,6 +456,21 @@ def mean_final(outcomes: list[Outcome]) -> float:
     return float(np.mean([o.regret[1.0] for o in outcomes]))
 
 
+def ratio_interval(ours: list[Outcome], peer: list[Outcome], resamples: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of mean(ours) / mean(peer) final regret, the seeds of each resampled
+    on their own (fixed generator, so the output repeats). It shows whether a ratio's distance
+    from 1 is more than the seeds' spread; it leaves out that the best peer is itself the
+    lowest of several noisy means, which favours the peers."""
+    rng = np.random.default_rng(0)
+    a = np.array([o.regret[1.0] for o in ours])
+    b = np.array([o.regret[1.0] for o in peer])
+    means_a = a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1)
+    means_b = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=1)
+    ratios = means_a / np.maximum(means_b, 1e-300)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def worst_ratio(problems, names, outcomes) -> float | None:
     """max over problems of mean final regret of hpo bohb / that of the best peer."""
     ratios = []
@@ -463,7 +486,9 @@ def worst_ratio(problems, names, outcomes) -> float | None:
         ratios.append(ratio)
         which = min((p for p in PEERS if (problem.name, p) in outcomes),
                     key=lambda p: mean_final(outcomes[problem.name, p]))
-        print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f}")
+        low, high = ratio_interval(outcomes[problem.name, "hpo bohb"], outcomes[problem.name, which])
+        print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f} "
+              f"(95% interval {low:.2f}-{high:.2f})")
     return max(ratios) if ratios else None
 
 
