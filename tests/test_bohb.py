@@ -180,6 +180,34 @@ def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
     assert sampler.stats()["rung_trusted/1"] == 0.0
 
 
+@pytest.mark.parametrize("budget_one_agrees, choices, kernels", [
+    (False, False, "joint"),        # only budgets 3 and 9 are trusted, numbers only
+    (False, True, "independent"),   # the same with a choice in the space
+    (True, False, "independent"),   # every budget trusted
+])
+def test_auto_kernels_turn_joint_where_only_the_top_and_one_budget_below_it_are_trusted(
+        budget_one_agrees, choices, kernels):
+    from hpo.search.tpe import MultiFidelityTPESampler
+    extra = {"c": {"type": "choice", "values": ["a", "b"]}} if choices else {}
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "y": {"type": "float", "low": 0, "high": 1}, **extra})
+    sampler = MultiFidelityTPESampler(space)
+    sign = 1.0 if budget_one_agrees else -1.0
+    # Eight configs climb 1 -> 3 -> 9 (small x best at 3 and 9); six more stop at 3, so the
+    # model keeps configs of two budgets.
+    for i in range(8):
+        config = {"x": (i + 0.5) / 8, "y": 0.5, **({"c": "a"} if choices else {})}
+        for budget, loss in ((1.0, sign * config["x"]), (3.0, config["x"]), (9.0, config["x"])):
+            sampler.observe(config, budget, loss)
+    for i in range(6):
+        config = {"x": (i + 0.25) / 6, "y": 0.3, **({"c": "b"} if choices else {})}
+        sampler.observe(config, 1.0, sign * config["x"])
+        sampler.observe(config, 3.0, config["x"] + 0.01)
+    model = sampler._fit()
+    assert sampler.rung_trusted == {1.0: float(budget_one_agrees), 3.0: 1.0, 9.0: 1.0}
+    assert model.kernels == kernels
+
+
 def test_tpe_handles_conditionals_and_concentrates_on_the_good_region():
     rng = np.random.default_rng(0)
     space = SearchSpace.from_dict({"opt": {"type": "choice", "values": ["a", "b"]},
@@ -265,25 +293,31 @@ def _trap(config, budget, reversal):
     return (config["x"] - centre) ** 2 + 0.2 * config["y"]
 
 
-@pytest.mark.parametrize("reversal", [False, True])
-def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(reversal):
+def test_bohb_skips_brackets_that_start_where_the_ranking_misleads():
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
-    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
-    log = []
-    for _ in range(420):
-        job = searcher.ask()
-        searcher.tell(job, _trap(job.config, job.budget, reversal))
-        log.append(job)
-    # New configs of Hyperband's brackets that start below the top (bracket 0, the full-budget
-    # one, starts at 27; the climb, which starts at 1, is long over in the last 150 jobs).
-    late_starts = {j.budget for j in log[-150:] if j.continues is None and j.bracket != 0}
-    if reversal:
-        assert searcher.sampler.rung_agreement[1.0] < RHO_MIN and not searcher.sampler.trusted_start(1.0)
-        assert 1.0 not in late_starts                            # no new config is judged at budget 1
-        assert searcher.stats()["rung_trusted/1"] == 0.0
-    else:
-        assert searcher.sampler.rung_agreement[1.0] >= RHO_MIN and 1.0 in late_starts
-
+    late_starts_at_one = {}
+    for reversal in (False, True):
+        late_starts_at_one[reversal] = 0
+        for seed in range(3):
+            searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed)
+            log = []
+            for _ in range(420):
+                job = searcher.ask()
+                searcher.tell(job, _trap(job.config, job.budget, reversal))
+                log.append(job)
+            rho = searcher.sampler.rung_agreement[1.0]
+            if reversal:
+                assert rho < RHO_MIN and not searcher.sampler.trusted_start(1.0)
+                assert searcher.stats()["rung_trusted/1"] == 0.0
+            else:
+                assert rho >= RHO_MIN and searcher.sampler.trusted_start(1.0)
+            # New configs of Hyperband's brackets that start at budget 1 in the last 150 jobs
+            # (the climb is long over). The agreement is judged afresh as results arrive, so
+            # a reversed budget can look trusted for a while (a bracket then starts there):
+            # the claim is on the count, not on every job.
+            late_starts_at_one[reversal] += sum(1 for j in log[-150:] if j.continues is None and j.budget == 1.0)
+    assert late_starts_at_one[False] > 0
+    assert late_starts_at_one[True] <= late_starts_at_one[False] / 2
 
 
 def test_where_every_lower_budget_misleads_new_configs_start_at_the_top():
