@@ -408,6 +408,11 @@ def run_once(name: str, problem: Problem, seed: int, total: float) -> Outcome:
     return Outcome.of(SEARCHERS[name](dataclasses.replace(problem, space=flat(problem.space)), seed, total))
 
 
+# How each peer is driven, where that changed its runs: the version is in the cache file's
+# name, so a cache never mixes runs of two drivers (version 2: the runs repeat per seed).
+DRIVER_VERSIONS = {"optuna tpe+hyperband": 2, "syne tune bohb": 2}
+
+
 class PeerCache:
     """Peers' outcomes on disk, one JSON file per peer: they do not change while ours are
     tuned, and they are the slow part of the benchmark. One file per peer and problem (so runs
@@ -419,7 +424,8 @@ class PeerCache:
         self._data: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _file(self, name: str, problem: str) -> Path:
-        return self.folder / ("".join(c if c.isalnum() else "_" for c in f"{name}-{problem}") + ".json")
+        version = f"-v{DRIVER_VERSIONS[name]}" if name in DRIVER_VERSIONS else ""
+        return self.folder / ("".join(c if c.isalnum() else "_" for c in f"{name}-{problem}{version}") + ".json")
 
     def _load(self, name: str, problem: str) -> dict[str, Any]:
         if (name, problem) not in self._data:
@@ -457,17 +463,20 @@ def mean_final(outcomes: list[Outcome]) -> float:
 
 
 def ratio_interval(ours: list[Outcome], peer: list[Outcome], resamples: int = 2000) -> tuple[float, float]:
-    """95% bootstrap interval of mean(ours) / mean(peer) final regret, the seeds of each resampled
-    on their own (fixed generator, so the output repeats). It shows whether a ratio's distance
-    from 1 is more than the seeds' spread; it leaves out that the best peer is itself the
-    lowest of several noisy means, which favours the peers."""
+    """95% bootstrap interval of mean(ours) / mean(peer) final regret (fixed generator, so the
+    output repeats). Each side's seeds are resampled on their own: two runs with one seed
+    share the problem's noise draws but not a trajectory, so pairing them would claim a
+    link that is not there. It shows whether a ratio's distance from 1 is more than the
+    seeds' spread; it leaves out that the best peer is itself the lowest of several noisy
+    means, which favours the peers. A zero peer mean counts as in `worst_ratio`."""
     rng = np.random.default_rng(0)
     a = np.array([o.regret[1.0] for o in ours])
     b = np.array([o.regret[1.0] for o in peer])
     means_a = a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1)
     means_b = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=1)
-    ratios = means_a / np.maximum(means_b, 1e-300)
-    low, high = np.percentile(ratios, [2.5, 97.5])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(means_b > 0, means_a / means_b, np.where(means_a <= means_b, 1.0, np.inf))
+    low, high = np.quantile(ratios, [0.025, 0.975], method="inverted_cdf")   # no interpolation: inf stays
     return float(low), float(high)
 
 
@@ -478,14 +487,13 @@ def worst_ratio(problems, names, outcomes) -> float | None:
         if (problem.name, "hpo bohb") not in outcomes:
             continue
         ours = mean_final(outcomes[problem.name, "hpo bohb"])
-        peers = [mean_final(outcomes[problem.name, p]) for p in PEERS if (problem.name, p) in outcomes]
+        peers = {p: mean_final(outcomes[problem.name, p]) for p in PEERS if (problem.name, p) in outcomes}
         if not peers:
             continue
-        best_peer = min(peers)
+        which = min(peers, key=peers.get)
+        best_peer = peers[which]
         ratio = ours / best_peer if best_peer > 0 else (1.0 if ours <= best_peer else math.inf)
         ratios.append(ratio)
-        which = min((p for p in PEERS if (problem.name, p) in outcomes),
-                    key=lambda p: mean_final(outcomes[problem.name, p]))
         low, high = ratio_interval(outcomes[problem.name, "hpo bohb"], outcomes[problem.name, which])
         print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f} "
               f"(95% interval {low:.2f}-{high:.2f})")
