@@ -95,9 +95,13 @@ class ConfigSampler:
             return self.prior_draw(rng, pending)
         return unseen_sample(self.space, rng, self.seen, pending)
 
+    def taken(self, pending: list[Mapping[str, Any]]) -> set[str]:
+        """Keys of the configs a proposal must not repeat: those proposed or run, and the pending."""
+        return self.seen | {config_key(c) for c in pending}
+
     def prior_draw(self, rng: np.random.Generator, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
         """A config drawn around the priors, unseen if possible (remembered as drawn there)."""
-        taken = self.seen | {config_key(c) for c in pending}
+        taken = self.taken(pending)
         config = self.space.sample_prior(rng)
         for _ in range(100):
             if config_key(config) not in taken:

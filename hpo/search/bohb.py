@@ -97,7 +97,7 @@ class KDESampler(ConfigSampler):
     def _best_candidate(self, rng, good: KDE, bad: KDE, pending) -> dict[str, Any] | None:
         candidates = good.sample(rng, self.num_samples, self.bandwidth_factor)
         score = good.log_pdf(candidates) - bad.log_pdf(candidates)        # log l(x)/g(x)
-        taken = self.seen | {config_key(c) for c in pending}
+        taken = self.taken(pending)
         for index in np.argsort(-score, kind="stable"):
             if not math.isfinite(score[index]):
                 continue

@@ -592,7 +592,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             # Score only what is active in each candidate: an inactive value says nothing.
             candidates = np.array([self.space.to_unit(c) for c in configs])
         total = model.score(candidates)
-        taken = self.seen | {config_key(c) for c in pending}
+        taken = self.taken(pending)
         for index in np.argsort(-total, kind="stable"):
             config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
             if config_key(config) not in taken:
@@ -610,7 +610,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         if self.initial_design == "latin" and not self.priors.enabled:
             if self._design is None:
                 self._design = list(latin_hypercube(rng, self.n_startup, len(self.dims)))
-            taken = self.seen | {config_key(c) for c in pending}
+            taken = self.taken(pending)
             while self._design:
                 config = self.space.from_unit(self._design.pop(0))
                 if config_key(config) not in taken:
