@@ -13,7 +13,8 @@ from hpo.study import Study
 EPOCHS = 12
 LONG_TRIALS = ["--set", "search.algorithm=random", "--set", f"search.min_budget={EPOCHS}",
                "--set", f"search.max_budget={EPOCHS}", "--set", "search.max_trials=4",
-               "--set", "training.checkpoint_seconds=0"]     # a checkpoint after every (short) epoch
+               "--set", "training.checkpoint_seconds=0",     # a checkpoint after every (short) epoch
+               "--set", "training.compile=graph"]            # no compile-mode measurement: faults, not speed
 
 
 # A killed Dask worker is retried the same way: its trials come back lost from the share
@@ -68,7 +69,8 @@ def all_complete_with_every_epoch_once(study_dir) -> list:
 
 # --- the driver killed outright ---------------------------------------------------------------
 
-SLOW_SMOKE = ["--set", "training.batch_size=8", "--set", "search.min_budget=2", "--set", "search.max_budget=8"]
+SLOW_SMOKE = ["--set", "training.batch_size=8", "--set", "search.min_budget=2", "--set", "search.max_budget=8",
+              "--set", "training.compile=graph"]
 
 
 def _finished(study_dir):
@@ -77,25 +79,17 @@ def _finished(study_dir):
 
 
 # Kills at random moments over inline, local and dask, drivers still starting included, are in
-# tests/test_random_kill.py (through the runner, without TensorFlow). These two go through the
-# real CLI and the Keras trainer: a trial killed mid-way resumes from its progress checkpoint,
-# and local workers outlive no driver.
-@pytest.mark.parametrize("backend, kill_point", [
-    ("inline", "mid-trial"),
-    ("local", "after a trial finished"),
-])
-def test_driver_killed_with_sigkill_resumes_without_losing_a_trial(tmp_path, backend, kill_point):
+# tests/test_random_kill.py (the real driver, study and executors with a trainer of
+# millisecond epochs): there a killed driver's local and Dask workers exit, and nothing
+# finished is lost. This one goes through the real CLI and the Keras trainer: a trial killed
+# mid-way resumes from its progress checkpoint.
+def test_driver_killed_with_sigkill_mid_trial_resumes_without_losing_a_trial(tmp_path):
     study_dir = tmp_path / "study"
-    args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE, "--set", f"execution.backend={backend}",
-            "--set", "execution.workers=2"]
+    args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE]
     driver = start_hpo(*args)
     try:
-        if kill_point == "mid-trial":
-            wait_for(lambda: running_trial_with_epochs(study_dir, 2) is not None, what="a trial 2 epochs in",
-                     process=driver)
-        else:
-            wait_for(lambda: len(_finished(study_dir)) >= 2, what="two finished trials", process=driver)
-        workers = worker_processes(driver.pid)
+        wait_for(lambda: running_trial_with_epochs(study_dir, 2) is not None, what="a trial 2 epochs in",
+                 process=driver)
         kill(driver.pid)
         driver.communicate(timeout=30)
     finally:
@@ -106,9 +100,6 @@ def test_driver_killed_with_sigkill_resumes_without_losing_a_trial(tmp_path, bac
     # next one's start, and nothing is left running.)
     running_at_kill = [row[0] for row in query(study_dir, "SELECT trial_id FROM trials WHERE state='running'")]
     assert (study_dir / "study.lock").exists(), "kill -9 leaves the lock behind: resume must take it over"
-    # Local workers notice their driver is gone and exit instead of training for nobody.
-    wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
-             what="orphaned workers to exit")
 
     resumed = hpo(*args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
