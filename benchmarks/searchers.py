@@ -462,21 +462,28 @@ def mean_final(outcomes: list[Outcome]) -> float:
     return float(np.mean([o.regret[1.0] for o in outcomes]))
 
 
+def regret_ratio(ours, peer) -> np.ndarray:
+    """ours / peer mean final regret, elementwise; where the peer's is 0 (it found the optimum):
+    1 if ours is 0 too, else inf."""
+    ours, peer = np.asarray(ours, dtype=float), np.asarray(peer, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(peer > 0, ours / peer, np.where(ours <= peer, 1.0, np.inf))
+
+
 def ratio_interval(ours: list[Outcome], peer: list[Outcome], resamples: int = 2000) -> tuple[float, float]:
     """95% bootstrap interval of mean(ours) / mean(peer) final regret (fixed generator, so the
     output repeats). Each side's seeds are resampled on their own: two runs with one seed
     share the problem's noise draws but not a trajectory, so pairing them would claim a
     link that is not there. It shows whether a ratio's distance from 1 is more than the
     seeds' spread; it leaves out that the best peer is itself the lowest of several noisy
-    means, which favours the peers. A zero peer mean counts as in `worst_ratio`."""
+    means, which favours the peers. A zero peer mean counts as in `regret_ratio`."""
     rng = np.random.default_rng(0)
     a = np.array([o.regret[1.0] for o in ours])
     b = np.array([o.regret[1.0] for o in peer])
     means_a = a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1)
     means_b = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(means_b > 0, means_a / means_b, np.where(means_a <= means_b, 1.0, np.inf))
-    low, high = np.quantile(ratios, [0.025, 0.975], method="inverted_cdf")   # no interpolation: inf stays
+    # No interpolation between quantiles: an inf ratio stays inf.
+    low, high = np.quantile(regret_ratio(means_a, means_b), [0.025, 0.975], method="inverted_cdf")
     return float(low), float(high)
 
 
@@ -492,7 +499,7 @@ def worst_ratio(problems, names, outcomes) -> float | None:
             continue
         which = min(peers, key=peers.get)
         best_peer = peers[which]
-        ratio = ours / best_peer if best_peer > 0 else (1.0 if ours <= best_peer else math.inf)
+        ratio = float(regret_ratio(ours, best_peer))
         ratios.append(ratio)
         low, high = ratio_interval(outcomes[problem.name, "hpo bohb"], outcomes[problem.name, which])
         print(f"{problem.name}: hpo bohb {ours:.4g} vs best peer {best_peer:.4g} ({which}) -> ratio {ratio:.3f} "
