@@ -190,7 +190,8 @@ def run_optuna(pruned: bool) -> Callable[[Problem, int, float], Trace]:
     def run(problem: Problem, seed: int, total: float) -> Trace:
         import optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=int(MAX_BUDGET), reduction_factor=ETA) \
+        pruner = optuna.pruners.HyperbandPruner(min_resource=max(1, int(round(MIN_BUDGET))),
+                                                max_resource=int(MAX_BUDGET), reduction_factor=ETA) \
             if pruned else optuna.pruners.NopPruner()
         # The pruner assigns trials to brackets by a hash of the study's name, which is random
         # unless given: named after the problem and seed, a run repeats.
@@ -418,9 +419,12 @@ class PeerCache:
     tuned, and they are the slow part of the benchmark. One file per peer and problem (so runs
     split by problem can fill one cache side by side), keyed by seed and budget."""
 
-    def __init__(self, folder: str | None, only_cached: bool = False):
+    def __init__(self, folder: str | None, only_cached: bool = False, run=None, peers=None):
         self.folder = Path(folder) if folder else None
         self.only_cached = only_cached
+        # Another benchmark (`published.py`) brings its own runner and peers.
+        self._run = run or run_once
+        self._peers = PEERS if peers is None else peers
         self._data: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _file(self, name: str, problem: str) -> Path:
@@ -435,13 +439,13 @@ class PeerCache:
 
     def get(self, name: str, problem: Problem, seed: int, total: float) -> Outcome | None:
         """The outcome (None: not in the cache and `only_cached`)."""
-        if self.folder is None or name not in PEERS:
-            return run_once(name, problem, seed, total)
+        if self.folder is None or name not in self._peers:
+            return self._run(name, problem, seed, total)
         data, key = self._load(name, problem.name), f"{seed}|{total:g}"
         if key not in data and self.only_cached:
             return None
         if key not in data:
-            outcome = run_once(name, problem, seed, total)
+            outcome = self._run(name, problem, seed, total)
             data[key] = {"regret": [[f, r] for f, r in outcome.regret.items()], "overhead_ms": outcome.overhead_ms}
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self._file(name, problem.name)
