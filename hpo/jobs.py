@@ -42,7 +42,7 @@ class TrainTask:
     # study: configs are compared on the same stream of batches (common random numbers, so a
     # lucky shuffle does not pick the winner), and fused trials share one input batch.
     data_seed: int = 0
-    measures: tuple[str, ...] = ()                # model measures to take after training (hpo.model_measures)
+    measures: tuple[str, ...] = ()                # model measures to take after training (hpo.training.model_measures)
     latency_batch: int = 1                        # examples per forward pass for `latency_ms`
 
 

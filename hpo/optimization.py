@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError
-from hpo.search.objectives import Goals, Objective, suggest
-from hpo.search.pareto import pareto_mask
+from hpo.search.multiobjective.objectives import Goals, Objective, suggest
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
-from hpo.trial import TrialResult, TrialState
+from hpo.study.pareto import ParetoMember, pareto_set
 
 DEFAULT_MAX_TRIALS = 100
 # The experiment key each argument of `optimize` fills, to name the argument in errors.
@@ -44,18 +43,6 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
                  "search.max_budget": "max_budget", "search.eta": "eta", "search.max_trials": "max_trials",
                  "search.time_limit": "time_limit", "search.direction": "direction", "search.objective": "metric",
                  "search.options": "options", "seed": "seed", "execution.workers": "workers"}
-
-
-@dataclass(frozen=True)
-class ParetoMember:
-    """One trial of the Pareto set: its objectives (and constraints' values) by name."""
-
-    trial_id: int
-    config: dict[str, Any]
-    budget: float
-    objectives: dict[str, float]        # objective name -> value, in the user's direction
-    feasible: bool                      # every constraint holds
-    metrics: dict[str, float]           # everything the objective returned
 
 
 @dataclass(frozen=True)
@@ -111,8 +98,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     """
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
-    from hpo.resume import prepare_study
     from hpo.runner import build_runner
+    from hpo.study.resume import prepare_study
 
     if max_trials is None and time_limit is None:
         max_trials = DEFAULT_MAX_TRIALS
@@ -124,7 +111,6 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     raw = {
         "name": "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "objective",
         "seed": seed,
-        "data": {"dataset": "hpo.optimization:no_dataset"},
         "space": space_dict,
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
@@ -134,7 +120,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "execution": {"backend": "inline", "workers": workers},
     }
     try:
-        experiment = experiment_from_dict(raw, source="hpo.optimize()")
+        experiment = experiment_from_dict(raw, source="hpo.optimize()", needs_data=False)
     except ConfigError as exc:
         raise _argument_error(exc) from None
     if study_dir is not None and not fresh:
@@ -168,38 +154,6 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           study_dir=Path(study_dir) if study_dir is not None else None,
                           objectives=goals.objectives if objectives is not None else (),
                           pareto=pareto)
-
-
-def completed_results(trials: Sequence[TrialRow], goals: Goals) -> list[tuple[TrialRow, TrialResult]]:
-    """The completed trials that report every objective, each with its result as `goals` reads it."""
-    done = []
-    for t in trials:
-        if t.state != TrialState.COMPLETE:
-            continue
-        result = goals.result_of(TrialResult(value=t.value, metrics=t.metrics))
-        if result.ok:
-            done.append((t, result))
-    return done
-
-
-def pareto_set(trials: Sequence[TrialRow], goals: Goals) -> tuple[ParetoMember, ...]:
-    """The completed trials at the largest budget any reached that are feasible and not
-    dominated there (with none feasible, the least violating), in trial id order."""
-    done = completed_results(trials, goals)
-    if not done:
-        return ()
-    top = max(t.budget for t, _ in done)
-    done = [(t, r) for t, r in done if t.budget == top]
-    violations = [goals.violation(r) for _, r in done]
-    mask = pareto_mask([goals.losses(r) for _, r in done], violations)
-    members = []
-    for (t, r), keep, violation in zip(done, mask, violations):
-        if keep:
-            values = r.values or (r.value,)
-            members.append(ParetoMember(trial_id=t.trial_id, config=dict(t.config), budget=t.budget,
-                                        objectives={o.name: v for o, v in zip(goals.objectives, values)},
-                                        feasible=violation == 0, metrics=dict(t.metrics)))
-    return tuple(members)
 
 
 def _goals(objectives, constraints, metric: str, direction: str, options) -> Goals:
@@ -283,8 +237,3 @@ def _check_resumable(folder: Path, experiment) -> None:
             f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
             "\nPass fresh=True to start a new study there (the old one is moved aside to "
             f"{folder.name}.old-<time>), or another study_dir.")
-
-
-def no_dataset(**_: Any):
-    """The `data.dataset` an `hpo.optimize` study records: its trials call the objective."""
-    raise RuntimeError("an hpo.optimize study has no dataset: its trials call the objective function")

@@ -27,8 +27,8 @@ from hpo.config import Experiment
 from hpo.data.nested import is_nested
 from hpo.errors import ConfigError, did_you_mean
 from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
-from hpo.model_measures import MEASURES
 from hpo.models import BUILDERS
+from hpo.training.model_measures import MEASURES
 
 log = logging.getLogger("hpo.preflight")
 

@@ -18,12 +18,13 @@ from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import maybe_logged, named_outputs, objective_names
-from hpo.model_measures import MEASURES, merged, wanted
-from hpo.resume import replay
+from hpo.search import make_searcher
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
+from hpo.study.resume import replay
 from hpo.tensorboard_logs import counts_with_driver_gone, run_name, trial_counts, trial_hparams
-from hpo.trial import Job, TrialResult, TrialState
+from hpo.training.model_measures import MEASURES, merged, wanted
+from hpo.trial import Job, TrialResult, TrialState, config_text
 
 log = logging.getLogger("hpo.runner")
 
@@ -212,8 +213,8 @@ class Runner:
         if event.error is None and objective in metrics:
             result = TrialResult(value=float(metrics[objective]), metrics=metrics)
             self._consecutive_failures = 0
-            log.info("trial %d finished: %s=%.4f at budget %g %s", job.trial_id, objective,
-                     result.value, job.budget, _short_config(job.config))
+            log.info("trial %d finished: %s=%.4f at budget %g: %s", job.trial_id, objective,
+                     result.value, job.budget, config_text(job.config))
         else:
             error = event.error or f"no {objective!r} was reported"
             if event.lost:
@@ -243,20 +244,20 @@ class Runner:
     def _board_goals(self, job: Job, result: TrialResult, epochs_trained: float) -> None:
         """TensorBoard for several objectives or measures: the trial's measures in its run
         (HParams metrics), and the search's hypervolume."""
-        from hpo.tensorboard_logs import write_hypervolume, write_run_scalars
+        from hpo.tensorboard_logs import write_run_scalars
         measured = {n: result.metrics[n] for n in self._measures if n in result.metrics}
         if measured and result.ok:
             run = self.study.tensorboard_dir / run_name(self._lineage(job))
             write_run_scalars(run, epochs_for(job.budget), measured)
         if self._goals is not None and self._goals.multi:
-            from hpo.pareto_view import current_hypervolume
+            from hpo.study.pareto import current_hypervolume
             volume = current_hypervolume(self.study.trials(), self._goals)
             if volume is not None:
-                write_hypervolume(self.board, volume)
+                self.board.hypervolume(volume)
 
     def _retry(self, job: Job, event: TrialDone) -> bool:
         """Run a trial whose worker died again, up to `execution.max_retries` times; it
-        picks up from its last progress checkpoint (see hpo.training.trainer.resume_point)."""
+        picks up from its last progress checkpoint (see hpo.training.single_trial.resume_point)."""
         row = self.study.trial(job.trial_id)
         attempts = row.attempts if row is not None else 1
         if attempts > self.experiment.execution.max_retries:
@@ -289,13 +290,6 @@ class Runner:
                                   running=self.executor.running(), elapsed=time.monotonic() - started))
 
 
-def _short_config(config) -> str:
-    parts = []
-    for key, value in config.items():
-        parts.append(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}")
-    return "{" + ", ".join(parts) + "}"
-
-
 def logged_objective(experiment: Experiment) -> str:
     """The objective the trainer writes as `hpo/objective`: `search.objective`, unless that is a
     model measure (taken after training), then the first goal logged per epoch, else the
@@ -306,66 +300,72 @@ def logged_objective(experiment: Experiment) -> str:
     return next((n for n in experiment.search.goal_names if maybe_logged(n, metrics)), "val_loss")
 
 
-def build_runner(experiment: Experiment, study: Study, executor: Executor | None = None,
-                 output_names: Sequence[str] = ()) -> Runner:
-    """The runner `hpo search` uses: searcher from the experiment, Keras executor by default.
-    `output_names`: the outputs of a model with several, as the pre-flight found them (without
-    them, those a per-output loss or metrics names)."""
-    from hpo.search import make_searcher
+def build_runner(experiment: Experiment, study: Study, executor: Executor) -> Runner:
+    """A runner for any executor: the experiment's searcher driving `executor` (a plain
+    Python objective's, or a test's), with no Keras-specific checks and no TensorBoard."""
+    return Runner(experiment, study, searcher_for(experiment), executor)
+
+
+def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = ()) -> Runner:
+    """The runner `hpo search` uses: the experiment's searcher and Keras executor, its
+    objective checked against what the trainer logs, and TensorBoard's HParams config and
+    search run. `output_names`: the outputs of a model with several, as the pre-flight found
+    them (without them, those a per-output loss or metrics names)."""
+    from hpo.executors import make_executor
+    from hpo.tensorboard_logs import SearchBoard, write_hparams_config
 
     search = experiment.search
     training = experiment.training
     reported = objective_names(training.metrics,
                                tuple(output_names) or named_outputs(training.loss, training.metrics))
     # A model with several outputs logs `<output>_<metric>`: the pre-flight checked the names.
-    if executor is None and not (maybe_logged(search.objective, experiment.training.metrics)
-                                 or search.objective in MEASURES):
+    if not (maybe_logged(search.objective, experiment.training.metrics) or search.objective in MEASURES):
         raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
-    # A study with one objective and no constraint builds its searcher exactly as before they existed.
+    searcher = searcher_for(experiment)
+    if not study.tensorboard_dir.exists():
+        # Every objective and measure is an HParams metric: the dashboard's scatter shows the front.
+        goal_metrics = tuple(n for n in search.goal_names if n not in reported)
+        write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
+                             reported + goal_metrics)
+    runner = Runner(experiment, study, searcher, make_executor(experiment, study))
+    best = study.best(search.direction)
+    runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
+                               epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
+                               best_so_far=best.value if best else None)
+    # Trials still 'running' as this driver takes the study were a dead driver's (it never
+    # marked them): until they run again, the search run counts them interrupted.
+    if study.count(TrialState.RUNNING):
+        runner.board.trials_counted(counts_with_driver_gone(trial_counts(study)))
+    return runner
+
+
+def searcher_for(experiment: Experiment) -> Searcher:
+    """The experiment's searcher; an option the algorithm does not take is a ConfigError."""
+    search = experiment.search
+    # A study with one objective and no constraint builds its searcher with a single objective.
     ranked = bool(search.objectives or search.constraints)
     try:
-        searcher = make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
-                                 direction=search.direction, min_budget=search.min_budget,
-                                 max_budget=search.max_budget, eta=search.eta, options=search.options,
-                                 initial_configs=search.initial_configs,
-                                 objectives=search.goals().objectives if ranked else None,
-                                 constraints=list(search.constraints) or None)
+        return make_searcher(search.algorithm, experiment.space, seed=experiment.seed,
+                             direction=search.direction, min_budget=search.min_budget,
+                             max_budget=search.max_budget, eta=search.eta, options=search.options,
+                             initial_configs=search.initial_configs,
+                             objectives=search.goals().objectives if ranked else None,
+                             constraints=list(search.constraints) or None)
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None
-    if executor is None:
-        from hpo.executors import make_executor
-        from hpo.tensorboard_logs import write_hparams_config
-        if not study.tensorboard_dir.exists():
-            # Every objective and measure is an HParams metric: the dashboard's scatter shows the front.
-            goal_metrics = tuple(n for n in search.goal_names if n not in reported)
-            write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
-                                 reported + goal_metrics)
-        executor = make_executor(experiment, study)
-        runner = Runner(experiment, study, searcher, executor)
-        from hpo.tensorboard_logs import SearchBoard
-        best = study.best(search.direction)
-        runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
-                                   epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
-                                   best_so_far=best.value if best else None)
-        # Trials still 'running' as this driver takes the study were a dead driver's (it never
-        # marked them): until they run again, the search run counts them interrupted.
-        if study.count(TrialState.RUNNING):
-            runner.board.trials_counted(counts_with_driver_gone(trial_counts(study)))
-        return runner
-    return Runner(experiment, study, searcher, executor)
 
 
-def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False,
-                   executor: Executor | None = None) -> tuple[SearchSummary, Study]:
-    """Create or resume the study and run it to its stop condition, holding the driver lock."""
+def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:
+    """Create or resume the study and train it with Keras to its stop condition, holding the
+    driver lock (`hpo search` without the console)."""
     from pathlib import Path
 
-    from hpo.resume import prepare_study
+    from hpo.study.resume import prepare_study
     # prepare_study returns the study holding its driver lock.
     study = prepare_study(experiment, Path(study_dir) if study_dir else experiment.study_dir, fresh=fresh)
     try:
-        return build_runner(experiment, study, executor).run(), study
+        return build_keras_runner(experiment, study).run(), study
     finally:
         study.release_driver_lock()

@@ -175,6 +175,10 @@ class SearchSpace:
                 if parent == p.name:
                     raise ConfigError("a parameter cannot depend on itself", key=f"space.{p.name}.when")
                 parent_param = next(q for q in params if q.name == parent)
+                if isinstance(parent_param, FloatParam):
+                    raise ConfigError(f"'when' names the float parameter '{parent}', whose sampled values never "
+                                      f"equal {allowed[0]!r}, so '{p.name}' would never be active; expected a "
+                                      f"condition on a choice or int parameter", key=f"space.{p.name}.when.{parent}")
                 for value in allowed:
                     if not parent_param.contains(value):
                         raise ConfigError(f"'when' value {value!r} is not a possible value of '{parent}'",

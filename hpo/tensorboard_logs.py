@@ -198,6 +198,16 @@ class SearchBoard:
                 tf.summary.scalar(count_tag(state), n, step=self.step)
         self._writer.flush()
 
+    def hypervolume(self, hypervolume: float) -> None:
+        """`search/hypervolume` at the epochs spent so far (the step `trial_finished` just wrote)."""
+        import tensorflow as tf
+        with self._writer.as_default():
+            tf.summary.scalar("search/hypervolume", hypervolume, step=self.step,
+                              description="dominated hypervolume of the Pareto front at the largest budget reached, "
+                                          "objectives scaled between their best and worst feasible values so far; "
+                                          "step = epochs trained by all trials")
+        self._writer.flush()
+
     def close(self) -> None:
         self._writer.close()
 
@@ -209,15 +219,3 @@ def write_run_scalars(run_dir: str | Path, step: int, scalars: Mapping[str, floa
     writer = tf.summary.create_file_writer(str(run_dir))
     write_scalars(writer, step, scalars)
     writer.close()
-
-
-def write_hypervolume(board: "SearchBoard", hypervolume: float) -> None:
-    """`search/hypervolume` in the search run, at the epochs spent so far (the step
-    `SearchBoard.trial_finished` just wrote)."""
-    import tensorflow as tf
-    with board._writer.as_default():
-        tf.summary.scalar("search/hypervolume", hypervolume, step=int(round(board._epochs)),
-                          description="dominated hypervolume of the Pareto front at the largest budget reached, "
-                                      "objectives scaled between their best and worst feasible values so far; "
-                                      "step = epochs trained by all trials")
-    board._writer.flush()

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 
+def config_text(config: Mapping[str, Any]) -> str:
+    """A config on one line, floats to four significant digits: `units=64, dropout=0.125`."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+
+
 class TrialState(str, enum.Enum):
     """Where a trial is in its life; `finished` ones (complete, failed) are never rerun."""
 
@@ -62,7 +67,7 @@ class TrialResult:
     None or non-finite means the trial produced no usable value. With several objectives,
     `values` holds them all in the searcher's order (`value` is the first) and `metrics`
     any named values, the constraints' among them; with one objective `values` is empty
-    and the result stores exactly as a single-objective one always has.
+    and the stored form has no `values` key.
     """
 
     value: float | None
@@ -91,7 +96,7 @@ class TrialResult:
         """Plain JSON-able form (what the study stores)."""
         data = {"value": self.value, "state": self.state.value, "metrics": dict(self.metrics),
                 "error": self.error}
-        if self.values:             # only several objectives add the key: one stores as it always has
+        if self.values:             # only several objectives add the key
             data["values"] = list(self.values)
         return data
 

@@ -94,8 +94,8 @@ def executor_for(experiment, study_dir: Path):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from hpo.resume import prepare_study
     from hpo.runner import build_runner
+    from hpo.study.resume import prepare_study
 
     backend, study_dir = (argv or sys.argv[1:])[:2]
     study_dir = Path(study_dir)

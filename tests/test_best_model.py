@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from hpo.best_model import stock_optimizer
+from hpo.cli.best_model import stock_optimizer
 from hpo.training.optimizers import TunableOptimizer
 
 CASES = [({"optimizer": "adam", "learning_rate": 0.015}, keras.optimizers.Adam),

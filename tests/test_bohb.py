@@ -415,3 +415,26 @@ def test_the_first_random_configs_are_a_latin_hypercube():
         BOHB(space, initial_design="sobol")
     two = [{"name": "a", "direction": "minimize"}, {"name": "b", "direction": "minimize"}]
     assert BOHB(space, objectives=two).sampler.initial_design == "uniform"
+
+
+def test_bohb_asks_its_sampler_through_the_declared_contract_only():
+    """What BOHB asks of a sampler is declared on `ConfigSampler`: a sampler that judges no
+    budget (the paper's KDE) gets no climbing bracket and trusts every start; the default
+    model is told of the climb, and a budget it distrusts starts no bracket."""
+    from hpo.search.base import ConfigSampler
+
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    kde = BOHB(space, seed=0, min_budget=1, max_budget=9, eta=3, model="kde")
+    assert type(kde.sampler).judges_budgets is ConfigSampler.judges_budgets is False
+    assert kde.sampler.trusted_start(1.0) and kde._climb is None
+
+    tpe = BOHB(space, seed=0, min_budget=1, max_budget=9, eta=3)
+    assert tpe.sampler.judges_budgets and tpe.sampler.climbing and tpe._climb is not None
+    tpe.sampler.trusted_start = lambda budget: budget > 1.0        # the lowest budget misleads
+    climb = [tpe.ask() for _ in range(tpe._climb.rungs[0].n_configs)]
+    assert {job.budget for job in climb} == {1.0}                   # the climb starts everywhere
+    for job in climb:
+        tpe.tell(job, job.config["x"])
+    while (job := tpe.ask()) is not None and job.bracket == climb[0].bracket:
+        tpe.tell(job, job.config["x"])
+    assert job is not None and job.budget > 1.0, "the bracket starting on the distrusted budget was skipped"

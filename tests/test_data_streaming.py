@@ -95,8 +95,7 @@ def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets
     import tensorflow as tf
 
     from hpo.data import StreamedSplit
-    from hpo.training.epoch_loop import epoch_batches
-    from hpo.training.training_data import device_data
+    from hpo.training.training_data import device_data, epoch_batches
 
     arrays = load_dataset(DataConfig(dataset="data_tasks:array_splits"))      # 80 train, 20 validation
     streams = {name: StreamedSplit(tf.data.Dataset.from_tensor_slices((x, y)), len(x), (6,), (), "int32")

@@ -61,7 +61,7 @@ def test_every_key_is_documented_with_the_dataclass_default():
     ("search.algorithm", lambda: __import__("hpo.search", fromlist=["SEARCHERS"]).SEARCHERS),
     ("model.builder", lambda: __import__("hpo.models", fromlist=["BUILDERS"]).BUILDERS),
     ("data.dataset", lambda: __import__("hpo.data", fromlist=["LOADERS"]).LOADERS),
-    ("training.compile", lambda: __import__("hpo.training.compile_mode", fromlist=["x"]).COMPILE_MODES),
+    ("training.compile", lambda: __import__("hpo.registry", fromlist=["x"]).COMPILE_MODES),
 ])
 def test_the_documented_choices_are_the_registries(key, registry):
     _, meaning = key_table()[key]

@@ -46,7 +46,7 @@ def test_make_searcher_enqueues_initial_configs():
 
 
 def raw_experiment(**search):
-    return {"name": "t", "data": {"dataset": "hpo.optimization:no_dataset"}, "space": SPACE,
+    return {"name": "t", "data": {"dataset": "digits"}, "space": SPACE,
             "search": {"algorithm": "bohb", "objective": "objective", **search}}
 
 

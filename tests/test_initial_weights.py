@@ -31,7 +31,7 @@ def test_stateless_values_equal_a_real_seeded_build(digits, builder, params):
     trainer = make_trainer(digits, get_builder(builder))
     params = trainer.resolve(params)
     trainer.fresh_weights(params, seed=1)               # the first call vouches for the stateless path
-    assert trainer._stateless_init and all(trainer._stateless_init.values())
+    assert trainer.weights.checked and all(trainer.weights.checked.values())
     before = pending_variables()
     for seed in (2, 3, 7):
         fresh = [np.asarray(v) for v in trainer.fresh_weights({**params, "dropout": 0.05 * seed}, seed)]
@@ -69,7 +69,7 @@ def test_a_builder_the_stateless_path_cannot_handle_falls_back_to_real_builds(di
     trainer = make_trainer(digits, build_with_preset_bias)
     params = trainer.resolve({"dropout": 0.1})
     trainer.fresh_weights(params, seed=1)
-    assert list(trainer._stateless_init.values()) == [False]
+    assert list(trainer.weights.checked.values()) == [False]
     for a, b in zip(trainer.fresh_weights(params, seed=4), real_values(trainer, params, seed=4)):
         np.testing.assert_array_equal(np.asarray(a), b)
 
@@ -101,12 +101,12 @@ def test_after_two_trials_initial_weights_are_replayed_without_the_builder(digit
     params = trainer.resolve(params)
     for seed in (1, 2):                                  # a real and a stateless build, then one stateless
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
-    assert all(isinstance(r, InitRecipe) for r in trainer._init_recipes.values())
+    assert all(isinstance(r, InitRecipe) for r in trainer.weights.recipes.values())
     calls = counting.calls
     replayed = {seed: trainer.fresh_weights({**params, "dropout": 0.04 * seed}, seed) for seed in (3, 4, 9)}
     assert counting.calls == calls
     # After the first replay its random initializers run as one traced call, checked exact.
-    assert all(r.seeded.traced for r in trainer._init_recipes.values())
+    assert all(r.seeded.traced for r in trainer.weights.recipes.values())
     for seed, values in replayed.items():
         real = real_values(trainer, {**params, "dropout": 0.04 * seed}, seed)
         assert len(values) == len(real)
@@ -153,7 +153,7 @@ def test_builders_a_recipe_cannot_explain_keep_running_and_all_give_exact_weight
         values = trainer.fresh_weights(trial, seed)
         for a, b in zip(values, real_values(trainer, trial, seed), strict=True):
             np.testing.assert_array_equal(np.asarray(a), b)
-    assert [isinstance(r, InitRecipe) for r in trainer._init_recipes.values()] == [replayed]
+    assert [isinstance(r, InitRecipe) for r in trainer.weights.recipes.values()] == [replayed]
 
 
 def test_a_recipe_waits_for_a_trial_whose_tunable_values_differ(digits):
@@ -164,9 +164,9 @@ def test_a_recipe_waits_for_a_trial_whose_tunable_values_differ(digits):
     params = trainer.resolve({"layers": 1, "units": 16, "dropout": 0.2})
     trainer.fresh_weights(params, 1)
     trainer.fresh_weights(params, 2)
-    assert isinstance(next(iter(trainer._init_recipes.values())), StatelessBuild)
+    assert isinstance(next(iter(trainer.weights.recipes.values())), StatelessBuild)
     trainer.fresh_weights({**params, "dropout": 0.3}, 3)
-    recipe = next(iter(trainer._init_recipes.values()))
+    recipe = next(iter(trainer.weights.recipes.values()))
     assert isinstance(recipe, InitRecipe)
     for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.45}, 4),
                     real_values(trainer, {**params, "dropout": 0.45}, 4), strict=True):
@@ -180,7 +180,7 @@ def test_a_trial_without_a_parameter_the_recipe_fills_gets_the_builders_default(
     params = trainer.resolve({"layers": 1, "units": 16})
     for seed in (1, 2):
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
-    assert isinstance(next(iter(trainer._init_recipes.values())), InitRecipe)
+    assert isinstance(next(iter(trainer.weights.recipes.values())), InitRecipe)
     for a, b in zip(trainer.fresh_weights(params, 5), real_values(trainer, params, 5), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)
 
@@ -197,7 +197,7 @@ def test_a_traced_replay_that_differs_from_the_eager_one_is_not_used(digits, mon
     params = trainer.resolve({"layers": 1, "units": 16})
     for seed in (1, 2):
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
-    recipe = next(iter(trainer._init_recipes.values()))
+    recipe = next(iter(trainer.weights.recipes.values()))
     assert isinstance(recipe, initial_weights.InitRecipe)
     for seed in (6, 7, 8):
         for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.3}, seed),
@@ -212,4 +212,4 @@ def test_an_architecture_tried_once_or_twice_does_not_pay_for_a_trace(digits):
     params = trainer.resolve({"layers": 1, "units": 16})
     for seed in (1, 2, 3):
         trainer.fresh_weights({**params, "dropout": 0.1 * seed}, seed)
-    assert not next(iter(trainer._init_recipes.values())).seeded.traced
+    assert not next(iter(trainer.weights.recipes.values())).seeded.traced

@@ -81,7 +81,7 @@ def test_a_driver_starting_while_a_reader_opens_the_study_at_rest_is_no_damage(t
     import hpo.study
 
     folder = make_study(tmp_path / "s")
-    connect = hpo.study._connect
+    connect = hpo.study.store._connect
 
     def driver_starts_after(path, mode="rwc", *, immutable=False):
         reader = connect(path, mode, immutable=immutable)
@@ -93,7 +93,7 @@ def test_a_driver_starting_while_a_reader_opens_the_study_at_rest_is_no_damage(t
             writer.close()
         return reader
 
-    monkeypatch.setattr(hpo.study, "_connect", driver_starts_after)
+    monkeypatch.setattr(hpo.study.store, "_connect", driver_starts_after)
     study = Study.open(folder, read_only=True)
     try:
         assert len(study.trials()) == 3 and study.experiment() == EXPERIMENT
@@ -164,7 +164,7 @@ def test_a_killed_drivers_whole_wal_is_read_and_its_running_trials_show_as_inter
 def test_a_live_drivers_running_trials_stay_running(tmp_path):
     folder = make_study(tmp_path / "s", trials=1, running=1)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from hpo import study_lock; study_lock.acquire(sys.argv[1]); "
+        [sys.executable, "-c", "import sys, time; from hpo.study.lock import acquire; acquire(sys.argv[1]); "
          "print('held', flush=True); time.sleep(60)", str(folder)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -203,7 +203,7 @@ def test_a_newer_schema_is_refused_with_exit_2(tmp_path, capsys):
 
 def test_resume_backs_up_the_study_first_and_the_backup_restores_it(tmp_path):
     from hpo.config import experiment_from_dict
-    from hpo.resume import prepare_study
+    from hpo.study.resume import prepare_study
 
     exp = experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},
                                 "space": {"x": {"type": "float", "low": 0, "high": 1}},
@@ -313,7 +313,7 @@ def test_built_in_loaders_and_builders_need_no_consent(tmp_path, capsys):
 
 def test_fresh_starts_again_beside_a_damaged_study_without_opening_it(tmp_path):
     from hpo.config import experiment_from_dict
-    from hpo.resume import prepare_study
+    from hpo.study.resume import prepare_study
 
     folder = tmp_path / "s"
     folder.mkdir()
@@ -333,7 +333,7 @@ def test_fresh_starts_again_beside_a_damaged_study_without_opening_it(tmp_path):
 def test_a_resume_refused_for_a_changed_experiment_changes_no_file(tmp_path):
     from hpo.config import experiment_from_dict
     from hpo.errors import UserInputError
-    from hpo.resume import prepare_study
+    from hpo.study.resume import prepare_study
 
     def experiment(high):
         return experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},

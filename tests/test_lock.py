@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from hpo import study_lock
 from hpo.cli import main
 from hpo.config import load_experiment
-from hpo.resume import prepare_study
-from hpo.study_lock import StudyLocked
+from hpo.study import lock as study_lock
+from hpo.study.lock import StudyLocked
+from hpo.study.resume import prepare_study
 from hpo.trial import Job, TrialResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +88,7 @@ def test_a_second_study_object_in_the_driver_shares_its_lock(tmp_path):
 def _hold_lock(folder: Path) -> subprocess.Popen:
     """Another driver: a process that holds the study's lock until it is killed."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from hpo import study_lock; study_lock.acquire(sys.argv[1]); "
+        [sys.executable, "-c", "import sys, time; from hpo.study.lock import acquire; acquire(sys.argv[1]); "
          "print('held', flush=True); time.sleep(120)", str(folder)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout.readline().strip() == "held"

@@ -10,8 +10,8 @@ import pytest
 import hpo
 from hpo.errors import ConfigError
 from hpo.search import ASHA, BOHB, Hyperband, RandomSearch
-from hpo.search.objectives import Constraint, Goals, Objective, check_names
-from hpo.search.pareto import (
+from hpo.search.multiobjective.objectives import Constraint, Goals, Objective, check_names
+from hpo.search.multiobjective.pareto import (
     constrained_order,
     crowding_distance,
     dominates,
@@ -20,7 +20,7 @@ from hpo.search.pareto import (
     non_dominated_ranks,
     pareto_mask,
 )
-from hpo.search.pareto_tpe import ParetoTPESampler
+from hpo.search.multiobjective.pareto_tpe import ParetoTPESampler
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult, TrialState
 

@@ -222,8 +222,8 @@ def test_single_objective_study_without_the_new_keys_reads_and_resumes(tmp_path,
 
 
 def test_report_shows_the_front_and_the_hypervolume(searched, capsys):
-    from hpo.pareto_plots import hypervolume_curve
-    from hpo.pareto_view import stored_goals
+    from hpo.cli.report_pareto import hypervolume_curve
+    from hpo.study.pareto import stored_goals
 
     _, study = searched
     code, _, _ = cli(capsys, "report", str(study))
@@ -242,7 +242,7 @@ def test_report_shows_the_front_and_the_hypervolume(searched, capsys):
 def test_hypervolume_is_exact():
     from itertools import product
 
-    from hpo.hypervolume import hypervolume
+    from hpo.search.multiobjective.hypervolume import hypervolume
     assert hypervolume([[0.5, 0.0], [0.0, 0.5]], [1, 1]) == pytest.approx(0.75)
     assert hypervolume([[2.0, 0.0]], [1, 1]) == 0.0          # beyond the reference: nothing
     # Three objectives against a grid count of the dominated unit cells.
@@ -254,7 +254,7 @@ def test_hypervolume_is_exact():
 def test_model_measures_of_a_small_model():
     import keras
 
-    from hpo.model_measures import measure_model
+    from hpo.training.model_measures import measure_model
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()])
     measured = measure_model(model, ["params", "model_bytes", "latency_ms"], np.zeros((1, 4), "float32"), batch=2)
     # Dense 4*3+3 and the batch norm's scale and offset train; its two moving statistics are stored too.

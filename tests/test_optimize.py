@@ -158,3 +158,51 @@ def test_an_objective_that_raises_keeps_its_traceback_in_the_trial_error_and_hpo
     assert "Traceback (most recent call last)" in error and "in deep_failure" in error
     log = (study / "hpo.log").read_text()
     assert "trial 0 failed: KeyError: 'missing key'" in log and "in deep_failure" in log
+
+
+def test_an_objective_returning_text_fails_its_trial_instead_of_counting_as_a_number():
+    """float("0.5") is 0.5: without a check, a string result would be ranked as a value."""
+    result = hpo.optimize(lambda c, b: "0.5", {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random",
+                          min_budget=1, max_budget=1, max_trials=2)
+    assert [t.state.value for t in result.trials] == ["failed", "failed"]
+    assert "returned str '0.5' for 'objective'; expected a number" in result.trials[0].error
+    nested = hpo.optimize(lambda c, b: {"objective": 1.0, "note": True}, {"x": {"type": "float", "low": 0.0,
+                                                                                 "high": 1.0}},
+                          "random", min_budget=1, max_budget=1, max_trials=1)
+    assert "returned bool True for 'note'" in nested.trials[0].error
+
+
+def test_a_library_study_records_no_dataset_and_resumes_one_stored_with_the_old_placeholder(tmp_path):
+    """`hpo.optimize` searches a Python function: its experiment has no data section, and a
+    study that stored the placeholder loader hpo once wrote there still resumes."""
+    import json
+    import sqlite3
+
+    from hpo.study import Study
+
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    hpo.optimize(lambda c, b: c["x"], space, "random", min_budget=1, max_budget=1, max_trials=2,
+                 study_dir=tmp_path / "s")
+    study = Study.open(tmp_path / "s", read_only=True)
+    stored = study.experiment()
+    study.close()
+    assert stored["data"] is None
+    stored["data"] = {"dataset": "hpo.optimization:no_dataset", "validation_split": 0.1, "test_split": 0.1,
+                      "limit": None, "options": {}}
+    with sqlite3.connect(tmp_path / "s" / "study.sqlite") as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'experiment'", (json.dumps(stored, sort_keys=True),))
+    resumed = hpo.optimize(lambda c, b: c["x"], space, "random", min_budget=1, max_budget=1, max_trials=4,
+                           study_dir=tmp_path / "s")
+    assert len(resumed.trials) == 4
+
+
+def test_exporting_a_model_from_a_library_study_is_refused_with_what_to_do(tmp_path, capsys):
+    from hpo.cli import main
+
+    hpo.optimize(lambda c, b: c["x"], {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random",
+                 min_budget=1, max_budget=1, max_trials=1, study_dir=tmp_path / "s")
+    code = main(["best", str(tmp_path / "s"), "--export", str(tmp_path / "m.keras")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "called a Python function (hpo.optimize), so there is no Keras model to export" in err
+    assert not (tmp_path / "m.keras").exists()

@@ -116,7 +116,7 @@ def assert_same_search_as_without_kills(study_dir, reference_dir, monkeypatch):
     import kill_search
 
     from hpo.config import experiment_from_dict
-    from hpo.optimization import pareto_set
+    from hpo.study.pareto import pareto_set
     monkeypatch.setattr(kill_search, "EPOCH_SECONDS", 0.0)
     with pytest.raises(SystemExit) as ended:
         kill_search.main(["inline-mo", str(reference_dir)])
@@ -196,11 +196,11 @@ def test_a_driver_killed_while_creating_its_study_leaves_one_the_next_run_create
     from kill_search import experiment_for
 
     import hpo.study
-    from hpo.resume import prepare_study
+    from hpo.study.resume import prepare_study
 
     study_dir = tmp_path / "study"
     experiment = experiment_for("inline", study_dir)
-    monkeypatch.setattr(hpo.study, "_SCHEMA", hpo.study._SCHEMA + "CREATE TABLE meta (dies_here);")
+    monkeypatch.setattr(hpo.study.store, "_SCHEMA", hpo.study.store._SCHEMA + "CREATE TABLE meta (dies_here);")
     with pytest.raises(sqlite3.OperationalError):
         prepare_study(experiment, study_dir)
     assert not (study_dir / "study.sqlite").exists()

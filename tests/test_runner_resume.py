@@ -4,9 +4,9 @@ import pytest
 
 from hpo.config import experiment_from_dict
 from hpo.executors.function import FunctionExecutor
-from hpo.resume import ReplayMismatch, prepare_study, replay
 from hpo.runner import Runner, SearchAborted
 from hpo.search import make_searcher
+from hpo.study.resume import ReplayMismatch, prepare_study, replay
 from hpo.trial import TrialState
 from tests.searcher_harness import SPACE, objective
 

@@ -103,3 +103,15 @@ def test_numeric_strings_from_a_yaml_1_1_loader_are_numbers():
     for bad in ("nan", "inf", "ten"):
         with pytest.raises(ConfigError, match="'low' must be a number"):
             SearchSpace.from_dict({"x": {"type": "float", "low": bad, "high": 1.0}})
+
+
+def test_a_condition_on_a_float_parameter_is_refused_since_it_could_never_hold():
+    """A sampled float never equals the value named, so its child would never be active."""
+    with pytest.raises(ConfigError, match=r"float parameter 'lr'.*'momentum' would never be active") as err:
+        SearchSpace.from_dict({"lr": {"type": "float", "low": 0.001, "high": 0.1},
+                               "momentum": {"type": "float", "low": 0.0, "high": 0.9, "when": {"lr": 0.01}}})
+    assert err.value.key == "space.momentum.when.lr"
+    conditioned_on_int = SearchSpace.from_dict({"layers": {"type": "int", "low": 1, "high": 3},
+                                                "units_3": {"type": "int", "low": 8, "high": 64,
+                                                            "when": {"layers": 3}}})
+    assert "units_3" in conditioned_on_int.names

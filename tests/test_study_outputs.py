@@ -187,7 +187,7 @@ def test_report_page_has_its_plots(study_dir):
 def _study_figures(study_dir):
     import matplotlib
     matplotlib.use("Agg")
-    from hpo import report
+    from hpo.cli import report
     study = Study.open(study_dir)
     trials, experiment = study.trials(), study.experiment()
     space = SearchSpace.from_dict(experiment["space"])
@@ -332,7 +332,7 @@ def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ran
     # The table after a search ranks the same way.
     from rich.console import Console
 
-    from hpo.tables import top_table
+    from hpo.cli.tables import top_table
     console = Console(width=80, record=True)
     console.print(top_table(trials, "val_accuracy", "maximize", 80))
     shown = [int(line.split()[0]) for line in console.export_text().splitlines()

@@ -10,16 +10,16 @@ from faults import SMOKE
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.util.tensor_util import make_ndarray
 
-from hpo import study_lock
 from hpo.cli import main
+from hpo.cli.tensorboard_view import logdir_to_show
 from hpo.config import experiment_from_dict, load_experiment
 from hpo.executors.function import FunctionExecutor
-from hpo.resume import prepare_study
-from hpo.runner import Runner, build_runner
+from hpo.runner import Runner, build_keras_runner
 from hpo.search import make_searcher
 from hpo.study import Study
+from hpo.study import lock as study_lock
+from hpo.study.resume import prepare_study
 from hpo.tensorboard_logs import SEARCH_RUN, SearchBoard
-from hpo.tensorboard_view import logdir_to_show
 from hpo.trial import Job, TrialResult, TrialState
 from tests.searcher_harness import SPACE, objective
 
@@ -134,7 +134,7 @@ def test_with_a_driver_holding_the_lock_tensorboard_reads_the_study_as_written(t
 def test_a_resumed_search_counts_a_dead_drivers_trials_as_interrupted(tmp_path):
     experiment = load_experiment(SMOKE)
     study = prepare_study(experiment, tmp_path / "study")
-    runner = build_runner(experiment, study)
+    runner = build_keras_runner(experiment, study)
     for _ in range(2):                            # as the runner writes them, then kill -9
         job = runner.searcher.ask()
         study.record_ask(job)
@@ -143,7 +143,7 @@ def test_a_resumed_search_counts_a_dead_drivers_trials_as_interrupted(tmp_path):
     study.close()
 
     resumed = prepare_study(experiment, tmp_path / "study")
-    runner = build_runner(experiment, resumed)
+    runner = build_keras_runner(experiment, resumed)
     runner.board.close()
     resumed.close()
     counts = last_counts(tmp_path / "study" / "tensorboard" / SEARCH_RUN)

@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from hpo.data.dataset import StreamedSplit
+from hpo.data.checks import check_arrays
+from hpo.data.dataset import StreamedSplit, classes_of
+from hpo.data.nested import example_shapes, map_tree, named_leaves, rows
 
 _READ_BATCH = 1024        # elements per read in the counting pass and the first-batch check...
 _READ_BYTES = 8 * 2 ** 20  # ...or fewer, so that one read holds at most this much input
@@ -25,9 +27,6 @@ def as_stream(value: Any, name: str, bad, class_labels: bool, count_classes: boo
     classes are then counted per target tensor, in the targets' structure."""
     import tensorflow as tf
 
-    from hpo.data.dataset import classes_of
-    from hpo.data.loading import check_arrays
-    from hpo.data.nested import example_shapes, map_tree, rows
 
     if not isinstance(value, tf.data.Dataset):
         if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -105,7 +104,6 @@ def _check_values(x, y, name: str, bad, class_labels: bool, offset: int = 0) -> 
     """Finite inputs and targets in one read batch (`x`, `y`: tensors, or dicts or tuples of them)."""
     import tensorflow as tf
 
-    from hpo.data.nested import named_leaves
 
     for array_name, x_leaf in named_leaves(tf.nest.map_structure(np.asarray, x), "x"):
         x_leaf = x_leaf.astype("float32")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpo.executors.dask_watch import QUIET_SECONDS, CallWatch, join_scheduler, quiet_trials_note
+from hpo.executors.worker_trainer import trainer_for_experiment
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.training.seeding import use_thread_private_python_random
 
@@ -339,7 +340,7 @@ def _trainer(experiment, worker_name, threads: int, make_trainer=None):
                     tf.config.threading.set_inter_op_parallelism_threads(threads)
                 except RuntimeError:   # this process already ran TensorFlow: keep its settings
                     pass
-            from hpo.executors import trainer_for_experiment as make_trainer
+            make_trainer = trainer_for_experiment
         # LocalCluster names its workers 0..n-1: that spreads them over this machine's GPUs.
         slot = worker_name if isinstance(worker_name, int) else 0
         _TRAINERS.clear()      # one experiment per worker at a time; drop the last one's data

@@ -27,15 +27,25 @@ def evaluate(objective: Objective, metric: str, task: TrainTask) -> list[Event]:
     try:
         value = objective(dict(task.config), budget)
         if isinstance(value, Mapping):
-            metrics = {str(k): float(v) for k, v in value.items()}
+            metrics = {str(k): _number(v, str(k)) for k, v in value.items()}
         else:
-            metrics = {metric: float(value)}
+            metrics = {metric: _number(value, metric)}
     except Exception as exc:  # the objective's failure is the trial's, not the search's
         return [TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",
                           traceback=traceback.format_exc())]
     trained = task.end_epoch - task.start_epoch
     return [EpochDone(EpochReport(trial_id=task.trial_id, epoch=task.end_epoch, metrics=metrics)),
             TrialDone(trial_id=task.trial_id, epochs_trained=trained)]
+
+
+def _number(value: Any, name: str) -> float:
+    """A returned value as a float: a number, or anything numbers convert from (a numpy or
+    TensorFlow scalar). Text and booleans are the objective's mistake, which `float` would
+    quietly accept ("0.5", True)."""
+    if isinstance(value, (str, bytes, bool)) or not hasattr(value, "__float__"):
+        raise TypeError(f"the objective returned {type(value).__name__} {value!r} for {name!r}; "
+                        f"expected a number (or a dict of numbers)")
+    return float(value)
 
 
 class FunctionExecutor:

@@ -42,6 +42,7 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 
 from hpo.executors.affinity import WorkerAffinity
+from hpo.executors.worker_trainer import trainer_for_experiment
 from hpo.jobs import CompileChoiceMade, EpochDone, Event, TrainTask, TrialDone
 
 log = logging.getLogger("hpo.executors")
@@ -296,7 +297,7 @@ def _worker_main(slot: int, experiment, inbox, events, threads: int, known_compi
             if not tf.config.list_physical_devices("GPU"):
                 tf.config.threading.set_intra_op_parallelism_threads(threads)
                 tf.config.threading.set_inter_op_parallelism_threads(threads)
-            from hpo.executors import trainer_for_experiment as make_trainer
+            make_trainer = trainer_for_experiment
         trainer = make_trainer(experiment, slot, known_compile_choices)
     except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the search
         events.send(("startup_failed", f"{type(exc).__name__}: {exc}"))

@@ -40,7 +40,8 @@ from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
-from hpo.training.trainer import Trainer, resume_point
+from hpo.training.single_trial import resume_point
+from hpo.training.trainer import Trainer
 from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")

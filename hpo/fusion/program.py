@@ -37,12 +37,12 @@ from hpo.fusion.grouped_conv import trains_grouped_convolutions
 from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
 from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.models.layers import inverted_dropout
+from hpo.registry import OPTIMIZERS
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.loss_metrics import output_activation
 from hpo.training.optimizers import optimizer_name
 
-FUSABLE_OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 _SHAPE_ONLY = ("InputLayer", "Flatten", "Reshape", "MaxPooling2D")
 # Normalisation layers and their variables, in the order Keras creates them.
 _NORMALISATION = {"BatchNormalization": ("gamma", "beta", "moving_mean", "moving_variance"),
@@ -73,8 +73,8 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     activation = output_activation(model)
     if activation is not None:
         return f"the model ends in {activation}; the fused step's loss takes logits"
-    if optimizer_name(params) not in FUSABLE_OPTIMIZERS:
-        return f"optimizer {optimizer_name(params)!r} has no fused update (only {', '.join(FUSABLE_OPTIMIZERS)})"
+    if optimizer_name(params) not in OPTIMIZERS:
+        return f"optimizer {optimizer_name(params)!r} has no fused update (only {', '.join(OPTIMIZERS)})"
     previous = None
     for layer in model.layers:
         kind = type(layer).__name__

@@ -6,9 +6,9 @@ searcher minimises a loss; `direction="maximize"` negates values on the way in.
 
 Several objectives: `objectives=[...]` (names, {name, direction} mappings or `Objective`s)
 and `constraints=["params <= 20000", ...]` make `tell` take a sequence or a dict of named
-values (`hpo.search.objectives.Goals`); schedules then rank results as points
-(`rank_for_promotion`, `hpo.search.pareto.constrained_order`). Without them a searcher has
-one objective in `direction`, exactly as before.
+values (`hpo.search.multiobjective.objectives.Goals`); schedules then rank results as points
+(`rank_for_promotion`, `hpo.search.multiobjective.pareto.constrained_order`). Without them a searcher has
+one objective in `direction`.
 
 Determinism: all randomness comes from one `numpy.random.Generator` seeded at
 construction, and every state change happens in `ask` or `tell`. Replaying the same
@@ -23,13 +23,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hpo.search.objectives import Goals
-from hpo.search.pareto import TIE_BREAKS, constrained_order, pareto_mask
+from hpo.registry import DIRECTIONS
+from hpo.search.multiobjective.objectives import Goals
+from hpo.search.multiobjective.pareto import TIE_BREAKS, constrained_order, pareto_mask
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult
-
-DIRECTIONS = ("minimize", "maximize")
-
 
 PRIOR_START = 0.5      # share of new configs drawn around the priors before any evidence
 PRIOR_RANGE = (0.05, 0.7)   # the least and the most of that share once evidence is in
@@ -116,6 +114,20 @@ class ConfigSampler:
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         """Called for every finished job; a model-free sampler ignores it."""
+
+    # What a multi-fidelity searcher (BOHB) asks of its sampler. A sampler that judges how far
+    # each budget's ranking can be trusted says so (`judges_budgets`); BOHB then opens the
+    # search with a climbing bracket, which it announces (`open_with_climb`), and skips the
+    # brackets that would start new configs where `trusted_start` says no.
+    judges_budgets = False
+
+    def trusted_start(self, budget: float) -> bool:
+        """Whether new configs may start at `budget`; a sampler that judges no budget trusts all."""
+        return True
+
+    def open_with_climb(self) -> None:
+        """BOHB opens with a climbing bracket: its configs are promoted through every rung
+        whatever their results, which a budget-judging sampler may take into account."""
 
 
 def check_model_options(top_n_percent: float, random_fraction: float, num_samples: int) -> None:

@@ -113,12 +113,12 @@ class KDESampler(ConfigSampler):
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
     """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's); with
-    several objectives or constraints, the multi-objective TPE of `hpo.search.pareto_tpe`."""
-    from hpo.search.objectives import Goals
+    several objectives or constraints, the multi-objective TPE of `hpo.search.multiobjective.pareto_tpe`."""
+    from hpo.search.multiobjective.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
-        from hpo.search.pareto_tpe import make_pareto_model
+        from hpo.search.multiobjective.pareto_tpe import make_pareto_model
         # The points' model keeps per-dimension kernels and uniform first configs
         # (`kernels="auto"` and the Latin hypercube were measured on one objective only).
         return make_pareto_model(space, model, {"kernels": "independent", "initial_design": "uniform", **options},
@@ -137,7 +137,7 @@ class BOHB(Hyperband):
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
     min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
     'joint' or 'independent'), initial_design ('latin' or 'uniform'). With several
-    `objectives` or `constraints` the model is `hpo.search.pareto_tpe`'s (option `split`).
+    `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s (option `split`).
 
     `climbers` (default tpe model, one objective, at least three budgets): the size of the
     climbing bracket, which opens the search in place of the first iteration's full-budget
@@ -169,7 +169,7 @@ class BOHB(Hyperband):
         self._climb: Bracket | None = None
         # With fewer than three budgets a climbing bracket (6 configs through every rung)
         # would cost more than Hyperband's whole iteration: left out there.
-        climbs = hasattr(self.sampler, "trusted_start") and not self.goals.ranked and len(self.brackets) > 2
+        climbs = self.sampler.judges_budgets and not self.goals.ranked and len(self.brackets) > 2
         if climbers and not climbs:
             # Asked for by name, a climbing bracket that would silently not run is an error.
             raise ValueError(f"climbers={climbers} needs the default model (model='tpe'), one objective and no "
@@ -182,7 +182,7 @@ class BOHB(Hyperband):
             if n:
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
-                self.sampler.climbing = True
+                self.sampler.open_with_climb()
 
     def first_iteration_jobs(self) -> int:
         """How many jobs the first iteration hands out (the climbing bracket that opens it
@@ -202,13 +202,11 @@ class BOHB(Hyperband):
         # would go to configs judged where the ranking points the wrong way. The climbing
         # and full-budget brackets are always trusted, so one is found within the next
         # 2 * len(brackets) - 1 positions (the first iteration has no full-budget bracket).
-        trusted = getattr(self.sampler, "trusted_start", None)
-        if trusted is not None:
-            for _ in range(2 * len(self.brackets)):
-                plan = self._plan_at(self._brackets_started)
-                if plan is self._climb or trusted(plan.rungs[0].budget):
-                    break
-                self._brackets_started += 1
+        for _ in range(2 * len(self.brackets)):
+            plan = self._plan_at(self._brackets_started)
+            if plan is self._climb or self.sampler.trusted_start(plan.rungs[0].budget):
+                break
+            self._brackets_started += 1
         return super()._start_bracket()
 
     def _job_from(self, run: _BracketRun):

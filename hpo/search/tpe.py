@@ -306,6 +306,8 @@ def _estimators(part: np.ndarray, dims, min_bandwidth: float) -> list:
 
 
 class MultiFidelityTPESampler(ConfigSampler):
+    judges_budgets = True       # rung agreement (`_reliability`) decides which budgets are trusted
+
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
                  rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto",
@@ -345,9 +347,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
-        # Set by BOHB when it opens with a climbing bracket: its configs give every budget
-        # pairs with the top (own ranks), and the promoted-against-fresh check is left out
-        # for the whole search (see `_reliability`).
+        # Set when BOHB opens with a climbing bracket (`open_with_climb`): its configs give
+        # every budget pairs with the top (own ranks), and the promoted-against-fresh check is
+        # left out for the whole search (see `_reliability`).
         self.climbing = False
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
@@ -473,7 +475,7 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def split_losses(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """The losses good and bad are split by (one per config, at its deepest budget): the
-        told ones here; the multi-objective model (`hpo.search.pareto_tpe`) ranks points instead."""
+        told ones here; the multi-objective model (`hpo.search.multiobjective.pareto_tpe`) ranks points instead."""
         return losses
 
     def _reliability(self) -> dict[float, float]:
@@ -534,6 +536,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._trust = (key, reliability)
         self.rung_trusted = reliability
         return reliability
+
+    def open_with_climb(self) -> None:
+        self.climbing = True
 
     def trusted_start(self, budget: float) -> bool:
         """Whether new configs may start at `budget`: its ranking is trusted (see

@@ -26,7 +26,6 @@ import json
 from typing import Any, Mapping, Protocol
 
 MODES = ("graph", "xla")                       # what `auto` measures and chooses between
-COMPILE_MODES = ("auto", "xla", "graph", "eager")     # `training.compile`
 MIN_STEPS_TO_MEASURE = 1000
 FAMILY_EVIDENCE = 3
 CLEAR_MARGIN = 1.25        # the loser is at least this much slower per step

@@ -61,14 +61,6 @@ class TrialGroup(Protocol):
         """Every trial's checkpoint at `epoch`, with the reports a resumed attempt would replay."""
 
 
-def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
-    """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
-    shuffle, the same for every trial of a study, whole batches only."""
-    steps = n_train // batch_size
-    order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
-    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
-
-
 def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays: Sequence[bool],
                  job_started: float) -> Iterator[list[EpochReport]]:
     """Train the group's epochs on `trainer`'s device and data. `replays[i]`: trial i resumes

@@ -7,7 +7,7 @@ compile-mode choice serve it unchanged: the model is compiled by Keras with the 
 trial of the architecture), `jit_compile` from the compile mode (`xla`; `graph` is plain
 `tf.function`, `eager` is `run_eagerly`) and `steps_per_execution` from
 `training.steps_per_call`. Its `train_steps` trains one whole epoch in one `fit` call on the
-epoch's batches in the study's order (`epoch_loop.epoch_batches`), so both engines see the
+epoch's batches in the study's order (`training_data.epoch_batches`), so both engines see the
 same data; its `evaluate` scores the whole validation set in one `evaluate` call. Streamed
 (tf.data) splits reach it as `WholeStream`s: `fit` and `evaluate` read them batch by batch. Keras
 resets its metrics at the start of each call, so an epoch must not be split across calls:
@@ -33,7 +33,7 @@ from hpo.training.epoch_loop import EVAL_BATCH
 from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import TrainingProgram
-from hpo.training.trainer import SingleTrial
+from hpo.training.single_trial import SingleTrial
 from hpo.training.training_data import WholeStream
 
 ENGINE_KEY = "__engine__"

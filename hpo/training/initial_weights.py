@@ -20,7 +20,7 @@ bit for bit: 1.2-1.3 ms.
 
 This leans on private attributes of Keras variables (`_initializer`, `_shape`) and on
 initializers keeping their seed in `.seed`, so the trainer checks the stateless values
-against a real build once per architecture (`Trainer._stateless_init`), and the recipe
+against a real build once per architecture (`FreshWeights.checked`), and the recipe
 against a stateless build; a Keras release that changes them falls back to builds.
 """
 

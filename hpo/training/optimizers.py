@@ -16,14 +16,10 @@ import numpy as np
 from keras import ops
 
 from hpo.errors import TrialFailed
+from hpo.registry import OPTIMIZERS
 
-# Every numeric hyperparameter per optimizer, with its default.
-HYPERPARAMETERS: dict[str, dict[str, float]] = {
-    "adam": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
-    "adamw": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "weight_decay": 0.004},
-    "sgd": {"learning_rate": 1e-2, "momentum": 0.0},
-    "rmsprop": {"learning_rate": 1e-3, "rho": 0.9, "epsilon": 1e-7},
-}
+# Every numeric hyperparameter per optimizer, with its default: the registry's table.
+HYPERPARAMETERS = OPTIMIZERS
 # Values that change the graph (Keras branches on them in Python).
 STRUCTURAL: dict[str, dict[str, Any]] = {
     "adam": {}, "adamw": {}, "sgd": {"nesterov": False}, "rmsprop": {"momentum": 0.0},

@@ -44,7 +44,7 @@ def seed_trial(seed: int) -> None:
 
 def use_thread_private_python_random() -> None:
     """From now on, the `random` module's functions called from this thread use a generator
-    of this thread's own; other threads keep the process's shared one, as before.
+    of this thread's own; other threads keep the process's shared one.
 
     Keras draws its initializer seeds through the module's functions (`random.randint`), so
     the dispatch has to sit there: each module function bound to the shared generator is

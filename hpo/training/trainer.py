@@ -8,7 +8,6 @@ by closing the generator.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import time
 import traceback
@@ -23,7 +22,7 @@ from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask
 from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.callbacks import TrialControl, make_callbacks
-from hpo.training.checkpoint import checkpoint_epoch, load_checkpoint, save_arrays
+from hpo.training.checkpoint import load_checkpoint
 from hpo.training.compile_mode import (
     MIN_STEPS_TO_MEASURE,
     MODES,
@@ -36,17 +35,12 @@ from hpo.training.compile_mode import (
 from hpo.training.devices import device_type
 from hpo.training.engines import EngineChoice, choose_engine
 from hpo.training.epoch_loop import train_epochs
-from hpo.training.initial_weights import (
-    InitRecipe,
-    StatelessBuild,
-    differ_in_all,
-    learn_recipe,
-    same_values,
-    stateless_build,
-)
+from hpo.training.fit_engine import FitTrial, build_fit_program, fit_signature, is_fit_signature, output_names
+from hpo.training.fresh_weights import FreshWeights
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
+from hpo.training.single_trial import SingleTrial, resume_point
 from hpo.training.training_data import check_batch_size, device_data
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
@@ -77,9 +71,7 @@ class Trainer:
         # runner is the study's only writer.
         self.compile_choices = InMemoryCompileChoices(known_compile_choices)
         self.programs = ProgramCache(cache_capacity)
-        self._stateless_init: dict[str, bool] = {}   # signature -> values checked against a real build
-        # signature -> the replay recipe, the first stateless build to learn it from, or False
-        self._init_recipes: dict[str, InitRecipe | StatelessBuild | bool] = {}
+        self.weights = FreshWeights(self)
         self._janitor = KernelCacheJanitor()
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
@@ -112,63 +104,8 @@ class Trainer:
         return model
 
     def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
-        """The values a fresh seeded build gives its variables (`model.variables` order),
-        without a live model once a real build has vouched for the stateless path, and
-        without running the builder once two stateless builds have taught a recipe."""
-        signature = architecture_signature(params, self.builder)
-        if self._stateless_init.get(signature) is None:
-            model = self.build_model(params, seed)
-            self._verify_stateless_init(signature, model, params, seed)
-            return [v.value for v in model.variables]
-        if not self._stateless_init[signature]:
-            return [v.value for v in self.build_model(params, seed).variables]
-        try:
-            recipe = self._init_recipes.get(signature)
-            if isinstance(recipe, InitRecipe) and recipe.covers(params):
-                return self._on_device(seed, lambda: recipe.values(params))
-            learning = recipe is None or isinstance(recipe, StatelessBuild)
-            build = self._stateless_build(params, seed, record_draws=learning)
-        except Exception as exc:
-            raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
-        if learning:
-            self._learn_recipe(signature, recipe, build)
-        return build.values
-
-    def _learn_recipe(self, signature: str, first: StatelessBuild | None, build: StatelessBuild) -> None:
-        tunable = getattr(self.builder, "tunable_params", ())
-        if first is None or not differ_in_all(first.params, build.params, tunable):
-            self._init_recipes[signature] = build       # a later trial that differs teaches it
-            return
-        self._init_recipes[signature] = learn_recipe(first, build, tunable) or False
-        if not self._init_recipes[signature]:
-            log.info("initial weights do not follow the seeds and parameters in a way we can replay; "
-                     "running the builder for each trial")
-
-    def _stateless_build(self, params: Mapping[str, Any], seed: int,
-                         record_draws: bool = False) -> StatelessBuild | None:
-        """`stateless_build` under the trial's seed, on this trainer's device."""
-        return self._on_device(seed, lambda: stateless_build(self.builder, params, self.dataset.input_shape,
-                                                             self.dataset.num_classes, record_draws))
-
-    def _on_device(self, seed: int, make: Callable):
-        import tensorflow as tf
-
-        seed_trial(seed)
-        with tf.device(self.device):
-            return make()
-
-    def _verify_stateless_init(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
-        if signature in self._stateless_init:
-            return
-        try:
-            build = self._stateless_build(params, seed, record_draws=True)
-        except Exception:   # noqa: BLE001 - a builder that needs live variables: real builds it is
-            build = None
-        self._stateless_init[signature] = same_values(model.variables, build and build.values)
-        if self._stateless_init[signature]:
-            self._init_recipes[signature] = build       # the first of the two builds a recipe needs
-        else:
-            log.info("stateless initialisation does not reproduce this builder's weights; building each trial")
+        """The values a fresh seeded build gives its variables (`hpo.training.fresh_weights`)."""
+        return self.weights.values(params, seed)
 
     def engine_for(self, params: Mapping[str, Any], seed: int) -> EngineChoice:
         """The engine that trains this architecture (`hpo.training.engines`), decided once."""
@@ -192,14 +129,13 @@ class Trainer:
         Keras's `model.fit` trains (`hpo.training.fit_engine`)."""
         signature = architecture_signature(params, self.builder)
         if engine == "fit":
-            from hpo.training.fit_engine import fit_signature
             signature = fit_signature(signature)
         mode = self.mode_for(signature, params, seed, steps)
         key = (signature, self.device, mode)
         program = self.programs.get(key)
         if program is None:
             model = self.build_model(params, seed)
-            self._verify_stateless_init(signature, model, params, seed)
+            self.weights.verify(signature, model, params, seed)
             program = self._compile(signature, model, params, mode)
             self.programs.put(key, program)
             return program
@@ -215,7 +151,6 @@ class Trainer:
     def _compile(self, signature: str, model, params: Mapping[str, Any], mode: str) -> TrainingProgram:
         import tensorflow as tf
 
-        from hpo.training.fit_engine import build_fit_program, is_fit_signature
         with tf.device(self.device):
             if is_fit_signature(signature):
                 # Streamed, fit reads each epoch from its `WholeStream`, not from arrays.
@@ -253,7 +188,6 @@ class Trainer:
     def _measure_modes(self, key: str, signature: str, params: Mapping[str, Any], seed: int) -> str:
         # A few steps per timed call, not steps_per_call: XLA:CPU's convolutions can run 5-35x
         # slower than graph mode's (benchmarks/roofline.py), and each timed call of a slow mode is paid in full.
-        from hpo.training.fit_engine import is_fit_signature
         batch = self.timing_batch(int(params["batch_size"]), seed, steps=MEASURE_STEPS,
                                   fit=is_fit_signature(signature))
         first_calls, calls, programs, failures = {}, {}, {}, {}
@@ -336,11 +270,11 @@ class Trainer:
                         **self._engine_fields(task.trial_id))
 
     def measure(self, task: TrainTask) -> dict[str, float]:
-        """The model measures `task` asks for (hpo.model_measures), of a model built from its
+        """The model measures `task` asks for (hpo.training.model_measures), of a model built from its
         config on this trainer's device: they depend on the architecture, not on the weights."""
         if not task.measures:
             return {}
-        from hpo.model_measures import measure_model
+        from hpo.training.model_measures import measure_model
         model = self.build_model(self.resolve(task.config), task.seed)
         return measure_model(model, task.measures, self.dataset.first(task.latency_batch)[0],
                              task.latency_batch, self.device)
@@ -364,7 +298,6 @@ class Trainer:
         except tf.errors.ResourceExhaustedError as exc:
             params = self.resolve(task.config)
             signature = architecture_signature(params, self.builder)
-            from hpo.training.fit_engine import fit_signature
             for mode in MODES:
                 for key in (signature, fit_signature(signature)):
                     self.programs.discard((key, self.device, mode))
@@ -385,7 +318,6 @@ class Trainer:
         self._engine_of_trial[task.trial_id] = engine
         program = self.program_for(params, task.seed, fresh_start=not task.checkpoint_in,
                                    steps=self.job_steps(task, batch_size), engine=engine.engine)
-        from hpo.training.fit_engine import output_names
         reported = objective_names(self.training.metrics, output_names(program.model))
         if task.objective not in reported:
             raise TrialFailed(f"objective {task.objective!r} is not a metric this trainer reports {reported}")
@@ -397,54 +329,11 @@ class Trainer:
             program.optimizer.assign(params)
         control = TrialControl.for_job(self.training, program.model, program.optimizer.optimizer)
         if engine.engine == "fit":
-            from hpo.training.fit_engine import FitTrial
             group = FitTrial(program, task, control)
         else:
             group = SingleTrial(program, task, control)
         for reports in train_epochs(self, group, batch_size, [replay], job_started):
             yield from reports
-
-
-class SingleTrial:
-    """One trial in its architecture's program: the epoch loop's group of K = 1."""
-
-    extra_metrics: Mapping[str, float] = {}
-    whole_epoch = False     # the compiled step takes an epoch in calls of steps_per_call steps
-
-    def __init__(self, program: TrainingProgram, task: TrainTask, control: TrialControl | None = None):
-        self.program, self.tasks = program, [task]
-        self.control = control      # the job's callbacks and early stopping (`hpo.training.callbacks`)
-
-    def reset_metrics(self) -> None:
-        self.program.measures.reset()
-
-    def train_steps(self, call) -> np.ndarray:
-        (loss,) = self.program.train_steps(call)
-        return np.array([float(loss)])
-
-    def evaluate(self, x, y) -> np.ndarray:
-        return np.array([float(self.program.evaluate(x, y))])
-
-    def metric_results(self, validation: bool) -> list[dict[str, float]]:
-        return [self.program.measures.results(validation)]
-
-    def learning_rates(self) -> list[float]:
-        return [self.program.optimizer.learning_rate]
-
-    def save(self, epoch: int, durable: bool, reports) -> None:
-        save_arrays(self.tasks[0].checkpoint_out, *self.program.host_state(), epoch, durable,
-                    reports[0] if reports else ())
-
-
-def resume_point(task: TrainTask) -> TrainTask:
-    """A task picks up from its own progress checkpoint when an earlier attempt left one
-    (worker killed, driver killed, Dask rescheduling): the epochs before it are not redone.
-    A checkpoint at the end epoch is not taken: the job's last report would be missing."""
-    reached = checkpoint_epoch(task.checkpoint_out)
-    if reached is None or not task.start_epoch < reached < task.end_epoch:
-        return task
-    log.info("trial %d resumes from its own checkpoint at epoch %d", task.trial_id, reached)
-    return dataclasses.replace(task, start_epoch=reached, checkpoint_in=task.checkpoint_out)
 
 
 def _first_line(exc: Exception) -> str:

@@ -27,6 +27,14 @@ from hpo.errors import TrialFailed
 PREFETCH_CALLS = 2
 
 
+def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
+    """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
+    shuffle, the same for every trial of a study, whole batches only."""
+    steps = n_train // batch_size
+    order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
+    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
+
+
 @dataclass(frozen=True)
 class WholeStream:
     """A whole epoch's batches, or the whole validation set, as one batched `tf.data.Dataset`:
@@ -75,8 +83,6 @@ class DeviceArrays:
         indices into the train arrays, one shuffle per (data seed, epoch), whole batches."""
         import tensorflow as tf
 
-        from hpo.training.epoch_loop import epoch_batches
-
         batches = epoch_batches(data_seed, epoch, self.train_examples, batch_size)
         for first in range(0, len(batches), steps_per_call):
             call = batches[first:first + steps_per_call]
@@ -86,8 +92,6 @@ class DeviceArrays:
         """The epoch's batches as a `tf.data.Dataset` of (x, y), in the order `train_calls`
         trains them: what an engine built on `model.fit` feeds it."""
         import tensorflow as tf
-
-        from hpo.training.epoch_loop import epoch_batches
 
         x, y = self.x_train, self.y_train
         indices = tf.data.Dataset.from_tensor_slices(epoch_batches(data_seed, epoch, self.train_examples, batch_size))

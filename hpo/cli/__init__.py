@@ -7,6 +7,9 @@ Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupte
 then takes the study's lock, and only then creates, moves or changes anything. The other
 commands open the study read-only and never import code the study names unless the
 user allows it (`best --export` with `--trust-code` or `--experiment FILE`).
+
+Each command imports what it uses inside its own function: `hpo status` or `hpo --help`
+should not pay for TensorFlow, rich's console or the runner at start-up.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hpo.errors import UserInputError
+from hpo.trial import config_text
 
 log = logging.getLogger("hpo.cli")
 
@@ -165,8 +169,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.console import console, log_to_file, search_progress, stdout
     from hpo.native_logs import import_tensorflow
     from hpo.preflight import preflight
-    from hpo.resume import check_study_dir, prepare_study
-    from hpo.runner import SearchAborted, build_runner
+    from hpo.runner import SearchAborted, build_keras_runner
+    from hpo.study.resume import check_study_dir, prepare_study
 
     # 1. Check everything: nothing exists on disk yet.
     experiment = load_experiment(args.experiment, args.overrides)
@@ -174,13 +178,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
     import_tensorflow()
     findings = preflight(experiment)
-    # 2. The lock, then 3. create, move aside or resume (hpo.resume).
+    # 2. The lock, then 3. create, move aside or resume (hpo.study.resume).
     study = prepare_study(experiment, study_dir, fresh=args.fresh)
     args.resolved_study_dir = study_dir
     handler = log_to_file(study.log_path)
     try:
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
-        runner = build_runner(experiment, study, output_names=findings.output_names)
+        runner = build_keras_runner(experiment, study, output_names=findings.output_names)
         total = experiment.search.max_trials
         with search_progress() as bar:
             done = sum(1 for t in study.trials() if t.state.finished)
@@ -216,8 +220,8 @@ def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -
 
 
 def _print_summary(study, objective: str, direction: str, summary) -> None:
+    from hpo.cli.tables import top_table
     from hpo.console import stdout
-    from hpo.tables import top_table
     trials = study.trials()
     counts = {}
     for t in trials:
@@ -231,11 +235,7 @@ def _print_summary(study, objective: str, direction: str, summary) -> None:
     if summary.best is not None:
         b = summary.best
         stdout.print(f"best: trial {b.trial_id}, {objective}={b.value:.4f} at budget {b.budget:g}, "
-                     f"config {_config_text(b.config)}", highlight=False)
-
-
-def _config_text(config) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+                     f"config {config_text(b.config)}", highlight=False)
 
 
 # --- inspection -------------------------------------------------------------------------------
@@ -247,8 +247,8 @@ def _open(study_dir: str):
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from hpo.cli.tables import status_table, top_configurations, trial_lines
     from hpo.console import stdout
-    from hpo.tables import status_table, top_configurations, trial_lines
     study = _open(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]
@@ -283,7 +283,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     study = _open(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]
-    from hpo.pareto_view import is_ranked, stored_goals
+    from hpo.study.pareto import is_ranked, stored_goals
     if is_ranked(experiment) and stored_goals(experiment).multi:
         return _best_pareto(args, study, experiment)
     best = study.best(search["direction"])
@@ -308,7 +308,7 @@ def cmd_best(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) -> dict:
     """`--export`: save the trial's model (the best one when `trial_id` is None), score it on the
     held-out test split, say so unless `--json`, and return the record's `export` entry."""
-    from hpo.best_model import export_best_model
+    from hpo.cli.best_model import export_best_model
     from hpo.console import stdout
     _consent_to_code(args, experiment)
     exported = export_best_model(args.study_dir, args.export, trial_id=trial_id)
@@ -340,8 +340,9 @@ def _chosen_trial(args: argparse.Namespace, study):
 def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
     """`hpo best` for several objectives: the Pareto front, as a table or JSON; `--export`
     saves the member `--trial` names."""
+    from hpo.cli.tables import pareto_table
     from hpo.console import stdout
-    from hpo.pareto_view import pareto_record, pareto_table, stored_goals
+    from hpo.study.pareto import pareto_record, stored_goals
     goals = stored_goals(experiment)
     trials = study.trials()
     record = pareto_record(trials, goals)
@@ -375,6 +376,9 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
     from hpo.config import load_experiment, registered_names
     from hpo.references import is_built_in
 
+    if stored.get("data") is None:
+        raise UserInputError(f"{args.study_dir}: this study's trials called a Python function (hpo.optimize), "
+                             f"so there is no Keras model to export; `hpo best {args.study_dir}` shows its best config")
     names = registered_names()
     named = {"data.dataset": (stored["data"]["dataset"], names["datasets"]),
              "model.builder": (stored["model"]["builder"], names["builders"])}
@@ -403,7 +407,7 @@ def export_rows(study) -> list[dict]:
     by_trial: dict[int, list] = {}
     for trial_id, epoch, metrics in study.epochs():
         by_trial.setdefault(trial_id, []).append({"epoch": epoch, **metrics})
-    from hpo.pareto_view import is_ranked, measures, stored_goals, trial_goals
+    from hpo.study.pareto import is_ranked, measures, stored_goals, trial_goals
     experiment = study.experiment()
     goals = stored_goals(experiment) if is_ranked(experiment) else None
     rows = []
@@ -463,8 +467,8 @@ def _csv_text(rows: list[dict]) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from hpo.cli.report import write_report
     from hpo.console import stdout
-    from hpo.report import write_report
     page = write_report(args.study_dir)
     stdout.print(f"wrote {page}", highlight=False)
     return 0
@@ -474,7 +478,7 @@ VIEW_REFRESH_SECONDS = 5
 
 
 def cmd_tensorboard(args: argparse.Namespace) -> int:
-    from hpo.tensorboard_view import link_new_files, logdir_to_show
+    from hpo.cli.tensorboard_view import link_new_files, logdir_to_show
     study = _open(args.study_dir)
     own = study.tensorboard_dir
     # A dead driver's running trials show as interrupted through a view built here, outside

@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from hpo.registry import DIRECTIONS
 from hpo.trial import TrialResult, TrialState
 
-DIRECTIONS = ("minimize", "maximize")
 OPERATORS = ("<=", ">=", "<", ">")
 # A name, an operator, a number: "params <= 20000", "latency_ms<2.5", "val_accuracy >= 0.9".
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -163,6 +163,14 @@ class Goals:
         if repeated:
             raise ValueError(f"objectives name {repeated} more than once")
         return cls(parsed, tuple(Constraint.parse(c) for c in constraints))
+
+    @classmethod
+    def of_search(cls, objectives: Sequence[Mapping[str, str]] | None, objective: str, direction: str,
+                  constraints: Sequence[str] | None = None) -> "Goals":
+        """From an experiment's `search` section: `objectives` ({name, direction} each), or
+        when there are none, `objective` in `direction`; and `constraints`."""
+        listed = objectives or ({"name": objective, "direction": direction},)
+        return cls.build([Objective(o["name"], o["direction"]) for o in listed], list(constraints or ()))
 
     @property
     def multi(self) -> bool:

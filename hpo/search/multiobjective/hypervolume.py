@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpo.search.pareto import pareto_mask
+from hpo.search.multiobjective.pareto import pareto_mask
 
 NORMALISED_REFERENCE = 1.1
 

@@ -1,7 +1,7 @@
 """`hpo report`'s plots for a study with several objectives: the Pareto front (a scatter of
 two objectives, or a pairwise grid for three or more, front members joined and labelled
 with their trial ids) and the dominated hypervolume against the epochs spent. matplotlib
-only; the front is `hpo best`'s (hpo.pareto_view)."""
+only; the front is `hpo best`'s (hpo.study.pareto)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from typing import Sequence
 
 import numpy as np
 
-from hpo.hypervolume import NORMALISED_REFERENCE, normalised_hypervolume
-from hpo.optimization import completed_results
-from hpo.pareto_view import front, trial_goals
-from hpo.search.objectives import Goals
+from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE, normalised_hypervolume
+from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
+from hpo.study.pareto import completed_results, pareto_set, trial_goals
 from hpo.trial import TrialState
 
 
@@ -27,7 +26,7 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
     front members joined in red and labelled with their trial ids."""
     import matplotlib.pyplot as plt
 
-    members = front(trials, goals)
+    members = pareto_set(trials, goals)
     budget = members[0].budget if members else None
     shown = [t for t in trials if t.state == TrialState.COMPLETE and t.budget == budget]
     names = goals.names
@@ -63,7 +62,7 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
 
 def hypervolume_curve(trials: Sequence[TrialRow], goals: Goals) -> tuple[list[float], list[float]]:
     """(epochs spent, hypervolume) after each completed trial, in finishing order: the
-    normalised hypervolume (hpo.hypervolume) of the feasible results at the largest budget
+    normalised hypervolume (hpo.search.multiobjective.hypervolume) of the feasible results at the largest budget
     reached so far, with every objective scaled between its best and worst feasible value
     in the whole study (one fixed reference point for the whole curve)."""
     usable = sorted(_usable(trials, goals), key=lambda item: item[0].finished_at or 0)

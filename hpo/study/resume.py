@@ -13,12 +13,12 @@ import shutil
 import time
 from pathlib import Path
 
-from hpo import study_lock
 from hpo.config import Experiment, binding_differences, diff_experiments
 from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
-from hpo.study_lock import LOCK_NAME
+from hpo.study import lock as study_lock
+from hpo.study.lock import LOCK_NAME
 from hpo.trial import Job, TrialResult
 
 log = logging.getLogger("hpo.runner")

@@ -8,16 +8,14 @@ trial id, with each configuration once, at its deepest completed rung.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
+from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
-from hpo.trial import TrialState
+from hpo.study.pareto import pareto_set
+from hpo.trial import TrialState, config_text
 
 MIN_CONFIG_WIDTH = 30      # narrower than this, a wrapped config is a column of fragments
-
-
-def config_text(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
 
 
 def deepest_per_configuration(trials: Iterable[TrialRow]) -> list[TrialRow]:
@@ -120,3 +118,18 @@ def trial_lines(trial: TrialRow, objective: str) -> list[str]:
         lines.append("  error:")
         lines += [f"    {line}" for line in trial.error.splitlines()]
     return lines
+
+
+def pareto_table(trials: Sequence[TrialRow], goals: Goals, title: str, width: int):
+    """One row per front member: trial, budget, its objectives, feasibility, then its config
+    (the config column wraps, or moves out where the terminal is too narrow)."""
+    columns = ["trial", "budget", *(f"{o.name} ({o.direction[:3]})" for o in goals.objectives)]
+    if goals.constraints:
+        columns.append("feasible")
+    rows = []
+    for m in pareto_set(trials, goals):
+        row = [str(m.trial_id), f"{m.budget:g}", *(f"{m.objectives[n]:.4g}" for n in goals.names)]
+        if goals.constraints:
+            row.append("yes" if m.feasible else "no")
+        rows.append([*row, config_text(m.config)])
+    return _table(title, columns, rows, width, "config")

@@ -2,7 +2,7 @@
 
 Written to `<study>/report/report.html`, with its PNGs beside it, in this order:
 - with several objectives: the Pareto front and the dominated hypervolume against epochs
-  spent (hpo.pareto_plots);
+  spent (hpo.cli.report_pareto);
 - best-so-far objective against the epochs spent, and against wall time;
 - the Hyperband diagram: which configuration went how far, bracket by bracket;
 - parameter importance: a random forest fitted on the unit-cube configs, scored by
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hpo.hypervolume import NORMALISED_REFERENCE
+from hpo.cli.tables import top_configurations
+from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
-from hpo.tables import config_text, top_configurations
-from hpo.trial import TrialState
+from hpo.trial import TrialState, config_text
 
-log = logging.getLogger("hpo.report")
+log = logging.getLogger("hpo.cli.report")
 
 INACTIVE_UNIT = -0.25     # where an inactive conditional parameter sits on a [0, 1] axis
 IMPORTANCE_MIN_CONFIGURATIONS = 8     # fewer: no importance at all
@@ -93,13 +93,13 @@ class Section:
 
 def _pareto_sections(experiment, trials: list[TrialRow], out: Path) -> list["Section"]:
     """A study with several objectives opens with its Pareto front and its hypervolume."""
-    from hpo.pareto_plots import front_figure, hypervolume_figure
-    from hpo.pareto_view import front, is_ranked, stored_goals
+    from hpo.cli.report_pareto import front_figure, hypervolume_figure
+    from hpo.study.pareto import is_ranked, pareto_set, stored_goals
 
     if not is_ranked(experiment):
         return []
     goals = stored_goals(experiment)
-    if not goals.multi or not front(trials, goals):
+    if not goals.multi or not pareto_set(trials, goals):
         return []
     return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
                     "Front members (red, labelled with their trial ids) are the feasible trials no other "

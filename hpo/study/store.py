@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from hpo import study_integrity, study_lock
 from hpo.errors import UserInputError
-from hpo.study_lock import LOCK_NAME  # noqa: F401 - re-exported: the lock file's name
+from hpo.study import integrity as study_integrity
+from hpo.study import lock as study_lock
+from hpo.study.lock import LOCK_NAME  # noqa: F401 - re-exported: the lock file's name
 from hpo.trial import Job, TrialResult, TrialState
 
 SCHEMA_VERSION = 1
@@ -340,7 +341,7 @@ class Study:
 
     # --- the one-driver lock --------------------------------------------------------------
     def acquire_driver_lock(self) -> None:
-        """Hold the study's OS lock (hpo.study_lock) until release or close; a second driver
+        """Hold the study's OS lock (hpo.study.lock) until release or close; a second driver
         is refused with StudyLocked naming the holder. Held already: nothing to do."""
         if self._lock is None:
             self._lock = study_lock.acquire(self.dir)

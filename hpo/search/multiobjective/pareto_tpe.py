@@ -5,7 +5,7 @@ rank first); what changes is the order of the configs within one budget, which d
 l(x) and g(x):
 
 - `split="rank"` (the default; multi-objective TPE, Ozaki et al. 2020): by
-  `hpo.search.pareto.constrained_order`: feasible configs by non-dominated rank, ties by
+  `hpo.search.multiobjective.pareto.constrained_order`: feasible configs by non-dominated rank, ties by
   hypervolume contribution (or crowding distance, `tie_break`), then infeasible ones by
   total constraint violation. A config in the worse half of its budget's results by that
   order ranks after every config in a better half (the TPE's guard, with points).
@@ -30,8 +30,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.base import config_key
-from hpo.search.objectives import Goals
-from hpo.search.pareto import constrained_order
+from hpo.search.multiobjective.objectives import Goals
+from hpo.search.multiobjective.pareto import constrained_order
 from hpo.search.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 

@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-MEASURES = ("params", "model_bytes", "latency_ms")
+from hpo.registry import MODEL_MEASURES as MEASURES
+
 WARMUP_CALLS = 5
 MIN_REPEATS, MAX_REPEATS = 20, 500
 TIMING_SECONDS = 0.25          # repeats stop once this much time was timed (after MIN_REPEATS)

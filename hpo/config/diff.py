@@ -1,0 +1,69 @@
+"""What differs between the experiment a study stored and the one given now, and which of
+those differences would change what the study's finished trials mean."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hpo import metric_names
+
+# Keys that may change when a study resumes: they are honoured, not ignored, and they do
+# not change what a finished trial means.
+RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_consecutive_failures",
+                     "training.checkpoint_every", "training.checkpoint_seconds", "training.fuse", "execution",
+                     "output")
+
+
+def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Lines like `search.eta: 3 -> 4` for every key whose value differs."""
+    flat_a, flat_b = _flatten(stored), _flatten(current)
+    lines = []
+    for key in sorted(set(flat_a) | set(flat_b)):
+        a, b = flat_a.get(key, "<absent>"), flat_b.get(key, "<absent>")
+        # An empty mapping flattens to itself and a full one to its keys: `{}` against
+        # nothing says no more than the lines of the keys themselves.
+        empty_against_nothing = (a == {} and b == "<absent>") or (a == "<absent>" and b == {})
+        if a != b and not empty_against_nothing:
+            lines.append(f"{key}: {a!r} -> {b!r}")
+    return lines
+
+
+def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Differences that would change the meaning of finished trials. A key added to hpo after
+    the study was made reads as its default, which is what the study's trials ran with."""
+    stored = _with_added_keys(stored)
+    return [line for line in diff_experiments(stored, current)
+            if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
+                       for prefix in RESUMABLE_CHANGES)]
+
+
+# Keys a study may lack (hpo did not have them when it was made), with the value its trials ran with.
+_ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
+               ("training", "metrics"): list(metric_names.DEFAULT_METRICS),
+               ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None,
+               ("training", "latency_batch"): 1, ("search", "objectives"): [], ("search", "constraints"): []}
+
+
+# How `hpo.optimize` studies recorded having no dataset before `data` could be left out.
+_NO_DATASET = "hpo.optimization:no_dataset"
+
+
+def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(stored, Mapping):
+        return stored
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in stored.items()}
+    if isinstance(out.get("data"), dict) and out["data"].get("dataset") == _NO_DATASET:
+        out["data"] = None
+    for (section, name), value in _ADDED_KEYS.items():
+        if isinstance(out.get(section), dict):
+            out[section].setdefault(name, value)
+    return out
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}

@@ -1,0 +1,101 @@
+"""A trial's initial weights without a live model.
+
+A reused program starts each trial from the values a fresh build under the trial's seed
+would give. A real build vouches once per architecture that the stateless path
+(`hpo.training.initial_weights.stateless_build`) reproduces them; after two stateless builds
+that differ in every tunable parameter, a learnt recipe replays the draws without running
+the builder at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from hpo.errors import TrialFailed
+from hpo.training.initial_weights import (
+    InitRecipe,
+    StatelessBuild,
+    differ_in_all,
+    learn_recipe,
+    same_values,
+    stateless_build,
+)
+from hpo.training.program import architecture_signature
+from hpo.training.seeding import seed_trial
+
+if TYPE_CHECKING:
+    from hpo.training.trainer import Trainer
+
+log = logging.getLogger("hpo.train")
+
+
+class FreshWeights:
+    """Per architecture signature: whether the stateless path was checked against a real
+    build (`checked`), and the replay recipe, the first stateless build to learn it from, or
+    False (`recipes`)."""
+
+    def __init__(self, trainer: "Trainer"):
+        self.trainer = trainer
+        self.checked: dict[str, bool] = {}
+        self.recipes: dict[str, InitRecipe | StatelessBuild | bool] = {}
+
+    def values(self, params: Mapping[str, Any], seed: int) -> list:
+        """The values a fresh seeded build gives its variables (`model.variables` order),
+        without a live model once a real build has vouched for the stateless path, and
+        without running the builder once two stateless builds have taught a recipe."""
+        signature = architecture_signature(params, self.trainer.builder)
+        if self.checked.get(signature) is None:
+            model = self.trainer.build_model(params, seed)
+            self.verify(signature, model, params, seed)
+            return [v.value for v in model.variables]
+        if not self.checked[signature]:
+            return [v.value for v in self.trainer.build_model(params, seed).variables]
+        try:
+            recipe = self.recipes.get(signature)
+            if isinstance(recipe, InitRecipe) and recipe.covers(params):
+                return self._on_device(seed, lambda: recipe.values(params))
+            learning = recipe is None or isinstance(recipe, StatelessBuild)
+            build = self._stateless_build(params, seed, record_draws=learning)
+        except Exception as exc:
+            raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+        if learning:
+            self._learn_recipe(signature, recipe, build)
+        return build.values
+
+    def _learn_recipe(self, signature: str, first: StatelessBuild | None, build: StatelessBuild) -> None:
+        tunable = getattr(self.trainer.builder, "tunable_params", ())
+        if first is None or not differ_in_all(first.params, build.params, tunable):
+            self.recipes[signature] = build       # a later trial that differs teaches it
+            return
+        self.recipes[signature] = learn_recipe(first, build, tunable) or False
+        if not self.recipes[signature]:
+            log.info("initial weights do not follow the seeds and parameters in a way we can replay; "
+                     "running the builder for each trial")
+
+    def _stateless_build(self, params: Mapping[str, Any], seed: int,
+                         record_draws: bool = False) -> StatelessBuild | None:
+        """`stateless_build` under the trial's seed, on this trainer's device."""
+        dataset = self.trainer.dataset
+        return self._on_device(seed, lambda: stateless_build(self.trainer.builder, params, dataset.input_shape,
+                                                             dataset.num_classes, record_draws))
+
+    def _on_device(self, seed: int, make: Callable):
+        import tensorflow as tf
+
+        seed_trial(seed)
+        with tf.device(self.trainer.device):
+            return make()
+
+    def verify(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
+        if signature in self.checked:
+            return
+        try:
+            build = self._stateless_build(params, seed, record_draws=True)
+        except Exception:   # noqa: BLE001 - a builder that needs live variables: real builds it is
+            build = None
+        self.checked[signature] = same_values(model.variables, build and build.values)
+        if self.checked[signature]:
+            self.recipes[signature] = build       # the first of the two builds a recipe needs
+        else:
+            log.info("stateless initialisation does not reproduce this builder's weights; building each trial")
