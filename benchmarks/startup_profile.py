@@ -105,7 +105,8 @@ def _time_methods(trainer_module, phases: dict[str, float]) -> None:
 
     trainer_class = trainer_module.Trainer
     timed(trainer_class, "build_model", "build")
-    timed(trainer_class, "_verify_stateless_init", "stateless check")
+    from hpo.training.fresh_weights import FreshWeights
+    timed(FreshWeights, "verify", "stateless check")
     timed(trainer_class, "_compile", "optimizer+step objects")
     timed(trainer_module, "load_checkpoint", "checkpoint load")
 

@@ -65,8 +65,9 @@ def test_one_hot_array_targets_give_their_width_as_classes():
 
     x, y = data_tasks.pair()
     onehot = np.eye(3, dtype="float32")[y]
-    from hpo.data.loading import _arrays_result, _Problem
-    _, checked, _ = _arrays_result((x, onehot), _Problem("t"), class_labels=False)
+    from hpo.data.checks import LoaderProblem
+    from hpo.data.loading import _arrays_result
+    _, checked, _ = _arrays_result((x, onehot), LoaderProblem("t"), class_labels=False)
     assert checked.shape == (120, 3)
     from hpo.data import num_classes
     assert num_classes(checked) == 3

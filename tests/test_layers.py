@@ -181,3 +181,31 @@ if __name__ == "__main__":
     for line in upward:
         print("upward:", line)
     print(f"import_circles={len(found)} upward_imports={len(upward)}")
+
+
+def _reads_of_the_trainer(path: Path) -> set[str]:
+    """Attributes read of anything called `trainer` (`trainer.x`, `self.trainer.x`)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id == "trainer") or \
+                    (isinstance(owner, ast.Attribute) and owner.attr == "trainer"):
+                names.add(node.attr)
+    return names
+
+
+def test_fusion_uses_the_trainer_through_its_declared_seam_only():
+    """`hpo.training.seam.TrainerSeam` is what fused trials may use of a trainer; the trainer
+    provides all of it."""
+    from hpo.training.seam import SEAM_MEMBERS
+
+    read = set().union(*(_reads_of_the_trainer(p) for p in (ROOT / "hpo" / "fusion").glob("*.py")))
+    assert read, "the check found no use of the trainer at all"
+    assert read <= SEAM_MEMBERS, f"fusion reads trainer members outside the seam: {sorted(read - SEAM_MEMBERS)}"
+    trainer_source = (ROOT / "hpo" / "training" / "trainer.py").read_text()
+    provided = {n.attr for n in ast.walk(ast.parse(trainer_source))
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+                and isinstance(n.ctx, ast.Store)}
+    provided |= {n.name for n in ast.walk(ast.parse(trainer_source)) if isinstance(n, ast.FunctionDef)}
+    assert SEAM_MEMBERS <= provided, f"the trainer lacks {sorted(SEAM_MEMBERS - provided)}"

@@ -118,10 +118,10 @@ def test_the_fit_engine_trains_and_is_timed_on_streamed_dict_elements():
     ({1: np.zeros((5, 2))}, np.zeros(5), ["a dict of named arrays", "input names"]),
 ])
 def test_a_bad_array_among_several_is_named(x, y, fragments):
-    from hpo.data.loading import _Problem, check_arrays
+    from hpo.data.checks import LoaderProblem, check_arrays
 
     with pytest.raises(ConfigError) as err:
-        check_arrays(x, y, _Problem("my.loader:load"), class_labels=False)
+        check_arrays(x, y, LoaderProblem("my.loader:load"), class_labels=False)
     for fragment in fragments:
         assert fragment in str(err.value), (fragment, str(err.value))
 
@@ -133,7 +133,7 @@ def test_a_bad_array_among_several_is_named(x, y, fragments):
 def test_a_bad_array_among_several_in_a_tf_data_split_is_named(where, class_labels, fragment):
     import tensorflow as tf
 
-    from hpo.data.loading import _Problem
+    from hpo.data.checks import LoaderProblem
     from hpo.data.streams import as_stream
 
     x = {"a": np.zeros((10, 4), "float32"), "b": np.zeros((10, 3), "float32")}
@@ -143,15 +143,15 @@ def test_a_bad_array_among_several_in_a_tf_data_split_is_named(where, class_labe
     else:
         y["category"][3] = -1
     with pytest.raises(ConfigError, match=re.escape(fragment)):
-        as_stream(tf.data.Dataset.from_tensor_slices((x, y)), "train", _Problem("my.loader:load"),
+        as_stream(tf.data.Dataset.from_tensor_slices((x, y)), "train", LoaderProblem("my.loader:load"),
                   class_labels=class_labels, count_classes=True)
 
 
 def test_split_keeps_a_list_of_rows_as_one_array():
     """A list of Python lists is one input array (numpy's reading), not several inputs."""
-    from hpo.data.loading import _Problem, check_arrays
+    from hpo.data.checks import LoaderProblem, check_arrays
 
-    x, y = check_arrays([[0, 1], [2, 3], [4, 5]], [0, 1, 0], _Problem("ref"), class_labels=True)
+    x, y = check_arrays([[0, 1], [2, 3], [4, 5]], [0, 1, 0], LoaderProblem("ref"), class_labels=True)
     assert x.shape == (3, 2)
     dataset = split("rows", "", x, y, DataConfig(dataset="rows", validation_split=0.34, test_split=0.0), seed=0)
     assert dataset.examples("train") == 2 and dataset.num_classes == 2

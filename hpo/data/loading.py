@@ -96,7 +96,8 @@ def _from_splits(loaded: dict, config: DataConfig, class_labels: bool, bad: Load
         raise bad(f"returned num_classes {classes!r}; expected a positive integer")
     source = str(loaded.get("source", config.dataset))
     given = {name: loaded[name] for name in SPLITS if name in loaded}
-    if config.validation_split != DataConfig.validation_split or config.test_split != DataConfig.test_split:
+    defaults = type(config)           # the dataclass's field defaults
+    if config.validation_split != defaults.validation_split or config.test_split != defaults.test_split:
         log.info("data: the loader names its splits; data.validation_split and data.test_split are not used")
     if any(_is_tf_dataset(value) for value in given.values()):
         return _streamed(given, config, class_labels, bad, classes, source)

@@ -1,12 +1,13 @@
 """Fused trials behind one seam: `FusingTrainer.run_group(tasks)`.
 
-A `FusingTrainer` wraps a `Trainer` and owns everything fusion keeps between groups (its
-programs and its group-size decisions). It splits the tasks it is handed into groups that
-can fuse (one architecture, batch size, epoch range and data seed), sizes each group
-(`training.fuse`, or measured under `auto`: `group_size.py`), and trains each through the
-trainer's own epoch loop (`hpo.training.epoch_loop`), so every task's reports, checkpoint
-and TensorBoard run are what its unfused training would leave. A group that fails for any
-reason reruns its tasks unfused, so one bad configuration cannot sink the others.
+A `FusingTrainer` wraps a `Trainer`, used through its public seam (`hpo.training.seam`),
+and owns everything fusion keeps between groups (its programs and its group-size decisions).
+It splits the tasks it is handed into groups that can fuse (one architecture, batch size,
+epoch range and data seed), sizes each group (`training.fuse`, or measured under `auto`:
+`group_size.py`), and trains each through the trainer's own epoch loop
+(`hpo.training.epoch_loop`), so every task's reports, checkpoint and TensorBoard run are
+what its unfused training would leave. A group that fails for any reason reruns its tasks
+unfused, so one bad configuration cannot sink the others.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
+from hpo.training.seam import TrainerSeam
 from hpo.training.single_trial import resume_point
-from hpo.training.trainer import Trainer
 from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")
@@ -53,7 +54,7 @@ class FusedGroupFailed(RuntimeError):
     """The group could not train fused; run its tasks unfused."""
 
 
-def group_key(trainer: Trainer, task: TrainTask) -> tuple:
+def group_key(trainer: TrainerSeam, task: TrainTask) -> tuple:
     """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs and
     the same batches (one data seed)."""
     params = trainer.resolve(task.config)
@@ -64,7 +65,7 @@ def group_key(trainer: Trainer, task: TrainTask) -> tuple:
 class FusingTrainer:
     """`Trainer.run_group` with fusion: `fuse` is `training.fuse` (a group size, or 'auto')."""
 
-    def __init__(self, trainer: Trainer, fuse: int | str):
+    def __init__(self, trainer: TrainerSeam, fuse: int | str):
         self.trainer = trainer
         self.fuse = fuse
         self.decisions = FuseDecisions()
