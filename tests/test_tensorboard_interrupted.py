@@ -91,8 +91,8 @@ def test_hpo_tensorboard_shows_a_dead_drivers_running_trials_as_interrupted(tmp_
             shown["search"] = sorted(p.name for p in (self.logdir / SEARCH_RUN).iterdir())
             return 0
 
-    monkeypatch.setattr("hpo.cli.subprocess.Popen", TensorBoard)
-    monkeypatch.setattr("hpo.cli.VIEW_REFRESH_SECONDS", 0)
+    monkeypatch.setattr("hpo.cli.tensorboard_command.subprocess.Popen", TensorBoard)
+    monkeypatch.setattr("hpo.cli.tensorboard_command.VIEW_REFRESH_SECONDS", 0)
     assert main(["tensorboard", str(study_dir)]) == 0
     # Shown where the driver left off (6 epochs trained): one interrupted, none running.
     assert shown["counts"] == {"running": (6, 0.0), "complete": (6, 2.0), "failed": (6, 0.0),

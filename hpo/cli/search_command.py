@@ -1,0 +1,85 @@
+"""`hpo search`: check, lock, create or resume, run with progress, and summarise."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from hpo.trial import config_text
+
+log = logging.getLogger("hpo.cli")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from hpo.config import load_experiment
+    from hpo.console import console, log_to_file, search_progress, stdout
+    from hpo.native_logs import import_tensorflow
+    from hpo.preflight import preflight
+    from hpo.runner import SearchAborted, build_keras_runner
+    from hpo.study.resume import check_study_dir, prepare_study
+
+    # 1. Check everything: nothing exists on disk yet.
+    experiment = load_experiment(args.experiment, args.overrides)
+    study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
+    check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
+    import_tensorflow()
+    findings = preflight(experiment)
+    # 2. The lock, then 3. create, move aside or resume (hpo.study.resume).
+    study = prepare_study(experiment, study_dir, fresh=args.fresh)
+    args.resolved_study_dir = study_dir
+    handler = log_to_file(study.log_path)
+    try:
+        log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
+        runner = build_keras_runner(experiment, study, output_names=findings.output_names)
+        total = experiment.search.max_trials
+        with search_progress() as bar:
+            done = sum(1 for t in study.trials() if t.state.finished)
+            task = bar.add_task("search", total=total, completed=done, best="-")
+            runner.on_progress = lambda p: bar.update(
+                task, completed=p.finished, best="-" if p.best_value is None else f"{p.best_value:.4f}")
+            try:
+                summary = runner.run()
+            except SearchAborted as exc:
+                console.print(f"[bold red]{exc}[/]")
+                return 1
+        _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
+        if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
+            stdout.print(_complete_note(args, experiment, summary.stopped_because), highlight=False, markup=False)
+        stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
+        return 130 if summary.stopped_because == "interrupted" else 0
+    finally:
+        study.release_driver_lock()
+        study.close()
+        logging.getLogger("hpo").removeHandler(handler)
+        handler.close()
+
+
+def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -> str:
+    """What a rerun of a finished search says, instead of silently doing nothing."""
+    rerun = f"hpo search {args.experiment}" + (f" --study-dir {args.study_dir}" if args.study_dir else "")
+    limit = experiment.search.max_trials
+    if stopped_because == "max_trials" and limit:
+        return (f"the study is complete: it has run search.max_trials={limit} trials. To extend it, "
+                f"run: {rerun} --set search.max_trials={2 * limit}")
+    return (f"the study is complete: {experiment.search.algorithm} has no configuration left to try. "
+            f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
+
+
+def _print_summary(study, objective: str, direction: str, summary) -> None:
+    from hpo.cli.tables import top_table
+    from hpo.console import stdout
+    trials = study.trials()
+    counts = {}
+    for t in trials:
+        counts[t.state.value] = counts.get(t.state.value, 0) + 1
+    stdout.print(f"stopped: {summary.stopped_because}; {summary.trials_finished_now} trial(s) finished in "
+                 f"{summary.wall_seconds:.1f}s; study: " +
+                 ", ".join(f"{n} {state}" for state, n in sorted(counts.items())), highlight=False)
+    table = top_table(trials, objective, direction, stdout.width)
+    if table is not None:
+        stdout.print(table)
+    if summary.best is not None:
+        b = summary.best
+        stdout.print(f"best: trial {b.trial_id}, {objective}={b.value:.4f} at budget {b.budget:g}, "
+                     f"config {config_text(b.config)}", highlight=False)

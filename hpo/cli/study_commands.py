@@ -1,0 +1,247 @@
+"""The commands that read a study, read-only: `status`, `best` (and `best --export`),
+`export` and `report`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from hpo.errors import UserInputError
+
+
+def open_study(study_dir: str):
+    """Read-only: inspecting a study can neither create nor change a database."""
+    from hpo.study import Study
+    return Study.open(Path(study_dir), read_only=True)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hpo.cli.tables import status_table, top_configurations, trial_lines
+    from hpo.console import stdout
+    study = open_study(args.study_dir)
+    experiment = study.experiment()
+    search = experiment["search"]
+    objective = search["objective"]
+    if args.trial is not None:
+        trial = study.trial(args.trial)
+        if trial is None:
+            raise UserInputError(f"{args.study_dir}: there is no trial {args.trial} "
+                                 f"(the study has {len(study.trials())})")
+        for line in trial_lines(trial, objective):
+            stdout.print(line, highlight=False, markup=False)
+        return 0
+    trials = study.trials()
+    title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
+    if args.top is not None:
+        trials = top_configurations(trials, search["direction"], args.top)
+        title += f"; the {len(trials)} best configurations"
+    table, config_shown = status_table(trials, title, objective, stdout.width)
+    stdout.print(table)
+    if not config_shown:
+        stdout.print(f"configs and errors are too wide for this terminal; one trial's:\n"
+                     f"  hpo status {args.study_dir} --trial N", highlight=False, markup=False)
+    return 0
+
+
+def _dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from hpo.console import stdout
+    study = open_study(args.study_dir)
+    experiment = study.experiment()
+    search = experiment["search"]
+    from hpo.study.pareto import is_ranked, stored_goals
+    if is_ranked(experiment) and stored_goals(experiment).multi:
+        return _best_pareto(args, study, experiment)
+    best = study.best(search["direction"])
+    if args.trial is not None:
+        best = _chosen_trial(args, study)
+    if best is None:
+        raise UserInputError(f"{args.study_dir}: no trial has completed yet")
+    record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
+              "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
+    if args.export:
+        record["export"] = _export(args, experiment, args.trial)
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        stdout.print(f"trial {best.trial_id}: {search['objective']}={best.value:.4f} at budget {best.budget:g}",
+                     highlight=False)
+        for key, value in best.config.items():
+            stdout.print(f"  {key}: {value}", highlight=False)
+    return 0
+
+
+def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) -> dict:
+    """`--export`: save the trial's model (the best one when `trial_id` is None), score it on the
+    held-out test split, say so unless `--json`, and return the record's `export` entry."""
+    from hpo.cli.best_model import export_best_model
+    from hpo.console import stdout
+    _consent_to_code(args, experiment)
+    exported = export_best_model(args.study_dir, args.export, trial_id=trial_id)
+    if not args.json:
+        scores = ", ".join(f"{name} {value:.4f}" for name, value in
+                           [*exported.test_metrics.items(), ("loss", exported.test_loss)])
+        which = "" if trial_id is None else f"trial {trial_id} to "
+        stdout.print(f"saved {which}{exported.path}; held-out test set ({exported.test_examples} examples, never "
+                     f"seen by the search): {scores}", highlight=False)
+    record = {"path": str(exported.path), "test_accuracy": exported.test_accuracy, "test_loss": exported.test_loss,
+              "test_examples": exported.test_examples, "test_metrics": dict(exported.test_metrics)}
+    return record if trial_id is None else {"trial_id": trial_id, **record}
+
+
+def _chosen_trial(args: argparse.Namespace, study):
+    """`--trial N`: a completed trial of the study (exit 2 otherwise)."""
+    from hpo.trial import TrialState
+    if args.export is None:
+        raise UserInputError("--trial N chooses the trial --export saves; give --export MODEL.keras too")
+    trial = study.trial(args.trial)
+    if trial is None or trial.state != TrialState.COMPLETE:
+        done = [t.trial_id for t in study.trials() if t.state == TrialState.COMPLETE]
+        raise UserInputError(f"{args.study_dir}: trial {args.trial} "
+                             f"{'does not exist' if trial is None else 'did not complete'}; "
+                             f"completed trials: {', '.join(map(str, done)) or 'none'}")
+    return trial
+
+
+def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
+    """`hpo best` for several objectives: the Pareto front, as a table or JSON; `--export`
+    saves the member `--trial` names."""
+    from hpo.cli.tables import pareto_table
+    from hpo.console import stdout
+    from hpo.study.pareto import pareto_record, stored_goals
+    goals = stored_goals(experiment)
+    trials = study.trials()
+    record = pareto_record(trials, goals)
+    if not record["pareto"]:
+        raise UserInputError(f"{args.study_dir}: no trial has completed yet")
+    if args.export:
+        if args.trial is None:
+            ids = ", ".join(str(m["trial_id"]) for m in record["pareto"])
+            raise UserInputError(f"{args.study_dir}: the study has several objectives, so there is no single best "
+                                 f"trial; choose one with --trial N (the Pareto front: trials {ids})")
+        record["export"] = _export(args, experiment, _chosen_trial(args, study).trial_id)
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+        return 0
+    names = ", ".join(f"{o.name} ({o.direction})" for o in goals.objectives)
+    title = f"Pareto front: {len(record['pareto'])} trial(s), objectives {names}"
+    if goals.constraints:
+        title += f", constraints {', '.join(map(str, goals.constraints))}"
+    table, config_shown = pareto_table(trials, goals, title, stdout.width)
+    stdout.print(table)
+    if not config_shown:
+        stdout.print(f"configs are too wide for this terminal; one trial's:\n  hpo status {args.study_dir} --trial N",
+                     highlight=False, markup=False)
+    return 0
+
+
+def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
+    """Import a stored loader or builder that is not built in only with the user's consent:
+    a study folder names code but carries none, and one received from someone else must
+    not run code by being opened."""
+    from hpo.config import load_experiment, registered_names
+    from hpo.references import is_built_in
+
+    if stored.get("data") is None:
+        raise UserInputError(f"{args.study_dir}: this study's trials called a Python function (hpo.optimize), "
+                             f"so there is no Keras model to export; `hpo best {args.study_dir}` shows its best config")
+    names = registered_names()
+    named = {"data.dataset": (stored["data"]["dataset"], names["datasets"]),
+             "model.builder": (stored["model"]["builder"], names["builders"])}
+    foreign = {key: ref for key, (ref, registry) in named.items() if not is_built_in(ref, registry)}
+    if not foreign or args.trust_code:
+        return
+    listing = ", ".join(f"{key} {ref!r}" for key, ref in foreign.items())
+    if args.experiment:
+        given = load_experiment(args.experiment)   # its folder goes on the import path
+        names = {"data.dataset": given.data.dataset, "model.builder": given.model.builder}
+        mismatched = [f"{key} is {ref!r} in the study but {names[key]!r} there"
+                      for key, ref in foreign.items() if names[key] != ref]
+        if mismatched:
+            raise UserInputError(f"{args.experiment}: does not name the code the study names ("
+                                 + "; ".join(mismatched) + "); give the experiment file the study was run with")
+        return
+    raise UserInputError(f"{args.study_dir}: exporting would import and run code that the study names but does "
+                         f"not carry: {listing}. A study folder does not vouch for code. To allow it, give the "
+                         f"experiment file that names it (--experiment FILE), or pass --trust-code if you trust "
+                         f"the study's author.")
+
+
+def export_rows(study) -> list[dict]:
+    """One record per trial, with its per-epoch metrics; a study with several objectives or
+    constraints adds each trial's `objectives` {name: value}, `measures` and `feasible`."""
+    by_trial: dict[int, list] = {}
+    for trial_id, epoch, metrics in study.epochs():
+        by_trial.setdefault(trial_id, []).append({"epoch": epoch, **metrics})
+    from hpo.study.pareto import is_ranked, measures, stored_goals, trial_goals
+    experiment = study.experiment()
+    goals = stored_goals(experiment) if is_ranked(experiment) else None
+    rows = []
+    for t in study.trials():
+        row = {"trial_id": t.trial_id, "lineage": t.lineage, "state": t.state.value, "budget": t.budget,
+               "bracket": t.bracket, "rung": t.rung, "continues": t.continues, "value": t.value,
+               "error": t.error, "epochs_trained": t.epochs_trained, "attempts": t.attempts,
+               "duration_s": t.duration, "config": t.config, "epochs": by_trial.get(t.trial_id, [])}
+        if goals is not None:
+            row["objectives"], row["feasible"] = trial_goals(t, goals)
+            row["measures"] = measures(t)
+        rows.append(row)
+    return rows
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    study = open_study(args.study_dir)
+    rows = export_rows(study)
+    if args.format == "json":
+        text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
+    else:
+        text = _csv_text(rows)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _csv_text(rows: list[dict]) -> str:
+    """One line per trial epoch (a trial without epochs still gets one line)."""
+    params = sorted({k for r in rows for k in r["config"]})
+    metrics = sorted({k for r in rows for e in r["epochs"] for k in e if k != "epoch"})
+    fixed = ["trial_id", "lineage", "state", "budget", "bracket", "rung", "continues", "value", "error",
+             "epochs_trained", "attempts", "duration_s"]
+    # Several objectives or constraints: each trial's objectives, measures and feasibility.
+    ranked = bool(rows) and "objectives" in rows[0]
+    goal_columns = []
+    if ranked:
+        names = list(dict.fromkeys(k for r in rows for k in r["objectives"]))
+        kept = list(dict.fromkeys(k for r in rows for k in r["measures"]))
+        goal_columns = [f"objective.{n}" for n in names] + [f"measure.{n}" for n in kept] + ["feasible"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fixed + goal_columns + [f"config.{p}" for p in params] + ["epoch"]
+                            + metrics)
+    writer.writeheader()
+    for r in rows:
+        base = {k: r[k] for k in fixed}
+        if ranked:
+            base.update({f"objective.{n}": v for n, v in r["objectives"].items()})
+            base.update({f"measure.{n}": v for n, v in r["measures"].items()})
+            base["feasible"] = "" if r["feasible"] is None else r["feasible"]
+        base.update({f"config.{p}": r["config"].get(p, "") for p in params})
+        for epoch in r["epochs"] or [{}]:
+            writer.writerow({**base, **epoch})
+    return out.getvalue()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hpo.cli.report import write_report
+    from hpo.console import stdout
+    page = write_report(args.study_dir)
+    stdout.print(f"wrote {page}", highlight=False)
+    return 0

@@ -1,0 +1,41 @@
+"""`hpo tensorboard STUDY`: TensorBoard on the study's logs (or on a view of them that
+counts a dead driver's trials as interrupted), refreshed while it runs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hpo.cli.study_commands import open_study
+
+log = logging.getLogger("hpo.cli")
+
+VIEW_REFRESH_SECONDS = 5
+
+
+def cmd_tensorboard(args: argparse.Namespace) -> int:
+    from hpo.cli.tensorboard_view import link_new_files, logdir_to_show
+    study = open_study(args.study_dir)
+    own = study.tensorboard_dir
+    # A dead driver's running trials show as interrupted through a view built here, outside
+    # the study (which stays read-only); it lives as long as TensorBoard runs, and takes in
+    # the runs of a search resumed meanwhile.
+    with tempfile.TemporaryDirectory(prefix="hpo-tensorboard-") as scratch:
+        try:
+            logdir = logdir_to_show(study, Path(scratch))
+        finally:
+            study.close()
+        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
+        log.info("running: %s", " ".join(command))
+        if logdir == own:
+            return subprocess.call(command)
+        with subprocess.Popen(command) as board:
+            while True:
+                try:
+                    return board.wait(timeout=VIEW_REFRESH_SECONDS)
+                except subprocess.TimeoutExpired:
+                    link_new_files(own, logdir)
