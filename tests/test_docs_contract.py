@@ -62,8 +62,20 @@ def test_every_key_is_documented_with_the_dataclass_default():
     ("model.builder", lambda: __import__("hpo.models", fromlist=["BUILDERS"]).BUILDERS),
     ("data.dataset", lambda: __import__("hpo.data", fromlist=["LOADERS"]).LOADERS),
     ("training.compile", lambda: __import__("hpo.registry", fromlist=["x"]).COMPILE_MODES),
+    ("training.engine", lambda: __import__("hpo.registry", fromlist=["x"]).ENGINES),
+    ("training.optimizer", lambda: __import__("hpo.registry", fromlist=["x"]).OPTIMIZERS),
+    ("execution.backend", lambda: __import__("hpo.registry", fromlist=["x"]).BACKENDS),
+    ("search.objectives", lambda: __import__("hpo.registry", fromlist=["x"]).MODEL_MEASURES),
 ])
 def test_the_documented_choices_are_the_registries(key, registry):
     _, meaning = key_table()[key]
     for name in registry():
         assert f"`{name}`" in meaning, (key, name)
+
+
+def test_each_backend_defaults_to_the_algorithm_the_docs_name():
+    from hpo.registry import BACKENDS
+    _, meaning = key_table()["search.algorithm"]
+    default_cell = key_table()["search.algorithm"][0]
+    for backend, algorithm in BACKENDS.items():
+        assert f"`{algorithm}`" in default_cell and backend in default_cell, (backend, algorithm, default_cell)
