@@ -74,38 +74,59 @@ def discover(build: Callable[[HyperParameters], Any], grid_limit: int = GRID_LIM
     found = Discovered(declared=declared, when={}, builds=1)
     while queue:
         assignment, vary = queue.pop(0)
+        asked_here = seen[_key(assignment)][1]
         for name in vary:
-            grid = declared[name].grid(grid_limit) if declared[name].kind != "fixed" else None
-            for value in grid or ():
-                if value == assignment.get(name, declared[name].default):
-                    continue
-                trial = {**assignment, name: value}
-                key = tuple(sorted(trial.items(), key=lambda kv: kv[0]))
-                if key in seen:
-                    continue
-                if found.builds >= max_builds:
-                    found.complete = False
-                    queue.clear()
+            d = declared[name]
+            grid = [v for v in (d.grid(grid_limit) if d.kind != "fixed" else None) or ()
+                    if v != assignment.get(name, d.default)]
+            ends, rest = _ends_first(grid)
+            revealed = False
+            for batch in (ends, rest):
+                if batch is rest and ends and not revealed:
+                    # A numeric range whose ends ask for the same parameters as the value here
+                    # gates nothing (a loop over range(n) shows its layers at the top end).
                     break
-                hp = HyperParameters(values=dict(trial), declared=dict(declared))
-                hp.asked = []
-                found.builds += 1
-                try:
-                    build(hp)
-                except Exception as exc:   # noqa: BLE001 - a branch that fails fails its trials later
-                    found.failures.append(f"{trial}: {type(exc).__name__}: {exc}")
-                    continue
-                new = [n for n in hp.declared if n not in declared]
-                for n in new:
-                    declared[n] = hp.declared[n]
-                seen[key] = (trial, frozenset(hp.asked))
-                if new:
-                    queue.append((trial, new))
+                for value in batch:
+                    trial = {**assignment, name: value}
+                    if _key(trial) in seen:
+                        continue
+                    if found.builds >= max_builds:
+                        found.complete = False
+                        break
+                    found.builds += 1
+                    hp = HyperParameters(values=dict(trial), declared=dict(declared))
+                    try:
+                        build(hp)
+                    except Exception as exc:   # noqa: BLE001 - a branch that fails fails its trials later
+                        found.failures.append(f"{trial}: {type(exc).__name__}: {exc}")
+                        continue
+                    asked = frozenset(hp.asked)
+                    seen[_key(trial)] = (trial, asked)
+                    revealed = revealed or asked != asked_here
+                    new = [n for n in hp.asked if n not in declared]
+                    for n in new:
+                        declared[n] = hp.declared[n]
+                    if new:
+                        queue.append((trial, new))
     if not found.complete:
         log.warning("exploring build_model's branches stopped after %d builds; parameters on branches not "
                     "reached take their defaults", max_builds)
     found.when = {name: _condition(name, declared, list(seen.values())) for name in declared}
     return found
+
+
+def _key(assignment: dict[str, Any]) -> tuple:
+    return tuple(sorted(assignment.items(), key=lambda kv: kv[0]))
+
+
+def _ends_first(grid: list[Any]) -> tuple[list[Any], list[Any]]:
+    """A numeric grid of more than three values: (its two ends, the rest); else (all, [])."""
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid)
+    if not numeric or len(grid) <= 3:
+        return list(grid), []
+    ordered = sorted(grid)
+    ends = [ordered[0], ordered[-1]]
+    return ends, [v for v in grid if v not in ends]
 
 
 def _condition(name: str, declared: dict[str, Declared], explored) -> dict[str, tuple[Any, ...]]:
