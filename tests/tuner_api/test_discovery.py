@@ -79,4 +79,4 @@ def test_unsupported_keras_tuner_options_are_named():
     with pytest.raises(ValueError, match="reverse_log"):
         hp.Float("x", 0.1, 1.0, sampling="reverse_log")
     with pytest.raises(NotImplementedError, match="merge"):
-        hp.merge
+        _ = hp.merge

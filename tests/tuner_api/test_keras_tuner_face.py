@@ -1,6 +1,5 @@
 """`import hpo.keras_tuner as kt`: Keras Tuner's script, hpo's engine and study."""
 
-import numpy as np
 import pytest
 
 import hpo.keras_tuner as kt
