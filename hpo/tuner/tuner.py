@@ -212,6 +212,9 @@ class Tuner:
         raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
         experiment = experiment_from_dict(raw, source=f"{type(self).__name__}()")
         parallel = self.workers > 1 or self.scheduler is not None
+        if parallel and data.streamed:
+            raise ValueError("a tf.data.Dataset cannot be sent to worker processes; pass arrays to search, or "
+                             "workers=1")
         import os
         threads = max(1, (os.cpu_count() or 1) // max(1, self.workers)) if parallel else None
         factory = driver.TrainerFactory(self.hp_build, names, tunable, data=data if parallel else None,
