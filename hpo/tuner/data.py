@@ -44,7 +44,8 @@ def search_data(key: str) -> dict[str, Any]:
     """The loader the experiment names: the splits registered under `key`."""
     if key not in _REGISTRY:
         raise ValueError(f"this study's data came from tuner.search() in the script that ran it (fingerprint "
-                         f"{key}); it cannot be loaded outside that script. Run the script again to resume.")
+                         f"{key}); it cannot be loaded outside that script. Run the script again to resume, "
+                         f"and save a model from it with tuner.get_best_models(1)[0].save(PATH).")
     return _REGISTRY[key].splits()
 
 

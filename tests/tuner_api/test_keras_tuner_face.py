@@ -6,6 +6,8 @@ import hpo.keras_tuner as kt
 from hpo.study import Study
 from tests.tuner_api.conftest import conditional_cnn, small_mlp
 
+pytestmark = pytest.mark.xdist_group("tuner_api_keras_tuner_face")    # one worker searches the module's study
+
 
 @pytest.fixture(scope="module")
 def cnn_search(tmp_path_factory, digits):
