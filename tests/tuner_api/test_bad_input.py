@@ -70,11 +70,11 @@ def test_a_build_failing_on_some_configs_fails_those_trials_and_the_search_goes_
             raise ValueError("no such activation")
         return small_mlp(hp)
 
-    tuner = kt.RandomSearch(sometimes, objective="val_accuracy", max_trials=5, seed=3, directory=str(tmp_path),
-                            project_name="p", max_consecutive_failed_trials=5)
+    tuner = kt.RandomSearch(sometimes, objective="val_accuracy", max_trials=4, seed=3, directory=str(tmp_path),
+                            project_name="p", max_consecutive_failed_trials=4)
     search(tuner, digits)
     trials = list(tuner.oracle.trials.values())
     failed = [t for t in trials if t.status == "FAILED"]
-    assert len(trials) == 5 and failed and len(failed) < 5
+    assert len(trials) == 4 and failed and len(failed) < 4
     assert all(t.hyperparameters.values["activation"] == "broken" for t in failed)
     assert all("no such activation" in t.message for t in failed)

@@ -13,7 +13,7 @@ def own_train_step(hp):
     inputs = keras.Input((8, 8, 1))
     hidden = keras.layers.Dense(hp.Choice("units", [8, 16]), activation="relu")(keras.layers.Flatten()(inputs))
     model = OwnStep(inputs, keras.layers.Dense(10)(hidden))
-    model.compile(keras.optimizers.RMSprop(1e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    model.compile(keras.optimizers.RMSprop(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
     return model
 
@@ -24,6 +24,6 @@ def test_a_model_with_its_own_train_step_trains_with_fit_and_the_log_says_why(tm
                             directory=str(tmp_path), project_name="p")
     tuner.search(x, y, validation_data=(xv, yv), epochs=1, verbose=0)
     (trial,) = tuner.oracle.trials.values()
-    assert trial.status == "COMPLETED" and trial.score > 0.2
+    assert trial.status == "COMPLETED" and trial.score > 0.3
     log = (tmp_path / "p" / "hpo.log").read_text()
     assert "fit engine: auto: the model overrides train_step" in log

@@ -20,17 +20,17 @@ SPACE = {"units": {"type": "choice", "values": [16, 32]},
 
 def test_a_native_tuner_searches_resumes_with_more_trials_and_reads_its_results(tmp_path, digits):
     x, y, xv, yv = digits
-    tuner = hpo.Tuner(build, SPACE, objective="val_loss", algorithm="bohb", max_epochs=3, max_trials=3, seed=0,
+    tuner = hpo.Tuner(build, SPACE, objective="val_loss", algorithm="bohb", max_epochs=3, max_trials=2, seed=0,
                       directory=tmp_path, project_name="native")
     assert tuner.direction == "minimize"
     tuner.search(x, y, validation_split=0.25, batch_size=64, verbose=0)
-    assert len(tuner.results) == 3
-    more = hpo.Tuner(build, SPACE, objective="val_loss", algorithm="bohb", max_epochs=3, max_trials=5, seed=0,
+    assert len(tuner.results) == 2
+    more = hpo.Tuner(build, SPACE, objective="val_loss", algorithm="bohb", max_epochs=3, max_trials=3, seed=0,
                      directory=tmp_path, project_name="native")
     more.search(x, y, validation_split=0.25, batch_size=64, verbose=0)
     rows = more.results
-    assert len(rows) == 5 and more.summary_.trials_finished_now == 2        # resumed, not restarted
-    assert [r["config.units"] for r in rows[:3]] == [r["config.units"] for r in tuner.results]
+    assert len(rows) == 3 and more.summary_.trials_finished_now == 1        # resumed, not restarted
+    assert [r["config.units"] for r in rows[:2]] == [r["config.units"] for r in tuner.results]
     best = more.get_best_models(1)[0]
     trial = more.oracle.get_best_trials(1)[0]
     assert best.evaluate(x[450:], y[450:], verbose=0)[0] == pytest.approx(trial.score, rel=1e-5)
