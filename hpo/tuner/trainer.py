@@ -31,10 +31,9 @@ class HypermodelBuilder:
     Tuner `build_model(hp)`: the hp answers with the config's values (an inactive
     parameter, absent from the config, gets its default)."""
 
-    __module__ = "hpo.tuner"
-    __qualname__ = "hypermodel"      # the architecture signature names the builder by this
-
     def __init__(self, build: Callable[[HyperParameters], Any], names: Sequence[str], tunable: Sequence[str] = ()):
+        # The architecture signature names a builder by these: the same in every process.
+        self.__module__, self.__qualname__ = "hpo.tuner", "hypermodel"
         self.build = build
         self.names = tuple(names)
         self.tunable_params = tuple(tunable)     # held in variables: they do not change the graph
@@ -116,21 +115,26 @@ class TrainerFactory:
     a notebook travels by value, and with the search's data (`data`), which a worker
     registers before its loader reads it: the arrays go to each worker once per search."""
 
-    __module__ = "hpo.tuner.trainer"
-    __qualname__ = "TrainerFactory"
-
     def __init__(self, build: Callable, names: Sequence[str], tunable: Sequence[str], data=None,
                  threads: int | None = None):
-        import cloudpickle
-
-        self._build = cloudpickle.dumps(build)
+        # The Dask executor names a worker's trainer maker by these.
+        self.__module__, self.__qualname__ = "hpo.tuner.trainer", "TrainerFactory"
+        self.build = build
         self.names, self.tunable = tuple(names), tuple(tunable)
         self.data = data
         self.threads = threads
 
-    def __call__(self, experiment, slot: int = 0, known_compile_choices=None) -> HypermodelTrainer:
+    def __getstate__(self):
+        import cloudpickle  # by value: a function of __main__ or a notebook cannot be imported by name
+
+        return {**self.__dict__, "build": cloudpickle.dumps(self.build)}
+
+    def __setstate__(self, state):
         import pickle
 
+        self.__dict__.update({**state, "build": pickle.loads(state["build"])})
+
+    def __call__(self, experiment, slot: int = 0, known_compile_choices=None) -> HypermodelTrainer:
         from hpo.data import load_dataset
         from hpo.training.devices import available_devices, enable_memory_growth, select_device
         from hpo.tuner import data as search_data
@@ -148,9 +152,6 @@ class TrainerFactory:
         device = select_device(experiment.training.device, available_devices(), slot)
         dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels,
                                announce=False)
-        builder = HypermodelBuilder(pickle.loads(self._build), self.names, self.tunable)
+        builder = HypermodelBuilder(self.build, self.names, self.tunable)
         return HypermodelTrainer(dataset, builder, experiment.training, experiment.model.params, device,
                                  known_compile_choices=known_compile_choices)
-
-    def __getstate__(self):
-        return dict(self.__dict__)
