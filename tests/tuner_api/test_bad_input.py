@@ -78,3 +78,16 @@ def test_a_build_failing_on_some_configs_fails_those_trials_and_the_search_goes_
     assert len(trials) == 4 and failed and len(failed) < 4
     assert all(t.hyperparameters.values["activation"] == "broken" for t in failed)
     assert all("no such activation" in t.message for t in failed)
+
+
+def test_early_stopping_becomes_the_trainers_and_tensorboard_is_the_studys_own():
+    import keras
+
+    from hpo.tuner.driver import early_stopping_of
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2, min_delta=0.01)
+    assert early_stopping_of([stop, keras.callbacks.TensorBoard()]) == {"monitor": "val_loss", "patience": 2,
+                                                                         "min_delta": 0.01}
+    with pytest.raises(ValueError, match="restore_best_weights"):
+        early_stopping_of([keras.callbacks.EarlyStopping(restore_best_weights=True)])
+    with pytest.raises(ValueError, match="callback CSVLogger is not supported"):
+        early_stopping_of([keras.callbacks.CSVLogger("log.csv")])

@@ -80,3 +80,20 @@ def test_unsupported_keras_tuner_options_are_named():
         hp.Float("x", 0.1, 1.0, sampling="reverse_log")
     with pytest.raises(NotImplementedError, match="merge"):
         _ = hp.merge
+
+
+def test_a_parameter_discovery_missed_takes_its_default_and_the_log_says_so_once(caplog):
+    from hpo.tuner.trainer import HypermodelBuilder
+
+    def build(hp):
+        units = hp.Int("units", 1, 4)
+        if hp.Float("rate", 0.0, 1.0) > 0.5:        # gated by a float: exploration does not reach it
+            return units, hp.Int("hidden", 5, 9)
+        return units, None
+
+    builder = HypermodelBuilder(build, ["units", "rate"])
+    with caplog.at_level("WARNING", logger="hpo.tuner"):
+        assert builder({"units": 3, "rate": 0.9}) == (3, 5)
+        assert builder({"units": 2, "rate": 0.8}) == (2, 5)
+    warnings = [r.getMessage() for r in caplog.records if "'hidden'" in r.getMessage()]
+    assert len(warnings) == 1 and "takes its default 5" in warnings[0]
