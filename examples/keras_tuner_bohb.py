@@ -12,7 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 
-import hpo.keras_tuner  # noqa: E402
+import hpo.keras_tuner.oracles  # noqa: E402
 
 
 def build(hp):
@@ -38,7 +38,7 @@ def main(max_epochs: int = 9, directory: str | None = None):
     x = (x / 16.0).astype("float32")
     directory = directory or tempfile.mkdtemp(prefix="kt-bohb-")
     # tuner = kt.Hyperband(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
-    tuner = hpo.keras_tuner.BOHB(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
+    tuner = hpo.keras_tuner.oracles.BOHB(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
                                  directory=directory, project_name="digits", overwrite=True)
     tuner.search(x[:1400], y[:1400], validation_data=(x[1400:], y[1400:]), batch_size=32, verbose=0)
     best = tuner.get_best_models(1)[0]

@@ -7,4 +7,12 @@ work for any objective.
 from hpo.optimization import OptimizeResult, optimize
 
 __version__ = "0.1.0"
-__all__ = ["OptimizeResult", "optimize"]
+__all__ = ["OptimizeResult", "Tuner", "optimize"]
+
+
+def __getattr__(name: str):
+    # `hpo.Tuner` (a Keras model builder searched by hpo's engine) imports TensorFlow: only when asked for.
+    if name == "Tuner":
+        from hpo.tuner.tuner import Tuner
+        return Tuner
+    raise AttributeError(f"module 'hpo' has no attribute {name!r}")

@@ -306,11 +306,13 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor) -> Ru
     return Runner(experiment, study, searcher_for(experiment), executor)
 
 
-def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = ()) -> Runner:
-    """The runner `hpo search` uses: the experiment's searcher and Keras executor, its
-    objective checked against what the trainer logs, and TensorBoard's HParams config and
-    search run. `output_names`: the outputs of a model with several, as the pre-flight found
-    them (without them, those a per-output loss or metrics names)."""
+def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = (),
+                       make_trainer: Callable | None = None) -> Runner:
+    """The runner `hpo search` and `hpo.Tuner` use: the experiment's searcher and Keras
+    executor, its objective checked against what the trainer logs, and TensorBoard's HParams
+    config and search run. `output_names`: the outputs of a model with several, as the
+    pre-flight found them (without them, those a per-output loss or metrics names).
+    `make_trainer`: what the executor's workers train with (`hpo.executors.make_executor`)."""
     from hpo.executors import make_executor
     from hpo.tensorboard_logs import SearchBoard, write_hparams_config
 
@@ -328,7 +330,7 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
         goal_metrics = tuple(n for n in search.goal_names if n not in reported)
         write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
                              reported + goal_metrics)
-    runner = Runner(experiment, study, searcher, make_executor(experiment, study))
+    runner = Runner(experiment, study, searcher, make_executor(experiment, study, make_trainer))
     best = study.best(search.direction)
     runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
                                epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),

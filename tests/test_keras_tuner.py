@@ -5,7 +5,7 @@ import keras_tuner as kt
 import numpy as np
 import pytest
 
-import hpo.keras_tuner as hkt
+import hpo.keras_tuner.oracles as hkt
 from hpo.space import ChoiceParam, FloatParam, IntParam
 
 

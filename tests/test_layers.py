@@ -30,7 +30,7 @@ LAYERS = [
     ("fusion", ["hpo.fusion"]),
     ("executors", ["hpo.executors"]),
     ("driver", ["hpo.preflight", "hpo.runner", "hpo.console"]),
-    ("library", ["hpo.optimization", "hpo.keras_tuner"]),
+    ("library", ["hpo.optimization", "hpo.tuner", "hpo.keras_tuner"]),
     ("command line", ["hpo.cli", "hpo", "hpo.__main__"]),
 ]
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hpo.cli.tables import top_configurations
 from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
+from hpo.study.ranking import top_configurations
 from hpo.trial import TrialState, config_text
 
 log = logging.getLogger("hpo.cli.report")

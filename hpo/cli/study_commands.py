@@ -20,8 +20,9 @@ def open_study(study_dir: str):
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hpo.cli.tables import status_table, top_configurations, trial_lines
+    from hpo.cli.tables import status_table, trial_lines
     from hpo.console import stdout
+    from hpo.study.ranking import top_configurations
     study = open_study(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]

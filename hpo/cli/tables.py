@@ -2,8 +2,7 @@
 
 Tables fit the terminal: numbers never wrap or lose digits; the config column wraps, and
 where fewer than `MIN_CONFIG_WIDTH` columns are left for it, it moves to `status --trial N`.
-Rankings are `Study.best`'s: the largest budget reached first, then the objective, then the
-trial id, with each configuration once, at its deepest completed rung.
+Rankings are `hpo.study.ranking`'s.
 """
 
 from __future__ import annotations
@@ -13,32 +12,10 @@ from typing import Any, Iterable, Sequence
 from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
 from hpo.study.pareto import pareto_set
+from hpo.study.ranking import top_configurations
 from hpo.trial import TrialState, config_text
 
 MIN_CONFIG_WIDTH = 30      # narrower than this, a wrapped config is a column of fragments
-
-
-def deepest_per_configuration(trials: Iterable[TrialRow]) -> list[TrialRow]:
-    """Each configuration (lineage) once: its completed trial at the largest budget."""
-    deepest: dict[int, TrialRow] = {}
-    for t in trials:
-        if t.state != TrialState.COMPLETE or t.value is None:
-            continue
-        if t.lineage not in deepest or t.budget > deepest[t.lineage].budget:
-            deepest[t.lineage] = t
-    return list(deepest.values())
-
-
-def ranked(trials: Iterable[TrialRow], direction: str) -> list[TrialRow]:
-    """Completed trials in `Study.best`'s order: budget (largest first), objective, trial id."""
-    sign = -1 if direction == "maximize" else 1
-    done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
-    return sorted(done, key=lambda t: (-t.budget, sign * t.value, t.trial_id))
-
-
-def top_configurations(trials: Iterable[TrialRow], direction: str, limit: int | None = None) -> list[TrialRow]:
-    """The best configurations, each once at its deepest rung; the first is `hpo best`'s."""
-    return ranked(deepest_per_configuration(trials), direction)[:limit]
 
 
 def _value(value: float | None) -> str:

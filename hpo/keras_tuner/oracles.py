@@ -1,4 +1,4 @@
-"""Our searchers as Keras Tuner oracles, so a `kt` script gets BOHB by changing one line.
+"""Our searchers inside Keras Tuner's own loop (the older face, kept for `kt.Tuner` subclasses):
 
     tuner = kt.Hyperband(build, objective="val_accuracy", max_epochs=27, factor=3, seed=0)
     tuner = hpo.keras_tuner.BOHB(build, objective="val_accuracy", max_epochs=27, factor=3, seed=0)

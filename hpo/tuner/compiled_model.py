@@ -1,0 +1,153 @@
+"""What a user's compiled model asks of training, in the terms of hpo's trainer.
+
+`build_model(hp)` returns a model compiled with the user's optimizer, loss and metrics.
+hpo's engines (the compiled step and the `fit` engine, `hpo.training.engines`) train with
+`TunableOptimizer` and the experiment's loss and metric identifiers, so a compiled model is
+read here into those terms: the optimizer's class and hyperparameters (`optimizer_params`),
+the loss and metric identifiers (`loss_and_metrics`). What has no counterpart (another
+optimizer class, gradient clipping, a learning-rate schedule, a loss with options) is a
+`ValueError` naming it, never a silent difference.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hpo.training.optimizers import HYPERPARAMETERS, STRUCTURAL
+
+# Keras's optimizer classes hpo's TunableOptimizer reproduces, by class name.
+_OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "RMSprop": "rmsprop"}
+# Optimizer settings that must hold their default for hpo to train as `fit` would.
+_MUST_BE_DEFAULT = {"clipnorm": None, "global_clipnorm": None, "clipvalue": None, "use_ema": False,
+                    "loss_scale_factor": None, "gradient_accumulation_steps": None, "amsgrad": False,
+                    "centered": False}
+_LOSS_OPTIONS_OK = {"from_logits", "reduction", "name", "axis", "ignore_class", "dtype"}
+
+
+class UnsupportedModel(ValueError):
+    """The compiled model asks for something hpo's trainer does not reproduce."""
+
+
+def compile_config(model) -> dict[str, Any]:
+    config = getattr(model, "_compile_config", None)
+    if getattr(model, "optimizer", None) is None or config is None:
+        raise UnsupportedModel("build_model returned a model that is not compiled; call model.compile(optimizer, "
+                               "loss, metrics) in build_model, as Keras Tuner expects")
+    return dict(config.config)
+
+
+def optimizer_params(model) -> dict[str, Any]:
+    """The trainer's optimizer keys (`optimizer`, `learning_rate`, `beta_1`, ...) for the
+    model's compiled optimizer."""
+    optimizer = model.optimizer
+    kind = type(optimizer).__name__
+    if kind not in _OPTIMIZERS:
+        raise UnsupportedModel(f"optimizer {kind} is not supported by hpo's trainer; expected one of "
+                               f"{', '.join(_OPTIMIZERS)} (keras.optimizers)")
+    config = optimizer.get_config()
+    if not isinstance(config.get("learning_rate"), (int, float)):
+        raise UnsupportedModel(f"{kind} with a learning-rate schedule is not supported by hpo's trainer; pass a "
+                               f"float learning_rate")
+    for key, default in _MUST_BE_DEFAULT.items():
+        if key in config and config[key] not in (default, 0.0 if default is None else default):
+            raise UnsupportedModel(f"{kind}({key}={config[key]!r}) is not supported by hpo's trainer; leave "
+                                   f"{key} at its default")
+    name = _OPTIMIZERS[kind]
+    if name == "adam" and config.get("weight_decay"):
+        raise UnsupportedModel("Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW")
+    params: dict[str, Any] = {"optimizer": name}
+    for key in HYPERPARAMETERS[name]:
+        params[key] = float(config[key])
+    for key in STRUCTURAL[name]:
+        value = config.get(key, STRUCTURAL[name][key])
+        params[key] = bool(value) if key == "nesterov" else float(value)
+    if name == "sgd":
+        params["nesterov"] = bool(config.get("nesterov", False))
+    return params
+
+
+def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
+    """(loss identifier, metric identifiers) for the experiment's `training.loss` and
+    `training.metrics`. A cross-entropy's `from_logits` must match the model's output, as
+    hpo infers it (softmax or sigmoid: probabilities, else logits)."""
+    from hpo.training.loss_metrics import outputs_logits
+
+    config = compile_config(model)
+    loss = config.get("loss")
+    if loss is None:
+        raise UnsupportedModel("the model is compiled without a loss; pass loss= to model.compile")
+    if isinstance(loss, (dict, list, tuple)):
+        raise UnsupportedModel("a loss per output is not supported by the Keras Tuner face; compile one loss")
+    if config.get("loss_weights") is not None or config.get("weighted_metrics"):
+        raise UnsupportedModel("loss_weights and weighted_metrics are not supported by hpo's trainer")
+    if isinstance(loss, str):
+        loss_id = loss
+    else:
+        fn = getattr(loss, "fn", None) or (loss if callable(loss) and hasattr(loss, "__name__") else None)
+        loss_id = getattr(fn, "__name__", None)
+        if loss_id is None or not fn.__module__.startswith("keras"):
+            raise UnsupportedModel(f"loss {loss!r} is not supported by the Keras Tuner face; pass a Keras loss "
+                                   f"(a name such as 'sparse_categorical_crossentropy' or keras.losses class)")
+        options = dict(getattr(loss, "_fn_kwargs", {}))
+        extra = {k: v for k, v in options.items() if k not in _LOSS_OPTIONS_OK and v is not None}
+        if extra:
+            raise UnsupportedModel(f"loss {loss_id} with {extra} is not supported by hpo's trainer")
+        if options.get("ignore_class") is not None:
+            raise UnsupportedModel(f"loss {loss_id}(ignore_class=...) is not supported by hpo's trainer")
+        reduction = getattr(loss, "reduction", "sum_over_batch_size")
+        if reduction not in (None, "sum_over_batch_size", "auto"):
+            raise UnsupportedModel(f"loss {loss_id}(reduction={reduction!r}) is not supported by hpo's trainer")
+        if "from_logits" in options and "crossentropy" in loss_id:
+            logits = outputs_logits(model)
+            if bool(options["from_logits"]) != logits:
+                raise UnsupportedModel(
+                    f"loss {loss_id}(from_logits={options['from_logits']}) does not match the model's output "
+                    f"({'no' if logits else 'a'} softmax/sigmoid activation); hpo takes from_logits from the "
+                    f"output activation")
+    metrics = config.get("metrics") or []
+    if isinstance(metrics, dict):
+        raise UnsupportedModel("metrics per output are not supported by the Keras Tuner face")
+    ids = []
+    for metric in metrics:
+        if isinstance(metric, str):
+            ids.append(metric)
+            continue
+        kind = type(metric).__name__
+        fn = getattr(metric, "__name__", None) if callable(metric) and not hasattr(metric, "update_state") else None
+        if fn is not None and getattr(metric, "__module__", "").startswith("keras"):
+            ids.append(fn)
+            continue
+        from keras import metrics as km
+        if type(metric) is getattr(km, kind, None) and metric.name == type(metric)().name:
+            ids.append(_snake(kind))
+            continue
+        raise UnsupportedModel(f"metric {metric!r} is not supported by the Keras Tuner face; pass a Keras metric "
+                               f"name such as 'accuracy' or a keras.metrics class with its default name")
+    return loss_id, tuple(ids)
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, c in enumerate(name):
+        if c.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+def architecture(model) -> str:
+    """The model's layers and their settings, without names: two builds with the same
+    architecture give the same text."""
+    layers = []
+    for layer in model._flatten_layers(include_self=False):
+        layers.append([type(layer).__name__, _nameless(layer.get_config())])
+    return json.dumps(layers, sort_keys=True, default=str)
+
+
+def _nameless(value):
+    if isinstance(value, dict):
+        return {k: _nameless(v) for k, v in value.items() if k not in ("name", "seed")}
+    if isinstance(value, (list, tuple)):
+        return [_nameless(v) for v in value]
+    return value

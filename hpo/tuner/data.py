@@ -1,0 +1,136 @@
+"""The arrays (or `tf.data` datasets) handed to `tuner.search`, as an hpo loader.
+
+The study's experiment names the loader `hpo.tuner.data:search_data` with the data's
+fingerprint as its option, so a study resumed on other data is refused like any changed
+experiment. The data itself never goes into the study: it is registered in this process
+(`register`), and a worker process gets it once, inside its trainer factory
+(`hpo.tuner.trainer.TrainerFactory`), which registers it there before the loader runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+LOADER = "hpo.tuner.data:search_data"
+_REGISTRY: dict[str, "SearchData"] = {}
+
+
+@dataclass(frozen=True)
+class SearchData:
+    train: tuple[Any, Any]             # (x, y) arrays, or (dataset, None): an unbatched tf.data.Dataset
+    validation: tuple[Any, Any]
+    key: str                           # the fingerprint
+    batch_size: int | None = None      # a batched dataset's own batch size
+
+    @property
+    def streamed(self) -> bool:
+        return self.train[1] is None
+
+    def splits(self) -> dict[str, Any]:
+        if self.streamed:
+            return {"train": self.train[0], "validation": self.validation[0], "source": "tuner.search (tf.data)"}
+        return {"train": self.train, "validation": self.validation, "source": "tuner.search arrays"}
+
+
+def register(data: SearchData) -> None:
+    _REGISTRY[data.key] = data
+
+
+def search_data(key: str) -> dict[str, Any]:
+    """The loader the experiment names: the splits registered under `key`."""
+    if key not in _REGISTRY:
+        raise ValueError(f"this study's data came from tuner.search() in the script that ran it (fingerprint "
+                         f"{key}); it cannot be loaded outside that script. Run the script again to resume, "
+                         f"and save a model from it with tuner.get_best_models(1)[0].save(PATH).")
+    return _REGISTRY[key].splits()
+
+
+def from_search_arguments(x, y=None, validation_data=None, validation_split: float = 0.0,
+                          batch_size: int | None = None) -> SearchData:
+    """`tuner.search`'s data arguments as Keras's `fit` reads them: `validation_split` takes the
+    last fraction of the arrays (before any shuffling), `validation_data` is `(x, y)` or a
+    dataset. A ValueError names what cannot be used."""
+    if _is_dataset(x):
+        if y is not None:
+            raise ValueError("tuner.search(x=<tf.data.Dataset>, y=...): with a dataset, y must be None (the "
+                             "dataset yields (x, y) pairs)")
+        if validation_split:
+            raise ValueError("validation_split is not supported with a tf.data.Dataset (Keras's fit refuses it "
+                             "too); pass validation_data")
+        if validation_data is None:
+            raise ValueError("tuner.search needs validation data: pass validation_data= (or, with arrays, "
+                             "validation_split=)")
+        if not _is_dataset(validation_data):
+            raise ValueError("with a tf.data.Dataset for x, pass validation_data as a dataset too")
+        train, size = _unbatched(x, "x")
+        validation, _ = _unbatched(validation_data, "validation_data")
+        return SearchData((train, None), (validation, None), key=f"tf.data:{train.element_spec}",
+                          batch_size=batch_size or size)
+    if y is None:
+        raise ValueError("tuner.search(x, y): y is missing; pass the targets (or a tf.data.Dataset of (x, y) as x)")
+    x, y = _array(x, "x"), _array(y, "y")
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} examples but y has {len(y)}; expected the same number")
+    if validation_data is not None:
+        if _is_dataset(validation_data):
+            raise ValueError("with arrays for x and y, pass validation_data as (x_val, y_val) arrays")
+        if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+            raise ValueError("validation_data must be a tuple (x_val, y_val)")
+        if len(validation_data) == 3:
+            raise ValueError("validation_data with sample weights (x, y, w) is not supported by hpo")
+        xv, yv = _array(validation_data[0], "validation x"), _array(validation_data[1], "validation y")
+        if len(xv) != len(yv) or len(xv) == 0:
+            raise ValueError(f"validation_data holds {len(xv)} inputs and {len(yv)} targets; expected the same "
+                             f"number, at least one")
+    elif validation_split:
+        if not 0 < validation_split < 1:
+            raise ValueError(f"validation_split must be between 0 and 1, got {validation_split}")
+        cut = int(len(x) * (1 - validation_split))
+        if cut < 1 or cut >= len(x):
+            raise ValueError(f"validation_split={validation_split} of {len(x)} examples leaves "
+                             f"{cut} to train on and {len(x) - cut} to validate on; both must be at least one")
+        x, xv, y, yv = x[:cut], x[cut:], y[:cut], y[cut:]
+    else:
+        raise ValueError("tuner.search needs validation data to rank trials: pass validation_data=(x_val, y_val) "
+                         "or validation_split=")
+    digest = hashlib.sha1()
+    for a in (x, y, xv, yv):
+        digest.update(str((a.shape, a.dtype.str)).encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return SearchData((x, y), (xv, yv), key=digest.hexdigest()[:16], batch_size=batch_size)
+
+
+def _array(value: Any, what: str) -> np.ndarray:
+    if isinstance(value, (dict, list)) and not isinstance(value, np.ndarray) and isinstance(value, dict):
+        raise ValueError(f"{what}: several input arrays (a dict) are not supported by the Keras Tuner face")
+    try:
+        array = np.asarray(value)
+    except Exception as exc:
+        raise ValueError(f"{what}: cannot be read as an array ({exc})") from None
+    if array.dtype == object or array.ndim == 0:
+        raise ValueError(f"{what}: expected a numeric array, got {type(value).__name__} of dtype {array.dtype}")
+    return array
+
+
+def _is_dataset(value: Any) -> bool:
+    return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec")
+
+
+def _unbatched(dataset, what: str):
+    """A batched dataset of (x, y), as `fit` takes one, as unbatched elements, and its batch size."""
+    spec = dataset.element_spec
+    if not isinstance(spec, tuple) or len(spec) not in (2, 3):
+        raise ValueError(f"{what}: expected a batched dataset of (x, y) pairs, got elements {spec}")
+    if len(spec) == 3:
+        raise ValueError(f"{what}: sample weights (x, y, w) are not supported by hpo")
+    first = next(iter(dataset.take(1)), None)
+    if first is None:
+        raise ValueError(f"{what}: the dataset is empty")
+    if first[0].shape.rank is None or first[0].shape.rank < 1:
+        raise ValueError(f"{what}: expected batches (as model.fit reads a dataset), got elements of shape "
+                         f"{first[0].shape}")
+    return dataset.unbatch(), int(first[0].shape[0])

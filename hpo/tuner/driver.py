@@ -1,0 +1,171 @@
+"""One search of a `Tuner`: the experiment it stands for, the study, the runner.
+
+Everything is checked before the study folder is touched (`prepare` raises `ValueError`):
+the data, the space (`discovery`), the compiled model's optimizer, loss and metrics, the
+objective, the callbacks. Then the study is created, resumed (the same experiment) or moved
+aside (`overwrite`) by `hpo.study.resume.prepare_study`, and `hpo.runner`'s driver loop runs it
+with our trainer (`hpo.tuner.trainer`) on the inline, local or Dask executor: the same
+study, event log, checkpoints, promotions and TensorBoard runs as `hpo search`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from hpo.errors import ConfigError, UserInputError
+from hpo.tuner.data import LOADER, SearchData
+from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
+
+log = logging.getLogger("hpo.tuner")
+
+# kt's search(**fit_kwargs) that hpo's trainer takes; anything else is refused by name.
+FIT_KWARGS = frozenset({"x", "y", "validation_data", "validation_split", "batch_size", "epochs", "callbacks",
+                        "verbose"})
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What a `Tuner` was constructed with, in hpo's terms."""
+
+    algorithm: str              # hpo.search's name
+    objective: str
+    direction: str
+    max_epochs: int | None      # None: a one-budget search, whose budget is search(epochs=)
+    min_epochs: int
+    factor: int
+    max_trials: int | None      # jobs (a promotion counts); None: Hyperband iterations
+    hyperband_iterations: int
+    seed: int
+    folder: Path
+    overwrite: bool
+    workers: int
+    scheduler: str | None
+    options: dict[str, Any]
+    max_consecutive_failed_trials: int = 3
+
+
+@dataclass(frozen=True)
+class Prepared:
+    experiment: Any
+    factory: TrainerFactory
+    data: SearchData
+
+
+def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: SearchData, loss: str,
+                    metrics: Sequence[str], batch_size: int, epochs: int, early_stopping: dict | None) -> dict:
+    one_budget = settings.max_epochs is None
+    max_budget = epochs if one_budget else settings.max_epochs
+    min_budget = max_budget if one_budget else min(settings.min_epochs, max_budget)
+    max_trials = settings.max_trials
+    if max_trials is None:
+        max_trials = iteration_jobs(settings.algorithm, min_budget, max_budget, settings.factor,
+                                    settings.hyperband_iterations, settings.options)
+    name = re.sub(r"[^\w.\-]", "-", settings.folder.name) or "tuner"
+    backend = "inline" if settings.workers <= 1 and settings.scheduler is None else \
+        ("dask" if settings.scheduler is not None else "local")
+    raw: dict[str, Any] = {
+        "name": name if name not in (".", "..") else "tuner",
+        "seed": settings.seed,
+        "data": {"dataset": LOADER, "options": {"key": data.key}},
+        "model": {"builder": "hpo.tuner:hypermodel"},
+        "space": space,
+        "search": {"algorithm": settings.algorithm, "objective": settings.objective,
+                   "direction": settings.direction, "min_budget": min_budget, "max_budget": max_budget,
+                   "eta": settings.factor, "max_trials": max_trials, "options": dict(settings.options),
+                   "max_consecutive_failures": settings.max_consecutive_failed_trials},
+        "training": {"batch_size": batch_size, "loss": loss, "metrics": list(metrics), "engine": "auto"},
+        "execution": {"backend": backend, "workers": max(1, settings.workers)},
+        "output": {"dir": str(settings.folder)},
+    }
+    if settings.scheduler is not None:
+        raw["execution"]["scheduler"] = settings.scheduler
+    if early_stopping:
+        raw["training"]["early_stopping"] = early_stopping
+    return raw
+
+
+def iteration_jobs(algorithm: str, min_budget: float, max_budget: float, factor: int, iterations: int,
+                   options: dict[str, Any]) -> int:
+    """Jobs in `iterations` whole Hyperband iterations (kt.Hyperband's count); BOHB's first
+    iteration holds its climbing bracket."""
+    from hpo.search import hyperband_brackets, make_searcher
+
+    per_iteration = sum(r.n_configs for b in hyperband_brackets(min_budget, max_budget, factor) for r in b.rungs)
+    first = per_iteration
+    if algorithm in ("bohb", "async_bohb"):
+        first = make_searcher("bohb", {"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0,
+                              direction="minimize", min_budget=min_budget, max_budget=max_budget, eta=factor,
+                              options=options).first_iteration_jobs()
+    return first + per_iteration * (max(1, iterations) - 1)
+
+
+def early_stopping_of(callbacks: Sequence[Any]) -> dict[str, Any] | None:
+    """kt's callbacks as hpo's: `EarlyStopping` becomes `training.early_stopping`;
+    `TensorBoard` is dropped (every trial already has its TensorBoard run in the study);
+    anything else is a ValueError naming it."""
+    import keras
+
+    found = None
+    for cb in callbacks or ():
+        if isinstance(cb, keras.callbacks.EarlyStopping):
+            if cb.restore_best_weights or cb.baseline is not None or cb.start_from_epoch:
+                raise ValueError("EarlyStopping(restore_best_weights, baseline, start_from_epoch) is not supported "
+                                 "by hpo; monitor, patience and min_delta are")
+            found = {"monitor": cb.monitor, "patience": int(cb.patience), "min_delta": float(abs(cb.min_delta))}
+        elif isinstance(cb, keras.callbacks.TensorBoard):
+            log.info("search(callbacks=[TensorBoard]) is not used: each trial's TensorBoard run is in the study's "
+                     "tensorboard/ folder (hpo tensorboard STUDY)")
+        else:
+            raise ValueError(f"callback {type(cb).__name__} is not supported by hpo's tuner; EarlyStopping and "
+                             f"TensorBoard are (use hpo search with training.callbacks for others)")
+    return found
+
+
+def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | None = None):
+    """Create, resume or move aside the study and run it; returns the runner's summary."""
+    from hpo.console import library_log_file
+    from hpo.runner import build_keras_runner
+    from hpo.study.resume import prepare_study
+
+    experiment = prepared.experiment
+    try:
+        study = prepare_study(experiment, folder, fresh=fresh)
+    except UserInputError as exc:
+        raise ValueError(str(exc).replace("--fresh", "overwrite=True")) from None
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(library_log_file(study.log_path))
+            stack.callback(study.release_driver_lock)
+            runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
+            if on_progress is not None:
+                runner.on_progress = on_progress
+            try:
+                summary = runner.run()
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return summary
+    finally:
+        study.close()
+
+
+def check_objective(objective: str, metrics: Sequence[str]) -> None:
+    from hpo.metric_names import objective_names
+
+    names = objective_names(tuple(metrics), ())
+    if objective not in names:
+        raise ValueError(f"objective {objective!r} is not a metric the model logs; expected one of "
+                         f"{', '.join(names)} (compile the model with the metric to rank by it)")
+
+
+def make_builder(build: Callable, names: Sequence[str], tunable: Sequence[str] = ()) -> HypermodelBuilder:
+    return HypermodelBuilder(build, names, tunable)
+
+
+def budgets_are_whole(value: float) -> bool:
+    return math.isfinite(value) and value == int(value)

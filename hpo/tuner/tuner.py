@@ -1,0 +1,408 @@
+"""`hpo.Tuner`: a Keras model builder searched by hpo's engine, from Python or a notebook.
+
+    tuner = hpo.Tuner(build, space={"units": {"type": "choice", "values": [32, 64]},
+                                    "learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}},
+                      objective="val_accuracy", algorithm="bohb", max_epochs=9, directory="runs",
+                      project_name="digits")
+    tuner.search(x, y, validation_data=(x_val, y_val), batch_size=32)
+    tuner.get_best_models(1)[0], tuner.get_best_hyperparameters(1)[0].values, tuner.results.to_pandas()
+
+`build(config)` returns a compiled `keras.Model`. Without `space`, `build` takes a Keras
+Tuner `hp` instead and the space is what it declares (`hpo.tuner.discovery`): that is the
+Keras Tuner face, `hpo.keras_tuner`, which is this class under Keras Tuner's argument names.
+
+The tuner's folder `directory/project_name` is an hpo study: `hpo status`, `best`,
+`report`, `export` and `tensorboard` read it, running the script again resumes it, and
+`overwrite=True` moves it aside (to `<folder>.old-<time>`) first, as `hpo search --fresh`.
+`workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
+builder travels to them by value (cloudpickle), the arrays once per worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hpo.space import SearchSpace
+from hpo.tuner import driver
+from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
+from hpo.tuner.data import SearchData, from_search_arguments, register
+from hpo.tuner.discovery import Discovered, discover
+from hpo.tuner.hyperparameters import Declared, HyperParameters
+from hpo.tuner.results import Oracle, Results, plot, rows_of, summary_lines, trial_of
+
+log = logging.getLogger("hpo.tuner")
+
+ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb")
+
+
+class _ConfigBuild:
+    """`build(config)` seen as `build(hp)`: the config is the hp's values (active parameters)."""
+
+    def __init__(self, build: Callable[[dict], Any]):
+        self.build = build
+
+    def __call__(self, hp: HyperParameters):
+        return self.build(dict(hp.values))
+
+
+class HyperModel:
+    """Keras Tuner's `HyperModel`: subclass it and define `build(hp)`. Overriding `fit` (a
+    training loop of your own) is not supported: hpo trains the compiled model itself."""
+
+    def __init__(self, name: str | None = None, tunable: bool = True):
+        self.name, self.tunable = name, tunable
+
+    def build(self, hp: HyperParameters):
+        raise NotImplementedError("define build(hp) in your HyperModel subclass")
+
+
+class Tuner:
+    """hpo's native tuner; see the module docstring. Constructing it does no work: the space
+    is discovered, and everything checked, when `search` (or `search_space_summary`) runs."""
+
+    one_budget = False      # RandomSearch-like faces train every trial for search(epochs=)
+
+    def __init__(self, build: Callable, space: SearchSpace | Mapping[str, Any] | None = None, *,
+                 objective: str = "val_accuracy", direction: str | None = None, algorithm: str = "hyperband",
+                 max_epochs: int | None = 27, min_epochs: int = 1, factor: int = 3, max_trials: int | None = None,
+                 hyperband_iterations: int = 1, seed: int = 0, directory: str | Path = ".",
+                 project_name: str = "untitled_project", overwrite: bool = False, workers: int = 1,
+                 scheduler: str | None = None, options: Mapping[str, Any] | None = None,
+                 max_consecutive_failed_trials: int = 3):
+        from hpo.metric_names import infer_direction
+
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+        if direction not in (None, "minimize", "maximize"):
+            raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
+        if not callable(build) and callable(getattr(build, "build", None)):   # a HyperModel
+            if any("fit" in vars(k) for k in type(build).__mro__[:-1]
+                   if k is not HyperModel and k.__module__.split(".")[0] != "keras_tuner"):
+                raise ValueError(f"{type(build).__name__}.fit overrides the training loop, which hpo's tuner "
+                                 f"does not support: hpo trains the compiled model itself")
+            build = build.build
+        if not callable(build):
+            raise ValueError(f"expected a function build_model(hp) (or a HyperModel), got {build!r}")
+        self.build = build
+        self.space = None if space is None else SearchSpace.coerce(space)
+        self.objective = objective
+        self.direction = direction or infer_direction(objective)
+        self.algorithm = algorithm
+        self.max_epochs, self.min_epochs, self.factor = max_epochs, min_epochs, factor
+        self.max_trials, self.hyperband_iterations = max_trials, hyperband_iterations
+        self.seed = seed
+        self.directory, self.project_name = Path(directory), project_name
+        self.overwrite = overwrite
+        self.workers, self.scheduler = workers, scheduler
+        self.options = dict(options or {})
+        self.max_consecutive_failed_trials = max_consecutive_failed_trials
+        self.discovered_: Discovered | None = None
+        self.summary_ = None
+        self._moved_aside = False
+        self._rows: list = []
+        self._training: dict[str, Any] = {}
+
+    # --- the space -----------------------------------------------------------------------------
+    @property
+    def folder(self) -> Path:
+        return self.directory / self.project_name
+
+    @property
+    def hp_build(self) -> Callable[[HyperParameters], Any]:
+        return self.build if self.space is None else _ConfigBuild(self.build)
+
+    def discovered(self) -> Discovered:
+        if self.discovered_ is None:
+            if self.space is not None:
+                self.discovered_ = Discovered(declared={p.name: _declared(p) for p in self.space.params},
+                                              when={p.name: dict(p.when) for p in self.space.params})
+            else:
+                try:
+                    self.discovered_ = discover(self.build)
+                except Exception as exc:
+                    raise ValueError(f"build_model failed on the default hyperparameters: {type(exc).__name__}: "
+                                     f"{exc}") from exc
+                for failure in self.discovered_.failures:
+                    log.info("exploring build_model: the branch %s failed; its trials will fail", failure)
+        return self.discovered_
+
+    def space_dict(self) -> dict[str, Any]:
+        if self.space is not None:
+            return self.space.to_dict()
+        return self.discovered().space_dict()
+
+    def search_space_summary(self) -> None:
+        """Print the search space, as Keras Tuner's `search_space_summary` does."""
+        space = self.space_dict()
+        lines = ["Search space summary", f"Default search space size: {len(space)}"]
+        for name, body in space.items():
+            lines.append(f"{name} ({body['type']})")
+            lines.append("{" + ", ".join(f"'{k}': {v!r}" for k, v in body.items() if k != "type") + "}")
+        print("\n".join(lines))
+
+    # --- the search ----------------------------------------------------------------------------
+    def search(self, x=None, y=None, *, validation_data=None, validation_split: float = 0.0,
+               batch_size: int | None = None, epochs: int | None = None, callbacks=None, verbose: int = 1,
+               **fit_kwargs) -> None:
+        """Run (or resume) the search. The arguments are `model.fit`'s, as Keras Tuner takes them:
+        arrays or a batched `tf.data.Dataset`, `validation_data` or `validation_split`,
+        `batch_size` (default 32, as `fit`), `epochs` (the budget of a one-budget search;
+        Hyperband-like searches train up to `max_epochs`), `callbacks` (EarlyStopping;
+        TensorBoard is the study's own). Anything else is a ValueError naming it."""
+        unsupported = sorted(fit_kwargs)
+        if unsupported:
+            raise ValueError(f"search({unsupported[0]}=...) is a model.fit argument hpo's tuner does not support; "
+                             f"supported: {', '.join(sorted(driver.FIT_KWARGS))}")
+        data = from_search_arguments(x, y, validation_data, validation_split, batch_size)
+        prepared = self._prepare(data, batch_size, epochs, callbacks)
+        fresh = self.overwrite and not self._moved_aside
+        with _console(verbose):
+            self.summary_ = driver.run(prepared, self.folder, fresh=fresh, on_progress=self._progress)
+        self._moved_aside = self._moved_aside or fresh
+        self._reload()
+        log.info("search stopped (%s); study in %s", self.summary_.stopped_because, self.folder)
+
+    def _prepare(self, data: SearchData, batch_size: int | None, epochs: int | None, callbacks) -> driver.Prepared:
+        from hpo.config import experiment_from_dict
+
+        found = self.discovered()
+        space = self.space_dict()
+        if not space:
+            raise ValueError("the search space is empty: build_model declares no hyperparameter to search "
+                             "(hp.Int, hp.Float, hp.Choice, hp.Boolean)")
+        names = list(space)
+        base = self._base_config(found)
+        builder = driver.make_builder(self.hp_build, names)
+        try:
+            model = builder(base)
+        except Exception as exc:
+            raise ValueError(f"build_model failed on {base}: {type(exc).__name__}: {exc}") from exc
+        try:
+            loss, metrics = loss_and_metrics(model)
+            optimizer_params(model)
+        except UnsupportedModel as exc:
+            raise ValueError(str(exc)) from None
+        driver.check_objective(self.objective, metrics)
+        register(data)
+        self._check_data(model, data)
+        tunable = self._tunable(builder, base, model, found)
+        from hpo.errors import TrialFailed
+        from hpo.tuner.trainer import compiled_settings
+        try:
+            compiled_settings(builder, base, loss, metrics)
+        except TrialFailed as exc:
+            raise ValueError(str(exc)) from None
+        early = driver.early_stopping_of(callbacks)
+        one_budget = self.one_budget or self.max_epochs is None
+        if one_budget:
+            epochs = epochs or 1
+        elif epochs is not None:
+            log.info("search(epochs=%d) is not used: %s trains up to max_epochs=%d", epochs, type(self).__name__,
+                     self.max_epochs)
+        settings = driver.SearchSettings(
+            algorithm=self.algorithm, objective=self.objective, direction=self.direction,
+            max_epochs=None if one_budget else self.max_epochs, min_epochs=self.min_epochs, factor=self.factor,
+            max_trials=self.max_trials, hyperband_iterations=self.hyperband_iterations, seed=self.seed,
+            folder=self.folder, overwrite=self.overwrite, workers=self.workers, scheduler=self.scheduler,
+            options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials)
+        raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
+        experiment = experiment_from_dict(raw, source=f"{type(self).__name__}()")
+        parallel = self.workers > 1 or self.scheduler is not None
+        if parallel and data.streamed:
+            raise ValueError("a tf.data.Dataset cannot be sent to worker processes; pass arrays to search, or "
+                             "workers=1")
+        import os
+        threads = max(1, (os.cpu_count() or 1) // max(1, self.workers)) if parallel else None
+        factory = driver.TrainerFactory(self.hp_build, names, tunable, data=data if parallel else None,
+                                        threads=threads)
+        self._training = {"loss": loss, "metrics": metrics, "names": names}
+        return driver.Prepared(experiment, factory, data)
+
+    def _base_config(self, found: Discovered) -> dict[str, Any]:
+        """The defaults (Keras Tuner) or the space's low end (native), active parameters only."""
+        space = SearchSpace.from_dict(self.space_dict())
+        if self.space is not None:
+            from hpo.preflight import low_config
+            return dict(low_config(space))
+        config: dict[str, Any] = {}
+        for p in space.params:
+            if p.is_active(config):
+                config[p.name] = found.declared[p.name].default
+        return config
+
+    def _check_data(self, model, data: SearchData) -> None:
+        """One evaluation of the default model on a few examples: shapes and targets fit."""
+        from hpo.config import DataConfig
+        from hpo.data import load_dataset
+        from hpo.errors import ConfigError
+
+        try:
+            dataset = load_dataset(DataConfig(dataset=driver.LOADER, options={"key": data.key}), announce=False)
+        except ConfigError as exc:
+            raise ValueError(f"the data given to search cannot be used: {exc.message}") from None
+        x, y = dataset.first(8)
+        try:
+            model.evaluate(x, y, verbose=0)
+        except Exception as exc:
+            raise ValueError(f"the model build_model returns cannot take the data given to search: "
+                             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}") from None
+
+    def _tunable(self, builder, base: dict[str, Any], model, found: Discovered) -> list[str]:
+        """Parameters that change only the optimizer's hyperparameters: hpo holds those in
+        variables, so trials differing only there share one traced program."""
+        arch, opt = architecture(model), optimizer_params(model)
+        gates = {parent for w in found.when.values() for parent in w}
+        out = []
+        for name, value in base.items():
+            d = found.declared.get(name)
+            if d is None or name in gates or d.kind not in ("float", "int", "choice"):
+                continue
+            other = _other_value(d, value)
+            if other is None:
+                continue
+            try:
+                alt = builder({**base, name: other})
+                if architecture(alt) == arch and optimizer_params(alt) != opt:
+                    out.append(name)
+            except Exception:   # noqa: BLE001 - a failing variant: keep the parameter structural
+                continue
+        return out
+
+    # --- results -------------------------------------------------------------------------------
+    def _reload(self) -> None:
+        from hpo.study import DB_NAME, Study
+        if not (self.folder / DB_NAME).exists():
+            self._rows = []
+            return
+        study = Study.open(self.folder, read_only=True)
+        try:
+            self._rows = study.trials()
+        finally:
+            study.close()
+
+    def _progress(self, progress) -> None:
+        best = "" if progress.best_value is None else f", best {self.objective} {progress.best_value:.4f}"
+        total = f"/{progress.total}" if progress.total else ""
+        log.info("%d%s trials finished%s (%.0f s)", progress.finished, total, best, progress.elapsed)
+
+    @property
+    def fixed(self) -> dict[str, Any]:
+        return self.discovered_.fixed if self.discovered_ is not None else {}
+
+    @property
+    def oracle(self) -> Oracle:
+        if not self._rows:
+            self._reload()
+        return Oracle(objective=self.objective, max_trials=self.max_trials, direction=self.direction,
+                      rows=list(self._rows), fixed=self.fixed)
+
+    @property
+    def results(self) -> Results:
+        if not self._rows:
+            self._reload()
+        return rows_of(self._rows)
+
+    def get_best_hyperparameters(self, num_trials: int = 1) -> list[HyperParameters]:
+        return [t.hyperparameters for t in self.oracle.get_best_trials(num_trials)]
+
+    def get_best_models(self, num_models: int = 1) -> list:
+        """The best configurations' models, each with the weights its deepest trial ended with
+        (from the study's checkpoint), compiled as `build_model` compiled it."""
+        return [self.load_model(t) for t in self.oracle.get_best_trials(num_models)]
+
+    def load_model(self, trial):
+        from hpo.training.checkpoint import load_checkpoint
+        from hpo.training.optimizers import TunableOptimizer
+        from hpo.tuner.trainer import compiled_settings
+
+        if not self._training:
+            self._training = self._stored_training()
+        names = self._training["names"]
+        config = {k: v for k, v in trial.hyperparameters.values.items() if k in names}
+        builder = driver.make_builder(self.hp_build, names)
+        model = builder(config)
+        params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
+        tunable = TunableOptimizer(params, model.trainable_variables)
+        load_checkpoint(self.folder / "checkpoints" / f"trial_{int(trial.trial_id):04d}.npz", model, tunable.optimizer)
+        return model
+
+    def _stored_training(self) -> dict[str, Any]:
+        from hpo.study import Study
+        study = Study.open(self.folder, read_only=True)
+        try:
+            stored = study.experiment()
+        finally:
+            study.close()
+        return {"loss": stored["training"]["loss"], "metrics": tuple(stored["training"]["metrics"]),
+                "names": list(stored["space"])}
+
+    def results_summary(self, num_trials: int = 10) -> None:
+        """Print the best configurations, as Keras Tuner's `results_summary` does."""
+        if not self._rows:
+            self._reload()
+        print("\n".join(summary_lines(self._rows, self.objective, self.direction, self.fixed, num_trials)))
+
+    def plot(self, ax=None):
+        """Each completed trial's objective and the best so far (a matplotlib Axes)."""
+        if not self._rows:
+            self._reload()
+        return plot(self._rows, self.objective, self.direction, ax)
+
+    @property
+    def hypermodel(self):
+        """`tuner.hypermodel.build(hp)`: a fresh model for `hp` (e.g. the best hyperparameters)."""
+        return _Hypermodel(self.hp_build)
+
+    def trial(self, trial_id: str):
+        return trial_of(next(r for r in self._rows if r.trial_id == int(trial_id)), self.fixed)
+
+
+class _Hypermodel:
+    def __init__(self, build):
+        self._build = build
+
+    def build(self, hp):
+        values = hp.values if hasattr(hp, "values") else dict(hp)
+        return self._build(HyperParameters(values=dict(values)))
+
+
+def _declared(param) -> Declared:
+    d = param.to_dict()
+    if d["type"] == "choice":
+        return Declared(param.name, "choice", d["values"][0], values=tuple(d["values"]))
+    return Declared(param.name, d["type"], d["low"], d["low"], d["high"], None, d.get("log", False))
+
+
+def _other_value(d: Declared, value: Any) -> Any:
+    if d.kind == "choice":
+        numeric = [v for v in d.values if isinstance(v, (int, float)) and not isinstance(v, bool) and v != value]
+        return numeric[-1] if numeric else None
+    if d.kind in ("int", "float"):
+        return d.high if value != d.high else d.low
+    return None
+
+
+@contextlib.contextmanager
+def _console(verbose: int):
+    """Progress on stdout (what a notebook cell shows) when the application has not set up
+    logging itself: one line per finished trial and the running best."""
+    logger = logging.getLogger("hpo")
+    if not verbose or logger.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter("[hpo] %(message)s"))
+    saved = logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
