@@ -63,6 +63,12 @@ class TrialResult:
     `values` holds them all in the searcher's order (`value` is the first) and `metrics`
     any named values, the constraints' among them; with one objective `values` is empty
     and the result stores exactly as a single-objective one always has.
+
+    `curve` holds the objective after each epoch this job trained, in the user's direction:
+    for a job that continues a trial trained to budget p, the values at budgets p + 1 ..
+    `budget` (epochs), the last being `value`. Learning-curve searchers read it
+    (`hpo.search.freeze_thaw`); the others ignore it. Empty (the default) means only the
+    final value is known, and the result stores exactly as one without a curve always has.
     """
 
     value: float | None
@@ -70,6 +76,7 @@ class TrialResult:
     metrics: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
     values: tuple[float, ...] = ()
+    curve: tuple[float, ...] = ()
 
     @classmethod
     def coerce(cls, result: "TrialResult | float | int | None") -> "TrialResult":
@@ -93,6 +100,8 @@ class TrialResult:
                 "error": self.error}
         if self.values:             # only several objectives add the key: one stores as it always has
             data["values"] = list(self.values)
+        if self.curve:              # likewise: a result without a curve stores as it always has
+            data["curve"] = list(self.curve)
         return data
 
     @classmethod
@@ -100,4 +109,5 @@ class TrialResult:
         """The inverse of `to_dict`."""
         return cls(value=data.get("value"), state=TrialState(data["state"]),
                    metrics=dict(data.get("metrics") or {}), error=data.get("error"),
-                   values=tuple(float(v) for v in data.get("values") or ()))
+                   values=tuple(float(v) for v in data.get("values") or ()),
+                   curve=tuple(float(v) for v in data.get("curve") or ()))

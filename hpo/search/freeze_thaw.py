@@ -1,0 +1,298 @@
+"""A learning-curve ("freeze-thaw") searcher: Swersky, Snoek and Adams, "Freeze-Thaw Bayesian
+Optimization" (2014), with the power-law curves of DPL (Kadra et al., NeurIPS 2023).
+
+Every configuration is a lineage of jobs: it starts at `min_budget` and is paused
+("frozen") after each step; a later job may continue it from its checkpoint ("thaw") by one
+step. At each ask the searcher either continues one paused lineage or starts a new
+configuration, whichever has the larger expected improvement at `max_budget` per epoch
+still to spend to get there:
+
+- a paused lineage's loss at `max_budget` is extrapolated from its curve (every epoch's
+  value where the runner reports them, `TrialResult.curve`; else its value at each step)
+  by an ensemble of power laws (`hpo.search.learning_curves`), corrected and widened by a
+  calibration learnt from the lineages that reached `max_budget`; its score is
+  EI / (max_budget - budget reached);
+- a new configuration's loss at `max_budget` is a draw from the population of the
+  lineages so far (their predicted or observed final losses, failures counting as no
+  improvement), so its score is the mean EI over that population / max_budget. The
+  configuration itself comes from a TPE split of the lineages by predicted final loss
+  (`hpo.search.tpe`'s estimators), after `n_startup` Latin-hypercube configs.
+
+The incumbent is the best loss observed at `max_budget`, or, before any lineage got there,
+the best predicted one.
+
+Steps: the budgets from `min_budget` to `max_budget` grow geometrically by about `growth`
+(default 2, whole epochs where both ends are whole: 1, 2, 4, 7, 14, 27 for 1..27). Every job
+carries a fixed cost (starting, restoring a checkpoint, building the graph), so a lineage
+should take few jobs: doubling gives log2(max/min) of them. And a lineage that turns out
+poor at the next step has cost at most twice what was spent before the decision, the
+doubling argument, so a bad decision cannot waste much more than a good one earns. The
+per-epoch curve is what the model fits; the steps only set how often it decides.
+
+One objective, no constraints: with several the expected improvement is not defined, and
+`objectives` or `constraints` raise a ValueError. `eta` is accepted for the common
+signature and not used (the steps grow by `growth`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpo.search.base import Searcher, config_key, latin_hypercube
+from hpo.search.kde import dimensions_of
+from hpo.search.learning_curves import Calibration, Extrapolation, expected_improvement, extrapolate
+from hpo.search.tpe import _SplitModel
+from hpo.trial import Job
+
+
+def step_budgets(min_budget: float, max_budget: float, growth: float) -> list[float]:
+    """The budgets a lineage pauses at: geometric from min_budget to max_budget with a ratio
+    close to `growth`, whole numbers (deduplicated) where both ends are whole."""
+    if max_budget <= min_budget:
+        return [float(max_budget)]
+    n = max(1, round(math.log(max_budget / min_budget) / math.log(growth)))
+    steps = [min_budget * (max_budget / min_budget) ** (k / n) for k in range(n + 1)]
+    if float(min_budget).is_integer() and float(max_budget).is_integer():
+        steps = sorted({float(round(b)) for b in steps})
+    steps[0], steps[-1] = float(min_budget), float(max_budget)
+    return steps
+
+
+@dataclass(frozen=True)
+class _Predictions:
+    mean: np.ndarray        # per lineage: predicted loss at max_budget
+    std: np.ndarray
+    gain: np.ndarray        # per lineage: expected improvement over the incumbent there
+    incumbent: float
+    new_gain: float         # what a new config is expected to improve
+
+
+@dataclass
+class _Lineage:
+    """One configuration's jobs so far: its curve (loss per budget), the step it reached and
+    the trial whose checkpoint a continuation picks up."""
+
+    config: dict[str, Any]
+    vector: np.ndarray
+    last_trial: int
+    budgets: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    step: int = -1                    # index into the steps of the budget reached; -1: none yet
+    running: bool = True
+    failed: bool = False
+    extrapolation: Extrapolation | None = None   # from the whole curve
+    first: Extrapolation | None = None           # from the first step's part of it
+
+
+class FreezeThaw(Searcher):
+    """Freeze-thaw search over learning curves (see the module docstring). `growth`: the
+    ratio between a lineage's steps (default 2). `n_startup`: Latin-hypercube configs
+    before the model runs (default max(10, dimensions + 2)). `num_samples`,
+    `top_n_percent`, `min_bandwidth`: the TPE that proposes new configurations."""
+
+    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
+                 max_budget: float = 27.0, eta: float = 3.0, growth: float = 2.0, n_startup: int | None = None,
+                 num_samples: int = 64, top_n_percent: float = 15, min_bandwidth: float = 0.01,
+                 objectives=None, constraints=None, tie_break: str = "hypervolume"):
+        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
+                         eta=eta, objectives=objectives, constraints=constraints, tie_break=tie_break)
+        if self.goals.multi:
+            raise ValueError(f"FreezeThaw optimises one objective; objectives={objectives!r} names "
+                             f"{len(self.goals.objectives)}")
+        if self.goals.constraints:
+            raise ValueError(f"FreezeThaw does not support constraints; got constraints={constraints!r}")
+        if not growth > 1:
+            raise ValueError(f"growth must be > 1, got {growth}")
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        if not 0 < top_n_percent < 100:
+            raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
+        self.growth = float(growth)
+        self.steps = step_budgets(self.min_budget, self.max_budget, self.growth)
+        self.n_startup = max(10, len(self.space) + 2) if n_startup is None else int(n_startup)
+        self.num_samples = int(num_samples)
+        self.top_n_percent = float(top_n_percent)
+        self.min_bandwidth = float(min_bandwidth)
+        self.dims = dimensions_of(self.space)
+        self.calibration = Calibration(self.steps)
+        self.lineages: list[_Lineage] = []
+        self._lineage_of: dict[int, int] = {}          # trial id -> index into lineages
+        self._design: list[np.ndarray] | None = None   # Latin-hypercube rows not handed out yet
+        self._version = 0                               # results told so far: what the caches are keyed by
+        self._predicted: tuple[int, _Predictions] | None = None
+        self._model: tuple[int, _SplitModel] | None = None
+        self.continued = 0
+
+    # --- asking ---------------------------------------------------------------------------
+    def _next_job(self) -> Job | None:
+        if not self._queue and len(self.lineages) >= self.n_startup:
+            index = self._best_continuation()
+            if index is not None:
+                return self._continue(index)
+        return self._start(self._new_config())
+
+    def _start(self, config: dict[str, Any]) -> Job:
+        self.sampler.seen.add(config_key(config))
+        job = self._new_job(config, self.steps[0])
+        self._lineage_of[job.trial_id] = len(self.lineages)
+        self.lineages.append(_Lineage(config=dict(config), vector=self.space.to_unit(config), last_trial=job.trial_id))
+        return job
+
+    def _continue(self, index: int) -> Job:
+        lineage = self.lineages[index]
+        job = self._new_job(lineage.config, self.steps[lineage.step + 1], continues=lineage.last_trial)
+        self._lineage_of[job.trial_id] = index
+        lineage.last_trial, lineage.running = job.trial_id, True
+        self.continued += 1
+        return job
+
+    def predictions(self) -> _Predictions:
+        """Per lineage (in start order), the predicted loss at max_budget and its standard
+        deviation (the observed loss, std 0, for those that reached it; NaN for those with
+        no result yet; inf for failed ones), the incumbent, and the gain a new config is
+        expected to bring. Recomputed only when a result arrived."""
+        if self._predicted is None or self._predicted[0] != self._version:
+            self._predicted = (self._version, self._predict())
+        return self._predicted[1]
+
+    def _predict(self) -> _Predictions:
+        n = len(self.lineages)
+        mean, spread, step = np.full(n, np.nan), np.zeros(n), np.zeros(n, dtype=int)
+        first_mean, first_spread = np.full(n, np.nan), np.zeros(n)
+        for i, lineage in enumerate(self.lineages):
+            if lineage.failed:
+                mean[i] = first_mean[i] = math.inf
+            elif lineage.extrapolation is not None:
+                mean[i], spread[i], step[i] = lineage.extrapolation.mean, lineage.extrapolation.std, lineage.step
+                first_mean[i], first_spread[i] = lineage.first.mean, lineage.first.std
+        last = len(self.steps) - 1
+        usable = np.isfinite(mean) & (step < last)
+        bias, calibrated = self.calibration.bias(), self.calibration.std(self._first_step_spread())
+        std = np.where(usable, np.sqrt(spread ** 2 + calibrated[step] ** 2), 0.0)
+        mean = np.where(usable, mean + bias[step], mean)
+        done = [lin.losses[-1] for lin in self.lineages if lin.step == last and not lin.failed]
+        finite = np.isfinite(mean)
+        incumbent = float(min(done)) if done else float(mean[finite].min()) if finite.any() else math.inf
+        gain = np.zeros(n)
+        if math.isfinite(incumbent):
+            gain[finite] = expected_improvement(mean[finite], std[finite], incumbent)
+        # A new config, once its first step ran, is predicted as a paused lineage at the first
+        # step is: its gain is the mean of the gains the lineages so far had there (a failed
+        # one's is 0), so that the two compare like for like.
+        population = ~np.isnan(first_mean)
+        new_gain = 0.0
+        if population.any() and math.isfinite(incumbent):
+            ok = np.isfinite(first_mean)
+            first_gain = np.zeros(n)
+            first_gain[ok] = expected_improvement(first_mean[ok] + bias[0],
+                                                  np.sqrt(first_spread[ok] ** 2 + calibrated[0] ** 2), incumbent)
+            new_gain = float(first_gain[population].mean())
+        return _Predictions(mean=mean, std=std, gain=gain, incumbent=incumbent, new_gain=new_gain)
+
+    def _first_step_spread(self) -> float:
+        """How far configs differ at the first step (robust std of its losses): the scale of
+        the calibration's prior."""
+        first = np.array([lin.losses[0] for lin in self.lineages if lin.losses and lin.budgets[0] <= self.steps[0]])
+        first = first[np.isfinite(first)]
+        if len(first) < 2:
+            return 1.0 if not len(first) else max(abs(float(first[0])), 1e-6)
+        low, high = np.percentile(first, [25, 75])
+        return float((high - low) / 1.349) or float(first.std()) or 1e-6
+
+    def _best_continuation(self) -> int | None:
+        """The paused lineage with the largest EI per epoch left, if that beats a new config's."""
+        predicted = self.predictions()
+        reached = np.array([self.steps[lin.step] if lin.step >= 0 else math.inf for lin in self.lineages])
+        paused = np.array([not (lin.running or lin.failed) and 0 <= lin.step < len(self.steps) - 1
+                           for lin in self.lineages])
+        if not paused.any():
+            return None
+        score = np.where(paused, predicted.gain / np.where(paused, self.max_budget - reached, 1.0), -math.inf)
+        best = int(np.argmax(score))
+        return best if score[best] > predicted.new_gain / self.max_budget else None
+
+    def _new_config(self) -> dict[str, Any]:
+        pending = [j.config for j in self.pending.values()]
+        if self._queue:
+            return self._propose(self.steps[0])
+        mean = self.predictions().mean
+        told = ~np.isnan(mean)
+        if told.sum() >= self.n_startup:
+            priors = self.sampler.priors
+            if priors.enabled and self.rng.random() < priors.share * self.n_startup / told.sum():
+                return self.sampler.fresh(self.rng, pending)
+            config = self._model_config(mean, told, pending)
+            if config is not None:
+                return config
+        if self._design is None and not self.sampler.priors.enabled:
+            self._design = list(latin_hypercube(self.rng, self.n_startup, len(self.dims)))
+        taken = self.sampler.taken(pending)
+        while self._design:
+            config = self.space.from_unit(self._design.pop(0))
+            if config_key(config) not in taken:
+                return config
+        return self.sampler.fresh(self.rng, pending)
+
+    def _model_config(self, mean: np.ndarray, told: np.ndarray, pending) -> dict[str, Any] | None:
+        """TPE over the lineages split by predicted final loss: the best of num_samples draws
+        from l(x) by l(x) / g(x), unseen and not pending."""
+        if self._model is None or self._model[0] != self._version:
+            vectors = np.array([lin.vector for lin, t in zip(self.lineages, told) if t])
+            self._model = (self._version, _SplitModel(vectors, mean[told], self.top_n_percent / 100, self.dims,
+                                                      self.min_bandwidth))
+        model = self._model[1]
+        candidates = model.sample_good(self.rng, self.num_samples)
+        configs = [self.space.from_unit(row) for row in candidates]
+        candidates = np.array([self.space.to_unit(c) for c in configs])   # inactive values say nothing
+        score = model.score(candidates)
+        taken = self.sampler.taken(pending)
+        for index in np.argsort(-score, kind="stable"):
+            if config_key(configs[index]) not in taken:
+                return configs[index]
+        return None
+
+    # --- telling --------------------------------------------------------------------------
+    def _on_result(self, job: Job, loss: float) -> None:
+        lineage = self.lineages[self._lineage_of[job.trial_id]]
+        lineage.running = False
+        self._version += 1
+        if not math.isfinite(loss):
+            lineage.failed = True
+            return
+        start = self.steps[lineage.step] if lineage.step >= 0 else 0.0
+        curve = self.history[-1][1].curve
+        sign = 1.0 if self.direction == "minimize" else -1.0
+        width = (job.budget - start) / max(1, len(curve))
+        for i, value in enumerate(curve[:-1]):
+            if math.isfinite(value):
+                lineage.budgets.append(start + (i + 1) * width)
+                lineage.losses.append(sign * float(value))
+        lineage.budgets.append(job.budget)
+        lineage.losses.append(loss)
+        lineage.step = self.steps.index(job.budget)
+        if lineage.step == len(self.steps) - 1:
+            self._calibrate(lineage)
+        lineage.extrapolation = extrapolate(lineage.budgets, lineage.losses, self.max_budget)
+        if lineage.first is None:
+            lineage.first = lineage.extrapolation
+
+    def _calibrate(self, lineage: _Lineage) -> None:
+        """A lineage reached max_budget: how far each step's extrapolation landed from it."""
+        budgets, losses = np.array(lineage.budgets), np.array(lineage.losses)
+        for k, budget in enumerate(self.steps[:-1]):
+            prefix = budgets <= budget + 1e-9
+            if prefix.any():
+                predicted = extrapolate(budgets[prefix], losses[prefix], self.max_budget).mean
+                self.calibration.add(k, losses[-1] - predicted)
+
+    # --- reporting ------------------------------------------------------------------------
+    def stats(self) -> dict[str, float]:
+        stats = super().stats()
+        last = len(self.steps) - 1
+        stats.update({"lineages": float(len(self.lineages)), "continued": float(self.continued),
+                      "lineages_at_max_budget": float(sum(lin.step == last for lin in self.lineages))})
+        return stats
