@@ -123,7 +123,7 @@ class FreezeThaw(Searcher):
         self._lineage_of: dict[int, int] = {}          # trial id -> index into lineages
         self._design: list[np.ndarray] | None = None   # Latin-hypercube rows not handed out yet
         self._version = 0                               # results told so far: what the caches are keyed by
-        self._predicted: tuple[int, _Predictions] | None = None
+        self._predicted: tuple[tuple[int, int], _Predictions] | None = None
         self._model: tuple[int, _SplitModel] | None = None
         self.continued = 0
 
@@ -155,8 +155,9 @@ class FreezeThaw(Searcher):
         deviation (the observed loss, std 0, for those that reached it; NaN for those with
         no result yet; inf for failed ones), the incumbent, and the gain a new config is
         expected to bring. Recomputed only when a result arrived."""
-        if self._predicted is None or self._predicted[0] != self._version:
-            self._predicted = (self._version, self._predict())
+        key = (self._version, len(self.lineages))    # a new lineage (asked, no result yet) adds a NaN row
+        if self._predicted is None or self._predicted[0] != key:
+            self._predicted = (key, self._predict())
         return self._predicted[1]
 
     def _predict(self) -> _Predictions:
