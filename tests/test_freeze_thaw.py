@@ -92,6 +92,8 @@ def test_steps_grow_geometrically_in_whole_epochs_to_the_full_budget():
     assert step_budgets(1, 52, 2.0) == [1.0, 2.0, 4.0, 7.0, 14.0, 27.0, 52.0]
     assert step_budgets(4, 64, 2.0) == [4.0, 8.0, 16.0, 32.0, 64.0]
     assert step_budgets(5, 5, 2.0) == [5.0]
+    assert step_budgets(52 / 27, 52, 2.0) == [2.0, 4.0, 7.0, 14.0, 27.0, 52.0]     # LCBench's range in whole epochs
+    assert step_budgets(0.5, 8, 2.0) == [0.5, 1.0, 2.0, 4.0, 8.0]
 
 
 # --- decisions ----------------------------------------------------------------------------------

@@ -51,14 +51,15 @@ from hpo.trial import Job
 
 def step_budgets(min_budget: float, max_budget: float, growth: float) -> list[float]:
     """The budgets a lineage pauses at: geometric from min_budget to max_budget with a ratio
-    close to `growth`, whole numbers (deduplicated) where both ends are whole."""
+    close to `growth`. Where max_budget is whole and min_budget at least 1 (epochs), whole
+    numbers from ceil(min_budget) (the runner trains whole epochs), duplicates dropped."""
     if max_budget <= min_budget:
         return [float(max_budget)]
     n = max(1, round(math.log(max_budget / min_budget) / math.log(growth)))
     steps = [min_budget * (max_budget / min_budget) ** (k / n) for k in range(n + 1)]
-    if float(min_budget).is_integer() and float(max_budget).is_integer():
-        steps = sorted({float(round(b)) for b in steps})
     steps[0], steps[-1] = float(min_budget), float(max_budget)
+    if float(max_budget).is_integer() and min_budget >= 1:
+        steps = sorted({float(max(round(b), math.ceil(min_budget))) for b in steps})
     return steps
 
 
