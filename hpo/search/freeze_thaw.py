@@ -44,7 +44,7 @@ import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
 from hpo.search.kde import dimensions_of
-from hpo.search.learning_curves import Calibration, Extrapolation, expected_improvement, extrapolate
+from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
 from hpo.search.tpe import _SplitModel
 from hpo.trial import Job
 
@@ -74,19 +74,38 @@ class _Predictions:
 
 @dataclass
 class _Lineage:
-    """One configuration's jobs so far: its curve (loss per budget), the step it reached and
-    the trial whose checkpoint a continuation picks up."""
+    """One configuration's jobs so far: its curve (loss per budget) and the trial whose
+    checkpoint a continuation picks up. Its numbers live in `_Table`'s row of the same index."""
 
     config: dict[str, Any]
     vector: np.ndarray
     last_trial: int
     budgets: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
-    step: int = -1                    # index into the steps of the budget reached; -1: none yet
-    running: bool = True
-    failed: bool = False
-    extrapolation: Extrapolation | None = None   # from the whole curve
-    first: Extrapolation | None = None           # from the first step's part of it
+
+
+class _Table:
+    """Per lineage, as arrays (ask() reads them whole): the step reached (-1: none yet), the
+    extrapolation from the whole curve and from its first step, and whether it runs or failed."""
+
+    COLUMNS = {"step": -1, "mean": np.nan, "spread": 0.0, "first_mean": np.nan, "first_spread": 0.0,
+               "first_loss": np.nan, "running": True, "failed": False}
+
+    def __init__(self):
+        self.n = 0
+        self._arrays = {name: np.full(64, default) for name, default in self.COLUMNS.items()}
+
+    def add(self) -> int:
+        if self.n == len(self._arrays["step"]):
+            self._arrays = {name: np.concatenate([a, np.full(len(a), self.COLUMNS[name])])
+                            for name, a in self._arrays.items()}
+        self.n += 1
+        return self.n - 1
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name.startswith("_") or name not in self.COLUMNS:
+            raise AttributeError(name)
+        return self._arrays[name][:self.n]
 
 
 class FreezeThaw(Searcher):
@@ -121,6 +140,8 @@ class FreezeThaw(Searcher):
         self.dims = dimensions_of(self.space)
         self.calibration = Calibration(self.steps)
         self.lineages: list[_Lineage] = []
+        self.table = _Table()
+        self._conditional = any(p.when for p in self.space)
         self._lineage_of: dict[int, int] = {}          # trial id -> index into lineages
         self._design: list[np.ndarray] | None = None   # Latin-hypercube rows not handed out yet
         self._version = 0                               # results told so far: what the caches are keyed by
@@ -139,15 +160,16 @@ class FreezeThaw(Searcher):
     def _start(self, config: dict[str, Any]) -> Job:
         self.sampler.seen.add(config_key(config))
         job = self._new_job(config, self.steps[0])
-        self._lineage_of[job.trial_id] = len(self.lineages)
+        self._lineage_of[job.trial_id] = self.table.add()
         self.lineages.append(_Lineage(config=dict(config), vector=self.space.to_unit(config), last_trial=job.trial_id))
         return job
 
     def _continue(self, index: int) -> Job:
         lineage = self.lineages[index]
-        job = self._new_job(lineage.config, self.steps[lineage.step + 1], continues=lineage.last_trial)
+        job = self._new_job(lineage.config, self.steps[self.table.step[index] + 1], continues=lineage.last_trial)
         self._lineage_of[job.trial_id] = index
-        lineage.last_trial, lineage.running = job.trial_id, True
+        lineage.last_trial = job.trial_id
+        self.table.running[index] = True
         self.continued += 1
         return job
 
@@ -156,49 +178,41 @@ class FreezeThaw(Searcher):
         deviation (the observed loss, std 0, for those that reached it; NaN for those with
         no result yet; inf for failed ones), the incumbent, and the gain a new config is
         expected to bring. Recomputed only when a result arrived."""
-        key = (self._version, len(self.lineages))    # a new lineage (asked, no result yet) adds a NaN row
+        key = (self._version, self.table.n)    # a new lineage (asked, no result yet) adds a NaN row
         if self._predicted is None or self._predicted[0] != key:
             self._predicted = (key, self._predict())
         return self._predicted[1]
 
     def _predict(self) -> _Predictions:
-        n = len(self.lineages)
-        mean, spread, step = np.full(n, np.nan), np.zeros(n), np.zeros(n, dtype=int)
-        first_mean, first_spread = np.full(n, np.nan), np.zeros(n)
-        for i, lineage in enumerate(self.lineages):
-            if lineage.failed:
-                mean[i] = first_mean[i] = math.inf
-            elif lineage.extrapolation is not None:
-                mean[i], spread[i], step[i] = lineage.extrapolation.mean, lineage.extrapolation.std, lineage.step
-                first_mean[i], first_spread[i] = lineage.first.mean, lineage.first.std
-        last = len(self.steps) - 1
-        usable = np.isfinite(mean) & (step < last)
+        t, last = self.table, len(self.steps) - 1
+        step = np.maximum(t.step, 0)
         bias, calibrated = self.calibration.bias(), self.calibration.std(self._first_step_spread())
-        std = np.where(usable, np.sqrt(spread ** 2 + calibrated[step] ** 2), 0.0)
-        mean = np.where(usable, mean + bias[step], mean)
-        done = [lin.losses[-1] for lin in self.lineages if lin.step == last and not lin.failed]
+        paused = ~t.failed & (t.step >= 0) & (t.step < last)
+        mean = np.where(t.failed, math.inf, np.where(paused, t.mean + bias[step], t.mean))
+        std = np.where(paused, np.sqrt(t.spread ** 2 + calibrated[step] ** 2), 0.0)
+        done = ~t.failed & (t.step == last)
         finite = np.isfinite(mean)
-        incumbent = float(min(done)) if done else float(mean[finite].min()) if finite.any() else math.inf
-        gain = np.zeros(n)
+        incumbent = float(t.mean[done].min()) if done.any() else float(mean[finite].min()) if finite.any() else math.inf
+        gain = np.zeros(t.n)
         if math.isfinite(incumbent):
             gain[finite] = expected_improvement(mean[finite], std[finite], incumbent)
         # A new config, once its first step ran, is predicted as a paused lineage at the first
         # step is: its gain is the mean of the gains the lineages so far had there (a failed
         # one's is 0), so that the two compare like for like.
-        population = ~np.isnan(first_mean)
+        population = t.failed | ~np.isnan(t.first_mean)
         new_gain = 0.0
         if population.any() and math.isfinite(incumbent):
-            ok = np.isfinite(first_mean)
-            first_gain = np.zeros(n)
-            first_gain[ok] = expected_improvement(first_mean[ok] + bias[0],
-                                                  np.sqrt(first_spread[ok] ** 2 + calibrated[0] ** 2), incumbent)
+            ok = ~t.failed & ~np.isnan(t.first_mean)
+            first_gain = np.zeros(t.n)
+            first_gain[ok] = expected_improvement(t.first_mean[ok] + bias[0],
+                                                  np.sqrt(t.first_spread[ok] ** 2 + calibrated[0] ** 2), incumbent)
             new_gain = float(first_gain[population].mean())
         return _Predictions(mean=mean, std=std, gain=gain, incumbent=incumbent, new_gain=new_gain)
 
     def _first_step_spread(self) -> float:
         """How far configs differ at the first step (robust std of its losses): the scale of
         the calibration's prior."""
-        first = np.array([lin.losses[0] for lin in self.lineages if lin.losses and lin.budgets[0] <= self.steps[0]])
+        first = self.table.first_loss
         first = first[np.isfinite(first)]
         if len(first) < 2:
             return 1.0 if not len(first) else max(abs(float(first[0])), 1e-6)
@@ -207,13 +221,12 @@ class FreezeThaw(Searcher):
 
     def _best_continuation(self) -> int | None:
         """The paused lineage with the largest EI per epoch left, if that beats a new config's."""
-        predicted = self.predictions()
-        reached = np.array([self.steps[lin.step] if lin.step >= 0 else math.inf for lin in self.lineages])
-        paused = np.array([not (lin.running or lin.failed) and 0 <= lin.step < len(self.steps) - 1
-                           for lin in self.lineages])
+        predicted, t = self.predictions(), self.table
+        paused = ~t.running & ~t.failed & (t.step >= 0) & (t.step < len(self.steps) - 1)
         if not paused.any():
             return None
-        score = np.where(paused, predicted.gain / np.where(paused, self.max_budget - reached, 1.0), -math.inf)
+        left = self.max_budget - np.asarray(self.steps)[np.maximum(t.step, 0)]
+        score = np.where(paused, predicted.gain / np.where(paused, left, 1.0), -math.inf)
         best = int(np.argmax(score))
         return best if score[best] > predicted.new_gain / self.max_budget else None
 
@@ -243,44 +256,50 @@ class FreezeThaw(Searcher):
         """TPE over the lineages split by predicted final loss: the best of num_samples draws
         from l(x) by l(x) / g(x), unseen and not pending."""
         if self._model is None or self._model[0] != self._version:
-            vectors = np.array([lin.vector for lin, t in zip(self.lineages, told) if t])
-            self._model = (self._version, _SplitModel(vectors, mean[told], self.top_n_percent / 100, self.dims,
+            rows = np.flatnonzero(told)
+            vectors = np.array([self.lineages[i].vector for i in rows])
+            self._model = (self._version, _SplitModel(vectors, mean[rows], self.top_n_percent / 100, self.dims,
                                                       self.min_bandwidth))
         model = self._model[1]
         candidates = model.sample_good(self.rng, self.num_samples)
-        configs = [self.space.from_unit(row) for row in candidates]
-        candidates = np.array([self.space.to_unit(c) for c in configs])   # inactive values say nothing
+        configs = None
+        if self._conditional:     # score only what is active in each candidate: an inactive value says nothing
+            configs = [self.space.from_unit(row) for row in candidates]
+            candidates = np.array([self.space.to_unit(c) for c in configs])
         score = model.score(candidates)
         taken = self.sampler.taken(pending)
         for index in np.argsort(-score, kind="stable"):
-            if config_key(configs[index]) not in taken:
-                return configs[index]
+            config = configs[index] if configs is not None else self.space.from_unit(candidates[index])
+            if config_key(config) not in taken:
+                return config
         return None
 
     # --- telling --------------------------------------------------------------------------
     def _on_result(self, job: Job, loss: float) -> None:
-        lineage = self.lineages[self._lineage_of[job.trial_id]]
-        lineage.running = False
+        index = self._lineage_of[job.trial_id]
+        lineage, t = self.lineages[index], self.table
+        t.running[index] = False
         self._version += 1
         if not math.isfinite(loss):
-            lineage.failed = True
+            t.failed[index] = True
             return
-        start = self.steps[lineage.step] if lineage.step >= 0 else 0.0
+        start = self.steps[t.step[index]] if t.step[index] >= 0 else 0.0
         curve = self.history[-1][1].curve
         sign = 1.0 if self.direction == "minimize" else -1.0
         width = (job.budget - start) / max(1, len(curve))
-        for i, value in enumerate(curve[:-1]):
+        for i, value in enumerate(curve[:-1]):      # the last is the job's value, told as `loss`
             if math.isfinite(value):
                 lineage.budgets.append(start + (i + 1) * width)
                 lineage.losses.append(sign * float(value))
         lineage.budgets.append(job.budget)
         lineage.losses.append(loss)
-        lineage.step = self.steps.index(job.budget)
-        if lineage.step == len(self.steps) - 1:
+        t.step[index] = self.steps.index(job.budget)
+        if t.step[index] == len(self.steps) - 1:
             self._calibrate(lineage)
-        lineage.extrapolation = extrapolate(lineage.budgets, lineage.losses, self.max_budget)
-        if lineage.first is None:
-            lineage.first = lineage.extrapolation
+        predicted = extrapolate(lineage.budgets, lineage.losses, self.max_budget)
+        t.mean[index], t.spread[index] = predicted.mean, predicted.std
+        if np.isnan(t.first_mean[index]):
+            t.first_mean[index], t.first_spread[index], t.first_loss[index] = predicted.mean, predicted.std, loss
 
     def _calibrate(self, lineage: _Lineage) -> None:
         """A lineage reached max_budget: how far each step's extrapolation landed from it."""
@@ -294,7 +313,6 @@ class FreezeThaw(Searcher):
     # --- reporting ------------------------------------------------------------------------
     def stats(self) -> dict[str, float]:
         stats = super().stats()
-        last = len(self.steps) - 1
-        stats.update({"lineages": float(len(self.lineages)), "continued": float(self.continued),
-                      "lineages_at_max_budget": float(sum(lin.step == last for lin in self.lineages))})
+        stats.update({"lineages": float(self.table.n), "continued": float(self.continued),
+                      "lineages_at_max_budget": float((self.table.step == len(self.steps) - 1).sum())})
         return stats
