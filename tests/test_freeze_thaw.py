@@ -13,7 +13,7 @@ from tests.searcher_harness import SPACE, drive, objective, signature
 
 SMALL = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
 # Steps 4, 8, 16, 32, 64: the first job already has a curve of four epochs.
-BUDGETS = dict(min_budget=4, max_budget=64)
+BUDGETS = dict(min_budget=4, max_budget=64, growth=2.0)
 
 
 def told(job, curve_of, start=0.0, direction="minimize"):
@@ -94,13 +94,14 @@ def test_steps_grow_geometrically_in_whole_epochs_to_the_full_budget():
     assert step_budgets(5, 5, 2.0) == [5.0]
     assert step_budgets(52 / 27, 52, 2.0) == [2.0, 4.0, 7.0, 14.0, 27.0, 52.0]     # LCBench's range in whole epochs
     assert step_budgets(0.5, 8, 2.0) == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert FreezeThaw(SMALL, min_budget=52 / 27, max_budget=52, eta=3).steps == [2.0, 6.0, 17.0, 52.0]   # growth: eta
 
 
 # --- decisions ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("direction", ["minimize", "maximize"])
 def test_continues_the_fast_improving_trial_rather_than_the_plateaued_one(direction):
-    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=2, direction=direction, **BUDGETS), direction)
+    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, direction=direction, **BUDGETS), direction)
     improving, plateaued = driver.ask(), driver.ask()
     # After four epochs the plateaued curve is lower, but the improving one extrapolates far below it.
     driver.tell(improving, power_law(0.2, 2.0, 1.0))            # 2.2, 1.2, 0.87, 0.7 -> 0.23 at 64
@@ -197,15 +198,16 @@ def test_parallel_workers_continue_each_checkpoint_at_most_once():
 
 def test_registered_under_its_config_name():
     assert SEARCHERS["freeze_thaw"] is FreezeThaw
-    searcher = make_searcher("freeze_thaw", SPACE, seed=0, direction="maximize", min_budget=1, max_budget=9,
-                             eta=3, options={"growth": 3})
-    assert isinstance(searcher, FreezeThaw) and searcher.steps == [1.0, 3.0, 9.0]
+    searcher = make_searcher("freeze_thaw", SPACE, seed=0, direction="maximize", min_budget=1, max_budget=16,
+                             eta=3, options={"growth": 2})
+    assert isinstance(searcher, FreezeThaw) and searcher.steps == [1.0, 2.0, 4.0, 8.0, 16.0]
 
 
 @pytest.mark.parametrize("kwargs, argument", [
     (dict(objectives=["loss", "latency"]), "objectives"),
     (dict(constraints=["n <= 4"]), "constraints"),
     (dict(growth=1.0), "growth"),
+    (dict(climbers=-1), "climbers"),
 ])
 def test_unsupported_options_are_refused_by_name(kwargs, argument):
     with pytest.raises(ValueError, match=argument):

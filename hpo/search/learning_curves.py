@@ -9,9 +9,10 @@ weighted by its likelihood under the noise the best member leaves, and the membe
 extrapolations give a mean and a spread. No optimiser runs in the searcher's loop.
 
 A power law extrapolated from a few epochs is biased and overconfident, so
-`Calibration` learns how far the extrapolation from each budget of the searcher's
-schedule lands from the value then observed at the full budget, over the curves that got
-there, starting from a prior that shrinks with the log distance to the full budget.
+`Calibration` learns, for each budget of the searcher's schedule, how much of the
+improvement promised from there came true at the full budget over the curves that got
+there, and how far off it was, starting from a prior that believes half of it, with an
+error that shrinks with the log distance to the full budget.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from scipy.special import ndtr
 ALPHAS = np.geomspace(0.05, 4.0, 20)
 EXTRAPOLATION_RANGE = 2.0   # a member may predict at most this many observed ranges beyond the curve
 PRIOR_WEIGHT = 2.0          # pseudo-curves the calibration prior counts as
+PRIOR_TRUST = 0.5           # the share of an extrapolated improvement believed before any curve is complete
+MAX_TRUST = 2.0
 
 
 @dataclass(frozen=True)
@@ -121,30 +124,40 @@ def expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: float) ->
 
 
 class Calibration:
-    """How far the extrapolation from each step of a schedule lands from the loss observed
-    at the full budget: per step, the errors (observed - extrapolated) of the curves that
-    reached it, pooled with a prior of PRIOR_WEIGHT pseudo-curves of no bias and spread
-    `prior_std(step)`. `bias` and `std` are the posterior mean and root mean square."""
+    """How much of the improvement an extrapolation promises is real, learnt per step of a
+    schedule from the curves that went on from there. At a step, a curve's last loss is y
+    and its extrapolation to the full budget promises the change d (negative: better); the
+    loss observed there later is y + e (a curve that stopped short of the full budget
+    counts with d and e scaled up, see `FreezeThaw._calibrate`). Per step, e = trust * d +
+    noise is fitted through the origin over those curves, pooled with PRIOR_WEIGHT pseudo-curves saying
+    trust = PRIOR_TRUST (a power law from a few epochs over-promises) and noise of spread
+    `prior_std(step)`. A lineage's prediction is then y + trust * d, with the posterior
+    root mean square residual as its uncertainty."""
 
     def __init__(self, steps: list[float]):
         self.steps = list(steps)
         n = len(steps)
-        self._sum = np.zeros(n)
-        self._squares = np.zeros(n)
-        self._count = np.zeros(n)
+        self._dd, self._de, self._ee, self._count = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         # How much of the schedule (in log budget) is left after each step: 1 at the first, 0 at the end.
         top, bottom = math.log(steps[-1]), math.log(steps[0])
         self.remaining = np.array([(top - math.log(b)) / (top - bottom) if top > bottom else 0.0 for b in steps])
 
-    def add(self, step: int, error: float) -> None:
-        self._sum[step] += error
-        self._squares[step] += error * error
+    def add(self, step: int, promised: float, observed: float) -> None:
+        """At `step` the extrapolation promised the change `promised`; `observed` came true."""
+        self._dd[step] += promised * promised
+        self._de[step] += promised * observed
+        self._ee[step] += observed * observed
         self._count[step] += 1
 
-    def bias(self) -> np.ndarray:
-        return self._sum / (self._count + PRIOR_WEIGHT)
+    def trust(self) -> np.ndarray:
+        """Per step: the share of the promised change that comes true."""
+        scale = np.where(self._count > 0, self._dd / np.maximum(self._count, 1), 1.0)
+        trust = (PRIOR_WEIGHT * PRIOR_TRUST * scale + self._de) / (PRIOR_WEIGHT * scale + self._dd + 1e-300)
+        return np.clip(trust, 0.0, MAX_TRUST)
 
     def std(self, scale: float) -> np.ndarray:
         """Per step; `scale` is the prior's spread at the first step (how far configs differ there)."""
+        trust = self.trust()
+        residual = np.maximum(self._ee - 2 * trust * self._de + trust * trust * self._dd, 0.0)
         prior = (scale * self.remaining) ** 2
-        return np.sqrt((PRIOR_WEIGHT * prior + self._squares) / (self._count + PRIOR_WEIGHT))
+        return np.sqrt((PRIOR_WEIGHT * prior + residual) / (self._count + PRIOR_WEIGHT))
