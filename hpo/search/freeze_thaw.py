@@ -9,26 +9,27 @@ still to spend to get there:
 
 - a paused lineage's loss at `max_budget` is extrapolated from its curve (every epoch's
   value where the runner reports them, `TrialResult.curve`; else its value at each step)
-  by an ensemble of power laws (`hpo.search.learning_curves`), corrected and widened by a
-  calibration learnt from the lineages that reached `max_budget`; its score is
+  by an ensemble of power laws, then corrected and widened by a calibration learnt from
+  every lineage that went on from a step (`hpo.search.learning_curves.Calibration`: how
+  much of the promised improvement came true, and how far off it was); its score is
   EI / (max_budget - budget reached);
-- a new configuration's loss at `max_budget` is a draw from the population of the
-  lineages so far (their predicted or observed final losses, failures counting as no
-  improvement), so its score is the mean EI over that population / max_budget. The
-  configuration itself comes from a TPE split of the lineages by predicted final loss
-  (`hpo.search.tpe`'s estimators), after `n_startup` Latin-hypercube configs.
+- a new configuration's loss at `max_budget` is predicted as the lineages' were after
+  their first step, so its score is the mean of their EI there (failures counting as no
+  improvement) / max_budget. The configuration itself comes from a TPE split of the
+  lineages by predicted final loss (`hpo.search.tpe`'s estimators), after `n_startup`
+  Latin-hypercube configs.
 
-The incumbent is the best loss observed at `max_budget`, or, before any lineage got there,
-the best predicted one.
+The incumbent is observed, never predicted: the best loss at `max_budget`, or, before any
+lineage got there, the best loss seen at any budget.
 
 Steps: the budgets from `min_budget` to `max_budget` grow geometrically by about `growth`
 (default `eta`, whole epochs where both ends are whole: 1, 3, 9, 27 for 1..27 with eta 3;
 2, 6, 17, 52 for LCBench's 52/27..52). Every job carries a fixed cost (starting, restoring
 a checkpoint, building the graph), so a lineage should take few jobs: log_eta(max/min) of
 them, as many as a Hyperband promotion chain. The per-epoch curve is what the model fits;
-the steps only set how often it decides. On LCBench's tuning tasks (20 full-budget
-evaluations, 5 seeds) growth 3 beat growth 2 on 10 of 12 tasks: with 2 the first step is
-two epochs, and most of the budget went to continuing new configs from 2 to 4 epochs.
+the steps only set how often it decides. Finer steps did worse on LCBench's tuning tasks:
+with growth 2 the first step is two epochs, its two-point curves extrapolate wildly, and
+most of the budget went to taking new configs from 2 to 4 epochs.
 
 Until `climbers` lineages (default 1) reached `max_budget`, the deepest paused lineage
 continues whatever its expected improvement: the calibration needs complete curves, and
