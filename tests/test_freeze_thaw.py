@@ -7,7 +7,7 @@ import pytest
 
 from hpo.search import SEARCHERS, FreezeThaw, make_searcher
 from hpo.search.freeze_thaw import step_budgets
-from hpo.search.learning_curves import expected_improvement, extrapolate, fit_power_law
+from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
 from hpo.trial import TrialResult
 from tests.searcher_harness import SPACE, drive, objective, signature
 
@@ -80,6 +80,17 @@ def test_extrapolation_of_one_point_is_the_point_and_of_two_spreads_over_the_exp
     assert extrapolate([1.0], [0.7], 27.0).mean == 0.7
     two = extrapolate([1.0, 2.0], [1.0, 0.8], 27.0)
     assert two.mean < 0.8 and two.std > 0
+
+
+def test_calibration_learns_how_much_of_the_promised_improvement_comes_true():
+    calibration = Calibration([1.0, 3.0, 9.0, 27.0])
+    assert calibration.trust()[0] == pytest.approx(0.5)          # the prior, before any curve went on
+    prior_std = calibration.std(scale=0.2)
+    assert prior_std[0] == pytest.approx(0.2) and prior_std[-1] == 0.0
+    for promised in np.linspace(-0.5, -0.1, 20):                  # a quarter came true, give or take 0.01
+        calibration.add(0, promised, 0.25 * promised + 0.01 * np.sign(np.sin(100 * promised)))
+    assert calibration.trust()[0] == pytest.approx(0.25, abs=0.03)
+    assert calibration.std(scale=0.2)[0] < 0.1 and calibration.trust()[1] == pytest.approx(0.5)
 
 
 def test_expected_improvement_is_zero_without_uncertainty_above_the_incumbent():
