@@ -199,10 +199,12 @@ class FreezeThaw(Searcher):
     def _predict(self) -> _Predictions:
         t, last = self.table, len(self.steps) - 1
         step = np.maximum(t.step, 0)
-        trust, calibrated = self.calibration.trust(), self.calibration.std(self._first_step_spread())
+        shift, trust = self.calibration.shift(), self.calibration.trust()
+        calibrated = self.calibration.std(self._first_step_spread())
         paused = ~t.failed & (t.step >= 0) & (t.step < last)
         done = ~t.failed & (t.step == last)
-        mean = np.where(t.failed, math.inf, np.where(paused, t.last + trust[step] * (t.mean - t.last), t.last))
+        predicted = t.last + shift[step] + trust[step] * (t.mean - t.last)
+        mean = np.where(t.failed, math.inf, np.where(paused, predicted, t.last))
         std = np.where(paused, np.hypot(trust[step] * t.spread, calibrated[step]), 0.0)
         # The incumbent is observed, never predicted: before any lineage got to max_budget,
         # the best loss seen anywhere (an upper bound on its lineage's final loss where
@@ -222,7 +224,7 @@ class FreezeThaw(Searcher):
         if population.any() and math.isfinite(incumbent):
             ok = ~t.failed & ~np.isnan(t.first_mean)
             first_gain = np.zeros(t.n)
-            first = t.first_loss[ok] + trust[0] * (t.first_mean[ok] - t.first_loss[ok])
+            first = t.first_loss[ok] + shift[0] + trust[0] * (t.first_mean[ok] - t.first_loss[ok])
             first_gain[ok] = expected_improvement(first, np.hypot(trust[0] * t.first_spread[ok], calibrated[0]),
                                                   incumbent)
             new_gain = float(first_gain[population].mean())

@@ -128,36 +128,57 @@ class Calibration:
     schedule from the curves that went on from there. At a step, a curve's last loss is y
     and its extrapolation to the full budget promises the change d (negative: better); the
     loss observed there later is y + e (a curve that stopped short of the full budget
-    counts with d and e scaled up, see `FreezeThaw._calibrate`). Per step, e = trust * d +
-    noise is fitted through the origin over those curves, pooled with PRIOR_WEIGHT pseudo-curves saying
-    trust = PRIOR_TRUST (a power law from a few epochs over-promises) and noise of spread
-    `prior_std(step)`. A lineage's prediction is then y + trust * d, with the posterior
-    root mean square residual as its uncertainty."""
+    counts with d and e scaled up, see `FreezeThaw._calibrate`). Per step, e = shift +
+    trust * d + noise is fitted over those curves, pooled with PRIOR_WEIGHT pseudo-curves
+    saying shift = 0 and trust = PRIOR_TRUST (a power law from a few epochs over-promises),
+    with noise of spread `scale` times the share of the log budget left. The shift is what
+    a curve of one point (no trend to extrapolate) still has to gain. A lineage's prediction
+    is y + shift + trust * d, with the posterior root mean square residual as its
+    uncertainty."""
 
     def __init__(self, steps: list[float]):
         self.steps = list(steps)
         n = len(steps)
-        self._dd, self._de, self._ee, self._count = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        self._sums = {name: np.zeros(n) for name in ("n", "d", "e", "dd", "de", "ee")}
         # How much of the schedule (in log budget) is left after each step: 1 at the first, 0 at the end.
         top, bottom = math.log(steps[-1]), math.log(steps[0])
         self.remaining = np.array([(top - math.log(b)) / (top - bottom) if top > bottom else 0.0 for b in steps])
+        self._fitted: tuple[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def add(self, step: int, promised: float, observed: float) -> None:
         """At `step` the extrapolation promised the change `promised`; `observed` came true."""
-        self._dd[step] += promised * promised
-        self._de[step] += promised * observed
-        self._ee[step] += observed * observed
-        self._count[step] += 1
+        for name, value in (("n", 1.0), ("d", promised), ("e", observed), ("dd", promised * promised),
+                            ("de", promised * observed), ("ee", observed * observed)):
+            self._sums[name][step] += value
+        self._fitted = None
+
+    def fit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per step: shift, trust, and the residual sum of squares, by ridge regression
+        towards the prior."""
+        if self._fitted is None:
+            s = self._sums
+            w = PRIOR_WEIGHT
+            # The trust's pull is that of PRIOR_WEIGHT curves spread as the promised changes are.
+            count = np.maximum(s["n"], 1)
+            scale = np.where(s["n"] > 1, np.maximum(s["dd"] / count - (s["d"] / count) ** 2, 1e-12), 1.0)
+            # Normal equations of [n + w, sum d; sum d, sum dd + w scale] [shift, trust] = [sum e, sum de + w scale t0].
+            a, b, c = s["n"] + w, s["d"], s["dd"] + w * scale
+            r1, r2 = s["e"], s["de"] + w * scale * PRIOR_TRUST
+            trust = np.clip((a * r2 - b * r1) / (a * c - b * b), 0.0, MAX_TRUST)
+            shift = (r1 - b * trust) / a            # the shift that goes with the (clipped) trust
+            residual = (s["ee"] - 2 * shift * s["e"] - 2 * trust * s["de"] + s["n"] * shift ** 2
+                        + 2 * shift * trust * s["d"] + trust ** 2 * s["dd"])
+            self._fitted = (shift, trust, np.maximum(residual, 0.0))
+        return self._fitted
+
+    def shift(self) -> np.ndarray:
+        return self.fit()[0]
 
     def trust(self) -> np.ndarray:
         """Per step: the share of the promised change that comes true."""
-        scale = np.where(self._count > 0, self._dd / np.maximum(self._count, 1), 1.0)
-        trust = (PRIOR_WEIGHT * PRIOR_TRUST * scale + self._de) / (PRIOR_WEIGHT * scale + self._dd + 1e-300)
-        return np.clip(trust, 0.0, MAX_TRUST)
+        return self.fit()[1]
 
     def std(self, scale: float) -> np.ndarray:
         """Per step; `scale` is the prior's spread at the first step (how far configs differ there)."""
-        trust = self.trust()
-        residual = np.maximum(self._ee - 2 * trust * self._de + trust * trust * self._dd, 0.0)
         prior = (scale * self.remaining) ** 2
-        return np.sqrt((PRIOR_WEIGHT * prior + residual) / (self._count + PRIOR_WEIGHT))
+        return np.sqrt((PRIOR_WEIGHT * prior + self.fit()[2]) / (self._sums["n"] + PRIOR_WEIGHT))
