@@ -63,7 +63,8 @@ from benchmarks.mf_problems import (  # noqa: E402
     Problem,
     flat,
 )
-from hpo.search import ASHA, BOHB, Hyperband, RandomSearch, rung_budgets  # noqa: E402
+from hpo.search import ASHA, BOHB, FreezeThaw, Hyperband, RandomSearch, rung_budgets  # noqa: E402
+from hpo.trial import TrialResult  # noqa: E402
 
 ETA, MIN_BUDGET = 3, 1.0
 RUNGS = rung_budgets(MIN_BUDGET, MAX_BUDGET, ETA)
@@ -148,6 +149,26 @@ def run_ours(cls) -> Callable[[Problem, int, float], Trace]:
         while not trace.exhausted:
             job = searcher.ask()
             searcher.tell(job, trace.evaluate(job.config, job.budget))
+        return trace.finish()
+    return run
+
+
+def run_ours_with_curves(cls) -> Callable[[Problem, int, float], Trace]:
+    """Ours, told every epoch's value as the runner tells a learning-curve searcher
+    (`TrialResult.curve`). The epochs before a job's last are charged with it (the trace
+    counts the increment), as training pays for them once."""
+    def run(problem: Problem, seed: int, total: float) -> Trace:
+        trace = Trace(problem, seed, total)
+        searcher = cls(problem.space, seed=seed, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET, eta=ETA)
+        reached: dict[int, float] = {}
+        while not trace.exhausted:
+            job = searcher.ask()
+            start = reached.get(job.continues, 0.0)
+            curve = [problem.evaluate(job.config, float(epoch), seed)
+                     for epoch in range(int(start) + 1, int(math.ceil(job.budget)))]
+            curve.append(trace.evaluate(job.config, job.budget))
+            reached[job.trial_id] = job.budget
+            searcher.tell(job, TrialResult(value=curve[-1], curve=tuple(curve)))
         return trace.finish()
     return run
 
@@ -376,6 +397,8 @@ SEARCHERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "hpo bohb (paper kde)": run_ours(functools.partial(BOHB, model="kde")),
     "hpo bohb (no climbing)": run_ours(functools.partial(BOHB, climbers=0)),
     "hpo bohb (deepest-first)": run_ours(functools.partial(BOHB, rungs="deepest", probe_budgets=False, climbers=0)),
+    "hpo freeze_thaw": run_ours_with_curves(FreezeThaw),
+    "hpo freeze_thaw (finals only)": run_ours(FreezeThaw),
     "optuna tpe+hyperband": run_optuna(pruned=True),
     "optuna tpe": run_optuna(pruned=False),
     "hpbandster bohb": run_hpbandster("bohb"),
@@ -577,7 +600,7 @@ def main() -> None:
         print()
 
     if not args.no_latency:
-        for cls in (BOHB, Hyperband, RandomSearch):
+        for cls in (BOHB, FreezeThaw, Hyperband, RandomSearch):
             every, fresh = ask_latency_ms(cls)
             print(f"{cls.__name__} ask() median with 1,000 finished trials: {every:.3f} ms "
                   f"(new configs only: {fresh:.3f} ms)")

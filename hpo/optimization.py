@@ -83,7 +83,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
     non-finite value fails that trial and the search goes on. `searcher`: 'random',
-    'hyperband', 'asha', 'async_hyperband', 'bohb' or 'async_bohb'; `options` are its extra
+    'hyperband', 'asha', 'async_hyperband', 'bohb', 'async_bohb' or 'freeze_thaw'; `options` are its extra
     keyword arguments. `max_trials` counts jobs asked, promotions included (default 100
     when neither it nor `time_limit`, in seconds, is given). `workers` > 1 runs calls in a
     thread pool. With `study_dir` the search persists there and a repeated call resumes it;

@@ -84,6 +84,7 @@ class Runner:
         self.on_progress = on_progress or (lambda progress: None)
         self._jobs: dict[int, Job] = {}
         self._last_epoch: dict[int, dict[str, float]] = {}
+        self._curves: dict[int, dict[int, float]] = {}     # trial -> epoch -> objective, for `reads_curves`
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
@@ -193,6 +194,11 @@ class Runner:
         report = event.report
         self.study.record_epoch(report.trial_id, report.epoch, report.metrics)
         self._last_epoch[report.trial_id] = dict(report.metrics)
+        if self.searcher.reads_curves:
+            # An attempt resumed from its own checkpoint resends its earlier epochs: keyed by
+            # epoch, they overwrite. An epoch without the objective keeps its place as NaN.
+            value = report.metrics.get(self.experiment.search.objective, math.nan)
+            self._curves.setdefault(report.trial_id, {})[report.epoch] = float(value)
 
     def _on_done(self, event: TrialDone) -> bool:
         """Record a finished trial; False when it was queued for another attempt instead."""
@@ -201,6 +207,7 @@ class Runner:
         if event.lost and self._retry(job, event):
             return False
         metrics = merged(self._last_epoch.pop(event.trial_id, {}), event.measures)
+        by_epoch = self._curves.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         missing = [n for n in self._goal_names if n not in metrics]
         bad = [n for n in self._goal_names if n in metrics and not math.isfinite(metrics[n])]
@@ -211,7 +218,8 @@ class Runner:
             event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
                               error=f"no {missing[0]!r} was reported")
         if event.error is None and objective in metrics:
-            result = TrialResult(value=float(metrics[objective]), metrics=metrics)
+            result = TrialResult(value=float(metrics[objective]), metrics=metrics,
+                                 curve=tuple(by_epoch[e] for e in sorted(by_epoch)))
             self._consecutive_failures = 0
             log.info("trial %d finished: %s=%.4f at budget %g: %s", job.trial_id, objective,
                      result.value, job.budget, config_text(job.config))

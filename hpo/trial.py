@@ -68,6 +68,12 @@ class TrialResult:
     `values` holds them all in the searcher's order (`value` is the first) and `metrics`
     any named values, the constraints' among them; with one objective `values` is empty
     and the stored form has no `values` key.
+
+    `curve` holds the objective after each epoch this job trained, in the user's direction:
+    for a job that continues a trial trained to budget p, the values at budgets p + 1 ..
+    `budget` (epochs), the last being `value`. Learning-curve searchers read it
+    (`hpo.search.freeze_thaw`); the others ignore it. Empty (the default) means only the
+    final value is known, and the stored form then has no `curve` key.
     """
 
     value: float | None
@@ -75,6 +81,7 @@ class TrialResult:
     metrics: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
     values: tuple[float, ...] = ()
+    curve: tuple[float, ...] = ()
 
     @classmethod
     def coerce(cls, result: "TrialResult | float | int | None") -> "TrialResult":
@@ -98,6 +105,8 @@ class TrialResult:
                 "error": self.error}
         if self.values:             # only several objectives add the key
             data["values"] = list(self.values)
+        if self.curve:              # likewise: only a result with a curve adds the key
+            data["curve"] = list(self.curve)
         return data
 
     @classmethod
@@ -105,4 +114,5 @@ class TrialResult:
         """The inverse of `to_dict`."""
         return cls(value=data.get("value"), state=TrialState(data["state"]),
                    metrics=dict(data.get("metrics") or {}), error=data.get("error"),
-                   values=tuple(float(v) for v in data.get("values") or ()))
+                   values=tuple(float(v) for v in data.get("values") or ()),
+                   curve=tuple(float(v) for v in data.get("curve") or ()))

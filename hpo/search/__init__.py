@@ -8,19 +8,21 @@
 from hpo.search.asha import ASHA, AsyncHyperband
 from hpo.search.base import ConfigSampler, Searcher
 from hpo.search.bohb import BOHB, AsyncBOHB, KDESampler
+from hpo.search.freeze_thaw import FreezeThaw
 from hpo.search.hyperband import Hyperband
 from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.trial import Job, TrialResult, TrialState
 
-__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "Hyperband", "Job",
-           "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets", "rung_budgets",
-           "make_searcher"]
+__all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "FreezeThaw", "Hyperband",
+           "Job", "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets",
+           "rung_budgets", "make_searcher"]
 
 
 # `search.algorithm` names; config validation reads its choices from here.
 SEARCHERS: dict[str, type[Searcher]] = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
-                                        "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB}
+                                        "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB,
+                                        "freeze_thaw": FreezeThaw}
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,

@@ -166,6 +166,11 @@ def unseen_sample(space: SearchSpace, rng: np.random.Generator, seen: set[str],
 class Searcher(abc.ABC):
     """Base class: trial ids, pending jobs, direction handling and the finished history."""
 
+    # A searcher that reads learning curves (`TrialResult.curve`: the objective after each
+    # epoch of a job) says so; the runner then sends them, and the study stores them with the
+    # result, so that a replay tells the same. The others are told the final value only.
+    reads_curves = False
+
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
                  eta: float = 3.0, sampler: ConfigSampler | None = None, objectives=None, constraints=None,

@@ -247,7 +247,8 @@ class Goals:
         if bad:
             return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
                                error=f"the objective {bad[0]!r} was {result.metrics[bad[0]]}")
-        return TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error)
+        return TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
+                           curve=result.curve)
 
     # --- TrialResult -> point ------------------------------------------------------------------
     def losses(self, result: TrialResult) -> np.ndarray:
