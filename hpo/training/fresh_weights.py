@@ -4,7 +4,8 @@ A reused program starts each trial from the values a fresh build under the trial
 would give. A real build vouches once per architecture that the stateless path
 (`hpo.training.initial_weights.stateless_build`) reproduces them; after two stateless builds
 that differ in every tunable parameter, a learnt recipe replays the draws without running
-the builder at all.
+the builder at all. A builder whose `builds_stateless` is False (one that makes variables
+outside its layers, as a model compiled with its optimizer does) is built for real each time.
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class FreshWeights:
 
     def verify(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
         if signature in self.checked:
+            return
+        if not getattr(self.trainer.builder, "builds_stateless", True):
+            self.checked[signature] = False       # the builder says why not: no build to compare
             return
         try:
             build = self._stateless_build(params, seed, record_draws=True)

@@ -8,6 +8,7 @@ by closing the generator.
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import time
 import traceback
@@ -77,6 +78,9 @@ class Trainer:
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         self._engines: dict[str, EngineChoice] = {}     # architecture signature -> its engine
         self._engine_of_trial: dict[int, EngineChoice] = {}   # until its TrialDone carries it to the driver
+        # A model `build_model` gave that nothing has touched since: the next build of the same
+        # params and seed takes it instead of building again (`keep_spare`).
+        self._spare: tuple[str, int, Any] | None = None
         # Arrays are copied to the device once per process and every trial gathers batches
         # from them; streamed splits are read a batch at a time (`training_data`).
         self.data = device_data(dataset, device)
@@ -91,6 +95,9 @@ class Trainer:
         """A freshly initialised model on this trainer's device, seeded per trial."""
         import tensorflow as tf
 
+        spare, self._spare = self._spare, None
+        if spare is not None and spare[:2] == (_params_key(params), seed):
+            return spare[2]
         seed_trial(seed)
         with tf.device(self.device):
             try:
@@ -102,6 +109,13 @@ class Trainer:
                 raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
         self._janitor.after_build()
         return model
+
+    def keep_spare(self, params: Mapping[str, Any], seed: int, model) -> None:
+        """Hand back a model `build_model(params, seed)` gave, untouched since (only read: its
+        layers, its compiled optimizer), so that the next build of the same params and seed
+        returns it: a new architecture's first trial then builds once, not once to read it,
+        once to pick its engine and once for its program (a build is 0.1-0.3 s here)."""
+        self._spare = (_params_key(params), seed, model)
 
     def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
         """The values a fresh seeded build gives its variables (`hpo.training.fresh_weights`)."""
@@ -116,6 +130,8 @@ class Trainer:
             callbacks = make_callbacks(self.training.callbacks) if auto else ()
             self._engines[signature] = choose_engine(model, self.training, callbacks, self.data.y_example,
                                                      self.data.several_inputs)
+            if model is not None:
+                self.keep_spare(params, seed, model)      # choosing only read it
         return self._engines[signature]
 
     def program_for(self, params: Mapping[str, Any], seed: int, fresh_start: bool = True,
@@ -305,9 +321,14 @@ class Trainer:
                               f"{params.get('batch_size')} (ResourceExhaustedError: {_first_line(exc)}); "
                               f"a smaller batch or model may fit") from exc
 
+    def resolve_task(self, task: TrainTask) -> dict[str, Any]:
+        """`resolve(task.config)`, where a subclass may build the task's model on the way (and
+        keep it as the spare, `keep_spare`)."""
+        return self.resolve(task.config)
+
     def _run(self, task: TrainTask) -> Iterator[EpochReport]:
         job_started = time.perf_counter()
-        params = self.resolve(task.config)
+        params = self.resolve_task(task)
         batch_size = int(params["batch_size"])
         check_batch_size(self.data, batch_size)
 
@@ -334,6 +355,10 @@ class Trainer:
             group = SingleTrial(program, task, control)
         for reports in train_epochs(self, group, batch_size, [replay], job_started):
             yield from reports
+
+
+def _params_key(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True, default=str)
 
 
 def _first_line(exc: Exception) -> str:

@@ -37,6 +37,10 @@ class HypermodelBuilder:
         self.build = build
         self.names = tuple(names)
         self.tunable_params = tuple(tunable)     # held in variables: they do not change the graph
+        # build_model compiles its model, and the optimizer's constructor makes a variable, which
+        # Keras refuses under a StatelessScope: fresh weights come from real builds
+        # (`hpo.training.fresh_weights`), without first trying the stateless path per architecture.
+        self.builds_stateless = False
         self._warned: set[str] = set()
 
     def hyperparameters(self, params: Mapping[str, Any]) -> HyperParameters:
@@ -73,10 +77,28 @@ class HypermodelTrainer(Trainer):
 
     def compiled_settings(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The optimizer keys of the model `build_model` compiles for `config`."""
-        key = json.dumps(dict(config), sort_keys=True, default=str)
+        key = _config_key(config)
         if key not in self._compiled:
             self._compiled[key] = compiled_settings(self.builder, config, self.training.loss, self.training.metrics)
         return self._compiled[key]
+
+    def resolve_task(self, task) -> dict[str, Any]:
+        """`resolve`, reading a new config's optimizer from the model its trial starts from:
+        built under the trial's seed on the device, it is kept as the spare that picking the
+        engine and compiling a new architecture's program then take, instead of building it
+        again (`Trainer.keep_spare`)."""
+        key = _config_key(task.config)
+        if key in self._compiled:
+            return self.resolve(task.config)
+        model = self.build_model(Trainer.resolve(self, task.config), task.seed)
+        self._compiled[key] = settings_of(model, task.config, self.training.loss, self.training.metrics)
+        params = self.resolve(task.config)
+        self.keep_spare(params, task.seed, model)
+        return params
+
+
+def _config_key(config: Mapping[str, Any]) -> str:
+    return json.dumps(dict(config), sort_keys=True, default=str)
 
 
 def compiled_settings(builder: HypermodelBuilder, config: Mapping[str, Any], loss: str,
@@ -85,6 +107,12 @@ def compiled_settings(builder: HypermodelBuilder, config: Mapping[str, Any], los
         model = builder(dict(config))
     except Exception as exc:
         raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
+    return settings_of(model, config, loss, metrics)
+
+
+def settings_of(model, config: Mapping[str, Any], loss: str, metrics: Sequence[str]) -> dict[str, Any]:
+    """The optimizer keys of `model`, which `build_model` built and compiled for `config`;
+    TrialFailed when hpo's trainer cannot train it as compiled."""
     try:
         settings = optimizer_params(model)
         found = loss_and_metrics(model)

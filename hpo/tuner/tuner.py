@@ -191,9 +191,9 @@ class Tuner:
         self._check_data(model, data)
         tunable = self._tunable(builder, base, model, found)
         from hpo.errors import TrialFailed
-        from hpo.tuner.trainer import compiled_settings
+        from hpo.tuner.trainer import settings_of
         try:
-            compiled_settings(builder, base, loss, metrics)
+            settings_of(model, base, loss, metrics)
         except TrialFailed as exc:
             raise ValueError(str(exc)) from None
         early = driver.early_stopping_of(callbacks)
