@@ -48,6 +48,7 @@ def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, mo
     assert any("never read the space key(s) depth" in r.getMessage() for r in records)
 
 
+@pytest.mark.slow
 def test_changed_experiment_shows_the_diff(tmp_path, capsys):
     path = write_experiment(tmp_path, DIGITS.replace("max_budget: 1", "max_budget: 1, algorithm: random"))
     study = tmp_path / "study"
@@ -57,6 +58,7 @@ def test_changed_experiment_shows_the_diff(tmp_path, capsys):
     assert done.returncode == 2 and "space.units.high: 64 -> 128" in output and "--fresh" in output
 
 
+@pytest.mark.slow
 def test_after_an_exit_2_the_corrected_file_runs_without_fresh(tmp_path, capsys):
     path = write_experiment(tmp_path, DIGITS_200.replace("max_budget: 1}", "max_budget: 1, objective: val_auc}"))
     study = tmp_path / "study"

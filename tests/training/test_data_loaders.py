@@ -142,6 +142,7 @@ def test_an_offline_keras_dataset_says_where_to_put_the_file(tmp_path, monkeypat
 
 
 
+@pytest.mark.slow
 def test_streamed_splits_train_on_the_fit_engine_as_on_the_compiled_one(tmp_path, capsys):
     """The fit engine reads a streamed epoch batch by batch (`WholeStream`), and scores the
     same trial as the compiled engine: same seeded weights, same batches in the stream's own

@@ -67,6 +67,7 @@ def warm_trainer_code(tmp_path_factory):
           tmp_path_factory.mktemp("warm"), 1)
 
 
+@pytest.mark.slow
 def test_a_stream_larger_than_the_memory_limit_trains_without_being_materialised(tmp_path, warm_trainer_code):
     data_tasks.PULLED[0] = 0
     tracemalloc.start()

@@ -16,6 +16,9 @@ from tests.support import engine_tasks, loss_tasks
 from tests.support.cli import hpo_here, search_args, write_experiment
 from tests.support.experiments import ENGINES_BINARY
 
+# Slow (searches through the CLI and trials trained on both engines): left out of `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 
 def search(tmp_path, capsys, *overrides, text=ENGINES_BINARY):
     study_dir = tmp_path / "study"

@@ -102,6 +102,7 @@ def tasks(tmp_path, n, epochs):
             for i in range(n)]
 
 
+@pytest.mark.slow
 def test_auto_probes_once_per_architecture_and_keeps_its_choice(digits, tmp_path):
     from hpo.fusion.group_trainer import FusingTrainer, group_size
 

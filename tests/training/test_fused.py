@@ -8,6 +8,9 @@ from hpo.fusion.group_trainer import FusedGroupFailed, FusingTrainer, group_key,
 from hpo.jobs import TrainTask
 from hpo.models import get_builder
 
+# Slow (each test trains groups of trials twice, fused and one by one): left out of `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 MLP = {"layers": 2, "units": 32, "batch_size": 64}
 CONFIGS = [{**MLP, "learning_rate": 3e-3, "dropout": 0.0}, {**MLP, "learning_rate": 1e-2, "dropout": 0.3},
            {**MLP, "learning_rate": 5e-4, "dropout": 0.1, "beta_1": 0.8}]

@@ -8,6 +8,9 @@ import pytest
 import hpo.keras_tuner as hkt
 from hpo.space import ChoiceParam, FloatParam, IntParam
 
+# Slow (Keras Tuner searches of several trials each): left out of `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 
 def test_keras_tuner_hyperparameters_become_our_space():
     hp = kt.HyperParameters()

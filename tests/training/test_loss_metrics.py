@@ -146,6 +146,7 @@ def test_fusion_refuses_what_its_step_does_not_compute():
 
 # --- searches through the CLI ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_regression_ranked_by_val_mae(tmp_path, capsys):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
@@ -208,6 +209,7 @@ def test_a_regression_ranked_by_val_mae(tmp_path, capsys):
     assert "<b>val_mae</b> (minimize)" in page
 
 
+@pytest.mark.slow
 def test_a_sigmoid_classifier_ranked_by_val_auc(tmp_path, capsys, recwarn):
     experiment = tmp_path / "binary.yaml"
     experiment.write_text(BINARY)

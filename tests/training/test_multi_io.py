@@ -174,6 +174,7 @@ def test_names_logged_by_a_model_with_several_outputs():
 
 # --- a search through the CLI ----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_two_input_two_output_model_is_searched_by_one_outputs_metric_and_exported(tmp_path, capsys):
     """examples/multi_io.yaml: two trials ranked by val_price_mae; `best --export` scores the
     held-out test split per output and writes a model that loads back with its named outputs."""
@@ -223,6 +224,7 @@ def build(config, input_shape, num_classes):
 '''
 
 
+@pytest.mark.slow
 def test_one_loss_for_every_output_lists_each_outputs_names_in_the_hparams_dashboard(tmp_path, capsys, monkeypatch):
     """Neither the loss nor the metrics names an output: the names the HParams dashboard
     lists come from the model the pre-flight built, as the trials log them."""

@@ -16,6 +16,9 @@ from tests.support.cli import hpo_here, write_experiment
 from tests.support.experiments import MULTI_OBJECTIVE as EXPERIMENT
 from tests.support.experiments import PARAMS_BOUND
 
+# Slow (a search of 6 trials through the CLI, resumed and extended): left out of `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 
 def cli(capsys, *args):
     done = hpo_here(capsys, *args)

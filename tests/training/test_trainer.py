@@ -81,6 +81,7 @@ def test_progress_checkpoints_can_be_turned_off_and_are_spaced_in_time(digits, t
         assert not (tmp_path / f"{name}.npz").exists()
 
 
+@pytest.mark.slow
 def test_trial_runs_on_the_requested_logical_device(digits, tmp_path):
     import tensorflow as tf
     trainer = make_trainer(digits, device="/device:CPU:1")

@@ -48,6 +48,7 @@ def test_trials_of_one_architecture_trace_once(digits, tmp_path):
     assert trainer.traces == 1
 
 
+@pytest.mark.slow
 def test_structural_changes_get_their_own_program(digits, tmp_path):
     trainer = make_trainer(digits)
     for i, change in enumerate([{}, {"units": 16}, {"layers": 2}, {"optimizer": "sgd"}, {"units": 16}]):
@@ -66,6 +67,7 @@ def test_a_reused_program_trains_exactly_like_a_fresh_one(digits, tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first, second", [
     ({"learning_rate": 1e-2}, {"learning_rate": 0.0}),
     ({"optimizer": "sgd", "learning_rate": 0.05, "momentum": 0.0}, {"optimizer": "sgd", "learning_rate": 0.05,
@@ -110,6 +112,7 @@ def test_continuation_on_a_cached_program_matches_straight_training(digits, tmp_
     assert [r.metrics["loss"] for r in part2] == pytest.approx([r.metrics["loss"] for r in straight[2:]], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_auto_measures_each_architecture_once_and_remembers(digits, tmp_path):
     trainer = make_trainer(digits, compile="auto")
     choices = trainer.compile_choices
@@ -141,6 +144,7 @@ def test_a_job_too_short_to_pay_for_measuring_does_not_measure(digits, tmp_path)
     assert [key[2] for key in trainer.programs._programs] == ["graph"]
 
 
+@pytest.mark.slow
 def test_short_jobs_of_one_architecture_measure_once_their_steps_add_up(digits, tmp_path, monkeypatch):
     """A search of one architecture in short jobs (random search, Hyperband's first rung) would
     otherwise never measure, and run every job in the provisional mode."""
@@ -221,6 +225,7 @@ def _rss_mb() -> float:
     raise RuntimeError("no VmRSS")
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_across_100_sequential_trials(digits, tmp_path, capsys):
     trainer = make_trainer(digits)
     configs = [{**BASE, "units": units, "learning_rate": lr}
@@ -237,6 +242,7 @@ def test_memory_stays_flat_across_100_sequential_trials(digits, tmp_path, capsys
     assert growth < 40, f"resident memory grew {growth:.1f} MB over 100 trials"
 
 
+@pytest.mark.slow
 def test_auto_times_the_modes_on_a_few_steps_per_call(digits):
     """A slow mode's timed calls are paid in full (XLA:CPU convolutions run many times slower
     than graph mode's here), so `compile: auto` times calls of MEASURE_STEPS steps, not steps_per_call."""
