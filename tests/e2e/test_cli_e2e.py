@@ -1,24 +1,13 @@
 """The real CLI, real TensorFlow, on experiments/smoke.yaml."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.cli import SMOKE, hpo, hpo_here
+
 # One worker runs this module, so its module-scoped fixtures run once (pytest-xdist --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("cli_e2e")
-
-ROOT = Path(__file__).resolve().parents[2]
-SMOKE = str(ROOT / "experiments" / "smoke.yaml")
-
-
-def hpo(*args, timeout=240, columns=200):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -73,32 +62,32 @@ def test_tensorboard_logs_hold_curves_and_hparams(smoke_study):
         assert not {"budget", "rung"} & set(info.hparams)         # they change on promotion: metrics instead
 
 
-def test_best_json_parses_and_matches_status(smoke_study):
+def test_best_json_parses_and_matches_status(smoke_study, capsys):
+    # In this process, as the commands below: what is checked is what they print, not how a
+    # process starts (the search above is the real process).
     study_dir, _ = smoke_study
-    best = hpo("best", str(study_dir), "--json")
+    best = hpo_here(capsys, "best", study_dir, "--json")
     assert best.returncode == 0
     record = json.loads(best.stdout)
     assert record["objective"] == "val_accuracy" and 0 < record["value"] <= 1
     assert set(record["config"]) >= {"layers", "units", "learning_rate", "optimizer"}
-    status = hpo("status", str(study_dir))
+    status = hpo_here(capsys, "status", study_dir)
     assert status.returncode == 0 and "complete" in status.stdout
 
 
-def test_export_json_and_csv(smoke_study, tmp_path):
+def test_export_json_and_csv(smoke_study, tmp_path, capsys):
     study_dir, _ = smoke_study
     out = tmp_path / "trials.json"
-    assert hpo("export", str(study_dir), "--format", "json", "-o", str(out)).returncode == 0
+    assert hpo_here(capsys, "export", study_dir, "--format", "json", "-o", out).returncode == 0
     rows = json.loads(out.read_text())
     assert len(rows) == 8 and all(r["epochs"] for r in rows)
-    csv = hpo("export", str(study_dir), "--format", "csv")
+    csv = hpo_here(capsys, "export", study_dir, "--format", "csv")
     header = csv.stdout.splitlines()[0].split(",")
     assert {"trial_id", "config.units", "epoch", "val_accuracy"} <= set(header)
     assert len(csv.stdout.splitlines()) - 1 == sum(len(r["epochs"]) for r in rows)
 
 
 def test_rerun_resumes_and_a_changed_experiment_is_refused(smoke_study, capsys):
-    from tests.support.cli import hpo_here
-
     study_dir, _ = smoke_study
     # In this process: what is checked is what the commands do, not how a process starts.
     again = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir)

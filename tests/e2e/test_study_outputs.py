@@ -286,9 +286,7 @@ def test_exported_model_continues_training_with_the_trials_optimizer_in_plain_ke
 
 
 def _cli_at(columns: int, *args):
-    from tests.support.cli import ROOT, cli_env
-    return subprocess.run([sys.executable, "-m", "hpo", *args], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env={**cli_env(), "COLUMNS": str(columns)})
+    return hpo(*args, columns=columns)
 
 
 def test_status_fits_80_columns_with_every_figure_whole_and_configs_one_command_away(study_dir):

@@ -120,6 +120,7 @@ def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets
     np.testing.assert_array_equal(stream_x.numpy(), arrays.x_train[:16])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("targets, loss, metric", [("onehot", "categorical_crossentropy", "accuracy"),
                                                    ("multilabel", "binary_crossentropy", "binary_accuracy"),
                                                    ("float", "mse", "mae")])

@@ -104,7 +104,7 @@ def test_builder_exception_fails_the_trial(digits, tmp_path):
         list(make_trainer(digits).run(task(tmp_path, 0, 1, "bad", config={**CONFIG, "activation": "nope"})))
 
 
-@pytest.mark.parametrize("mode", ["graph", "eager", "xla"])
+@pytest.mark.parametrize("mode", ["graph", *(pytest.param(m, marks=pytest.mark.slow) for m in ("eager", "xla"))])
 def test_every_compile_mode_trains(digits, tmp_path, mode):
     reports = list(make_trainer(digits, compile=mode).run(task(tmp_path, 0, 2, mode)))
     assert reports[-1].metrics["val_accuracy"] > 0.3

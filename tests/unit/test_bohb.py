@@ -72,6 +72,7 @@ def test_no_duplicate_proposals_while_jobs_are_pending(levels, model, options):
     assert len(pending) == len(set(pending))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tpe", "kde"])
 def test_bohb_beats_random_search_on_a_smooth_problem(model):
     """Mean best value over 8 seeds after 150 jobs at matched budgets (deterministic seeds)."""
@@ -300,6 +301,7 @@ def _trap(config, budget, reversal):
     return (config["x"] - centre) ** 2 + 0.2 * config["y"]
 
 
+@pytest.mark.slow
 def test_bohb_skips_brackets_that_start_where_the_ranking_misleads():
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
     for seed in range(3):

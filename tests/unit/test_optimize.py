@@ -23,7 +23,8 @@ def bowl(config, budget):
     return (config["x"] - 2) ** 2 + penalty + config.get("y", 0.5) ** 2 + 1.0 / budget
 
 
-@pytest.mark.parametrize("searcher", ["random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb"])
+@pytest.mark.parametrize("searcher", ["random", "hyperband", "asha", "async_hyperband",
+                                      *(pytest.param(s, marks=pytest.mark.slow) for s in ("bohb", "async_bohb"))])
 def test_every_searcher_minimises_a_plain_function(searcher):
     result = hpo.optimize(bowl, SPACE, searcher, min_budget=1, max_budget=9, max_trials=150, seed=1)
     assert result.stopped_because in ("max_trials", "searcher finished")

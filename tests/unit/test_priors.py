@@ -63,7 +63,7 @@ def test_sampling_around_a_prior_concentrates_by_confidence():
     assert 0.6 < picks.count("b") / len(picks) < 0.8 and set(picks) == set("abcd")
 
 
-@pytest.mark.parametrize("cls, jobs, dims", [(BOHB, 80, 8), (Hyperband, 120, 4)])
+@pytest.mark.parametrize("cls, jobs, dims", [pytest.param(BOHB, 80, 8, marks=pytest.mark.slow), (Hyperband, 120, 4)])
 def test_a_good_prior_speeds_the_search_and_a_wrong_one_costs_little(cls, jobs, dims):
     # 30 seeds: the best of 80 jobs varies so much between seeds that 10 leave the ratios noisy.
     none = mean_best(cls, space(dims=dims), jobs, seeds=30)
