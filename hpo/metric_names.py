@@ -3,7 +3,7 @@
 No TensorFlow here: `hpo.config` validates `training.loss`, `training.metrics` and infers
 `search.direction` from these tables when an experiment loads. The identifiers are the
 strings Keras's own `keras.losses.get` / `keras.metrics.get` accept
-(`tests/test_metric_names.py` checks each against Keras); `hpo.training.loss_metrics`
+(`tests/training/test_loss_metrics.py` checks each against Keras); `hpo.training.loss_metrics`
 builds the objects.
 """
 

@@ -1,3 +1,7 @@
+"""Shared by every test folder: the repository root on sys.path (so `tests.support` and
+`hpo` import from this checkout) and the fixtures more than one folder uses. Nothing here
+imports TensorFlow at import time: tests/unit must run without it."""
+
 import os
 import sys
 from pathlib import Path
@@ -11,12 +15,13 @@ sys.path.insert(0, str(ROOT))
 LOGICAL_CPUS = 2
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def tf_logical_cpus():
     """TensorFlow with the CPU split into LOGICAL_CPUS logical devices, as GPU slots would be.
 
     This must happen before TensorFlow initialises its devices, and any in-process search
-    initialises them, so it runs once at the start of every session. It also requests XLA's
+    initialises them, so tests/training and tests/e2e use it for every test (their
+    conftest.py), and it runs once per test process, before the first of them. It also requests XLA's
     multi-output fusion, as a Trainer does when it starts: XLA reads its flags at the
     process's first compilation, and tests that compile XLA before making a trainer would
     otherwise decide for every later test whether Adam runs in one pass."""

@@ -4,7 +4,7 @@ trials' stacked variables.
 Each trial's hyperparameters are one entry of a [K] vector, broadcast along each variable's
 trial axis, so one compiled update serves K configurations. The update is written out per
 element as Keras computes it, so each trial's slice moves exactly as its unfused optimizer
-would move it (`tests/test_fused.py`). Scaling each trial's loss instead would not do:
+would move it (`tests/training/test_fused.py`). Scaling each trial's loss instead would not do:
 Adam's step does not depend on the gradient's scale.
 """
 

@@ -141,7 +141,7 @@ def single_pass_adam(variable, m, v, gradient, alpha, beta_1, beta_2, epsilon, w
     have to store them before the step reads them): with multi-output fusion the three
     results come out of one loop, 28 bytes per parameter. The slots follow Keras's formula;
     the variable's step uses the other form, so it can differ from Keras's by a rounding
-    of m or v (tests/test_single_pass_updates.py). AdamW's decay, given
+    of m or v (tests/training/test_single_pass_updates.py). AdamW's decay, given
     `weight_decay` and `learning_rate`, comes first, as Keras applies it."""
     from keras import ops
 

@@ -1,6 +1,6 @@
 """What code built on the trainer (fused trials) may use of it: the `TrainerSeam` protocol,
 which `Trainer` implements. Anything else on a trainer is its own business and may change;
-`tests/test_layers.py` checks that the fusion package reads nothing else.
+`tests/unit/test_layers.py` checks that the fusion package reads nothing else.
 """
 
 from __future__ import annotations

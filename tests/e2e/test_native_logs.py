@@ -1,0 +1,79 @@
+"""TensorFlow's start-up log lines are filtered by TF_CPP_MIN_LOG_LEVEL; nothing else is lost."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from hpo.native_logs import kept_lines
+from tests.support.cli import startup_lines, user_cli
+
+NOISE = [b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+         b"I0000 00:00:1795398699.2 20999 port.cc:153] oneDNN custom operations are on.\n",
+         b"I0000 00:00:1795398699.3 20999 cpu_feature_guard.cc:227] This TensorFlow binary is optimized.\n",
+         b"To enable the following instructions: AVX2 AVX512F, rebuild TensorFlow.\n",
+         b"W0000 00:00:1795398699.4 20999 some.cc:1] a warning\n"]
+ERROR = b"E0000 00:00:1795398701.5 20999 cuda_platform.cc:52] failed call to cuInit\n"
+
+
+def test_records_below_the_level_are_dropped_with_their_continuation_lines():
+    lines = NOISE + [ERROR, b"plain text from Python\n"]
+    assert list(kept_lines(iter(lines), 2)) == [ERROR, b"plain text from Python\n"]
+    assert list(kept_lines(iter(lines), 1)) == [NOISE[4], ERROR, b"plain text from Python\n"]
+    assert list(kept_lines(iter(lines), 3)) == []
+
+
+def test_python_warnings_and_tracebacks_right_after_a_dropped_record_are_kept():
+    lines = [NOISE[1], b"/x/y.py:12: UserWarning: careful\n", b"  warnings.warn(\n", NOISE[2],
+             b"Traceback (most recent call last):\n"]
+    assert list(kept_lines(iter(lines), 2)) == [lines[1], lines[2], lines[4]]
+
+
+def _run(code: str, level: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, env=env, timeout=300)
+
+
+def test_the_filter_wraps_file_descriptor_2_and_restores_it_even_after_an_exception():
+    done = _run("""
+        import os, sys
+        from hpo.native_logs import filtered_stderr
+        try:
+            with filtered_stderr():
+                os.write(2, b"I0000 00:00:1.0 1 a.cc:1] info\\n")
+                os.write(2, b"E0000 00:00:1.0 1 a.cc:2] error\\n")
+                print("python line", file=sys.stderr)
+                raise KeyError("boom")
+        except KeyError:
+            pass
+        os.write(2, b"I0000 00:00:1.0 1 a.cc:3] after the block\\n")
+    """, "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [b"E0000 00:00:1.0 1 a.cc:2] error", b"python line",
+                                        b"I0000 00:00:1.0 1 a.cc:3] after the block"]
+
+
+def test_importing_tensorflow_through_it_prints_no_info_records():
+    done = _run("""
+        from hpo.native_logs import import_tensorflow
+        tf = import_tensorflow()
+        print(tf.reduce_sum(tf.constant([1, 2])).numpy())
+    """, "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == b"3"
+    assert not [line for line in done.stderr.splitlines() if line[:1] in (b"I", b"W") and line[1:5].isdigit()]
+    assert b"absl::InitializeLog" not in done.stderr
+
+
+def test_no_tensorflow_start_up_line_reaches_the_console_from_a_process_the_cli_starts(tmp_path):
+    """`hpo tensorboard` runs TensorBoard, which imports TensorFlow, in a process of its own.
+    (`hpo search` and `hpo best --export` are checked on tests/e2e/test_study_outputs.py's study.)"""
+    from hpo.study import Study
+    Study.create(tmp_path / "study", {"name": "empty"}).close()
+    done = user_cli("tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
+    import tensorboard
+    assert done.returncode == 0 and done.stdout.strip() == tensorboard.__version__, done.stderr[-3000:]
+    assert not startup_lines(done), done.stderr[-3000:]
+    verbose = user_cli("-v", "tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    assert "Could not find cuda drivers" in verbose.stderr              # -v shows TensorFlow's records

@@ -1,0 +1,85 @@
+"""The bad-input catalogue's cases that the pre-flight refuses (tests/support/bad_inputs.py):
+it loads the data and builds the model, so these run with TensorFlow, through `hpo.cli.main`
+in this process. Also the refusals that follow the pre-flight (an unwritable study folder, a
+Dask scheduler that is not there) and what follows a refusal: a changed experiment is shown
+as a diff, and a corrected file runs without --fresh."""
+
+import logging
+
+import pytest
+
+from tests.support.bad_inputs import PREFLIGHT, assert_refused, hooks_module, params, prepare
+from tests.support.cli import SMOKE, hpo_here, write_experiment
+from tests.support.experiments import DIGITS, DIGITS_200
+
+
+@pytest.mark.parametrize("bad", params(PREFLIGHT))
+def test_bad_input_is_exit_2_before_any_study_folder(tmp_path, capsys, monkeypatch, bad):
+    path, args, module = prepare(bad, tmp_path, monkeypatch)
+    assert_refused(bad, hpo_here(capsys, *args), tmp_path, path, module)
+
+
+def test_unwritable_output_folder(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path = str(write_experiment(tmp_path, DIGITS))
+    done = hpo_here(capsys, "search", path, "--set", f"output.dir={blocker}/study")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in output
+    assert path in output and "key 'output.dir'" in output and "cannot write the study folder" in output
+
+
+def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, monkeypatch):
+    from hpo.config import load_experiment
+    from hpo.preflight import preflight
+
+    hooks = hooks_module(tmp_path, monkeypatch)
+    path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", "space:\n  depth: {type: int, low: 1, high: 3}\n")
+                            + f"model: {{builder: '{hooks}:quiet_builder'}}\n")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("hpo.preflight")
+    logger.addHandler(handler)
+    try:
+        preflight(load_experiment(path))
+    finally:
+        logger.removeHandler(handler)
+    assert any("never read the space key(s) depth" in r.getMessage() for r in records)
+
+
+@pytest.mark.slow
+def test_changed_experiment_shows_the_diff(tmp_path, capsys):
+    path = write_experiment(tmp_path, DIGITS.replace("max_budget: 1", "max_budget: 1, algorithm: random"))
+    study = tmp_path / "study"
+    assert hpo_here(capsys, "search", path, "--study-dir", study, "--set", "search.max_trials=1").returncode == 0
+    done = hpo_here(capsys, "search", path, "--study-dir", study, "--set", "space.units.high=128")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "space.units.high: 64 -> 128" in output and "--fresh" in output
+
+
+@pytest.mark.slow
+def test_after_an_exit_2_the_corrected_file_runs_without_fresh(tmp_path, capsys):
+    path = write_experiment(tmp_path, DIGITS_200.replace("max_budget: 1}", "max_budget: 1, objective: val_auc}"))
+    study = tmp_path / "study"
+    assert hpo_here(capsys, "search", path, "--study-dir", study).returncode == 2
+    write_experiment(tmp_path, DIGITS_200)
+    done = hpo_here(capsys, "search", path, "--study-dir", study)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_dask_scheduler_that_is_not_there_is_exit_2_before_any_study_folder(tmp_path, capsys):
+    import dask
+    import distributed  # noqa: F401 - its config defaults, before a `dask.config.set` that would drop them on exit
+
+    from tests.unit.test_dask_watch import _closed_port
+
+    study_dir = tmp_path / "study"
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        done = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir,
+                        "--set", "execution.backend=dask", "--set", f"execution.scheduler={address}")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-2000:]
+    assert "key 'execution.scheduler'" in out and f"could not join the Dask scheduler at {address}" in out, out
+    assert not study_dir.exists()

@@ -1,0 +1,93 @@
+"""Bad input is a ValueError before any study file is written; a build failing on some
+configs fails those trials and the search goes on."""
+
+import pytest
+
+import hpo.keras_tuner as kt
+from tests.tuner.conftest import small_mlp
+
+
+def search(tuner, digits, **kwargs):
+    x, y, xv, yv = digits
+    arguments = {"validation_data": (xv, yv), "epochs": 1, "verbose": 0, **kwargs}
+    tuner.search(x, y, **arguments)
+
+
+def never_builds(hp):
+    hp.Int("units", 8, 16)
+    raise RuntimeError("cannot build this")
+
+
+def no_hyperparameters(hp):
+    return small_mlp(kt.HyperParameters())
+
+
+def adagrad(hp):
+    import keras
+    model = small_mlp(hp)
+    model.compile(keras.optimizers.Adagrad(), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+@pytest.mark.parametrize("build, kwargs, message", [
+    (never_builds, {}, "build_model failed on the default hyperparameters: RuntimeError: cannot build this"),
+    (no_hyperparameters, {}, "the search space is empty"),
+    (adagrad, {}, "optimizer Adagrad is not supported"),
+    (small_mlp, {"objective": "val_auc"}, "objective 'val_auc' is not a metric the model logs; expected one of"),
+])
+def test_a_search_that_cannot_work_is_refused_before_any_file(tmp_path, digits, build, kwargs, message):
+    tuner = kt.RandomSearch(build, max_trials=2, directory=str(tmp_path), project_name="p",
+                            **{"objective": "val_accuracy", **kwargs})
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        search(tuner, digits)
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"validation_data": None}, "needs validation data"),
+    ({"validation_data": None, "validation_split": 0.999}, "validation_split=0.999 of 600 examples leaves"),
+    ({"class_weight": {0: 2.0}}, "search(class_weight=...) is a model.fit argument"),
+    ({"callbacks": ["not a callback"]}, "callback str is not supported"),
+])
+def test_data_and_fit_arguments_hpo_cannot_use_are_named(tmp_path, digits, kwargs, message):
+    tuner = kt.RandomSearch(small_mlp, objective="val_accuracy", max_trials=2, directory=str(tmp_path),
+                            project_name="p")
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        search(tuner, digits, **kwargs)
+    assert not (tmp_path / "p").exists()
+
+
+def test_keras_tuner_arguments_hpo_does_not_support_are_named():
+    with pytest.raises(ValueError, match=r"Hyperband\(executions_per_trial=2\) is Keras Tuner API"):
+        kt.Hyperband(small_mlp, objective="val_accuracy", executions_per_trial=2)
+    with pytest.raises(AttributeError, match="keras_tuner.GridSearch is Keras Tuner API"):
+        _ = kt.GridSearch
+
+
+def test_a_build_failing_on_some_configs_fails_those_trials_and_the_search_goes_on(tmp_path, digits):
+    def sometimes(hp):
+        if hp.Choice("activation", ["relu", "broken"]) == "broken":
+            raise ValueError("no such activation")
+        return small_mlp(hp)
+
+    tuner = kt.RandomSearch(sometimes, objective="val_accuracy", max_trials=4, seed=3, directory=str(tmp_path),
+                            project_name="p", max_consecutive_failed_trials=4)
+    search(tuner, digits)
+    trials = list(tuner.oracle.trials.values())
+    failed = [t for t in trials if t.status == "FAILED"]
+    assert len(trials) == 4 and failed and len(failed) < 4
+    assert all(t.hyperparameters.values["activation"] == "broken" for t in failed)
+    assert all("no such activation" in t.message for t in failed)
+
+
+def test_early_stopping_becomes_the_trainers_and_tensorboard_is_the_studys_own():
+    import keras
+
+    from hpo.tuner.driver import early_stopping_of
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2, min_delta=0.01)
+    assert early_stopping_of([stop, keras.callbacks.TensorBoard()]) == {"monitor": "val_loss", "patience": 2,
+                                                                         "min_delta": 0.01}
+    with pytest.raises(ValueError, match="restore_best_weights"):
+        early_stopping_of([keras.callbacks.EarlyStopping(restore_best_weights=True)])
+    with pytest.raises(ValueError, match="callback CSVLogger is not supported"):
+        early_stopping_of([keras.callbacks.CSVLogger("log.csv")])

@@ -1,0 +1,109 @@
+"""The space of a build_model(hp) is found by running it over its branches (no TensorFlow)."""
+
+import logging
+
+import pytest
+
+from hpo.space import SearchSpace
+from hpo.tuner.discovery import discover
+from hpo.tuner.hyperparameters import HyperParameters
+
+
+def branching_build(hp):
+    kind = hp.Choice("kind", ["mlp", "cnn"])
+    if kind == "cnn":
+        for i in range(hp.Int("conv_layers", 1, 3)):
+            hp.Int(f"filters_{i}", 8, 32, step=8)
+    else:
+        hp.Int("units", 16, 128)
+    if hp.Boolean("dropout"):
+        hp.Float("rate", 0.1, 0.5)
+    if hp.Choice("optimizer", ["adam", "sgd"]) == "sgd":
+        with hp.conditional_scope("optimizer", ["sgd"]):
+            hp.Float("momentum", 0.0, 0.9)
+    hp.Float("learning_rate", 1e-4, 1e-2, sampling="log")
+    hp.Fixed("activation", "relu")
+
+
+def test_parameters_on_some_branches_are_found_with_the_value_that_reveals_them():
+    space = discover(branching_build).space_dict()
+    assert space["filters_0"]["when"] == {"kind": ["cnn"]}
+    assert space["filters_1"]["when"] == {"conv_layers": [2, 3]}
+    assert space["filters_2"]["when"] == {"conv_layers": [3]}
+    assert space["conv_layers"]["when"] == {"kind": ["cnn"]}
+    assert space["units"]["when"] == {"kind": ["mlp"]}
+    assert space["rate"]["when"] == {"dropout": [True]}
+    assert space["momentum"]["when"] == {"optimizer": ["sgd"]}     # from its conditional_scope
+    assert "when" not in space["learning_rate"]
+    assert "activation" not in space                               # Fixed is not searched
+    assert space["filters_1"]["values"] == [8, 16, 24, 32]         # a stepped range is its grid
+
+
+def test_the_discovered_space_is_a_valid_search_space_and_the_same_every_time():
+    first, second = discover(branching_build), discover(branching_build)
+    assert first.space_dict() == second.space_dict()
+    assert first.fixed == {"activation": "relu"}
+    space = SearchSpace.from_dict(first.space_dict())
+    assert space.contains({"kind": "cnn", "conv_layers": 2, "filters_0": 8, "filters_1": 16, "dropout": False,
+                           "optimizer": "adam", "learning_rate": 1e-3})
+
+
+def test_hyperparameters_answer_with_the_config_and_defaults_for_what_it_lacks():
+    hp = HyperParameters(values={"kind": "cnn", "conv_layers": 2, "filters_1": 24, "optimizer": "adam"})
+    branching_build(hp)
+    assert hp.get("filters_1") == 24 and hp.get("filters_0") == 8          # the config, else the default
+    assert hp.asked[:4] == ["kind", "conv_layers", "filters_0", "filters_1"]
+    inactive = HyperParameters(values={"optimizer": "adam"})
+    inactive.Choice("optimizer", ["adam", "sgd"])
+    with inactive.conditional_scope("optimizer", ["sgd"]):
+        assert inactive.Float("momentum", 0.0, 0.9) is None                # Keras Tuner's rule
+
+
+def test_a_build_failing_on_its_defaults_is_the_users_error():
+    def broken(hp):
+        hp.Int("units", 1, 4)
+        raise RuntimeError("no model here")
+    with pytest.raises(RuntimeError, match="no model here"):
+        discover(broken)
+
+
+def test_a_failing_branch_is_skipped_and_noted():
+    def partly(hp):
+        if hp.Choice("act", ["relu", "bad"]) == "bad":
+            raise ValueError("bad activation")
+        hp.Int("units", 1, 4)
+    found = discover(partly)
+    assert set(found.space_dict()) == {"act", "units"} and "bad activation" in found.failures[0]
+
+
+def test_unsupported_keras_tuner_options_are_named():
+    hp = HyperParameters()
+    with pytest.raises(ValueError, match="reverse_log"):
+        hp.Float("x", 0.1, 1.0, sampling="reverse_log")
+    with pytest.raises(NotImplementedError, match="merge"):
+        _ = hp.merge
+
+
+def test_a_parameter_discovery_missed_takes_its_default_and_the_log_says_so_once(caplog):
+    from hpo.tuner.trainer import HypermodelBuilder
+
+    def build(hp):
+        units = hp.Int("units", 1, 4)
+        if hp.Float("rate", 0.0, 1.0) > 0.5:        # gated by a float: exploration does not reach it
+            return units, hp.Int("hidden", 5, 9)
+        return units, None
+
+    builder = HypermodelBuilder(build, ["units", "rate"])
+    # Read at the logger itself: an earlier in-process search in this worker may have set the
+    # `hpo` logger not to propagate to the root, where caplog listens.
+    tuner_log = logging.getLogger("hpo.tuner")
+    tuner_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level("WARNING", logger="hpo.tuner"):
+            assert builder({"units": 3, "rate": 0.9}) == (3, 5)
+            assert builder({"units": 2, "rate": 0.8}) == (2, 5)
+    finally:
+        tuner_log.removeHandler(caplog.handler)
+    # One record, seen once or twice (at the logger and, if it propagates, at the root).
+    warnings = list({id(r): r.getMessage() for r in caplog.records if "'hidden'" in r.getMessage()}.values())
+    assert len(warnings) == 1 and "takes its default 5" in warnings[0]

@@ -1,0 +1,116 @@
+"""`import hpo.keras_tuner as kt`: Keras Tuner's script, hpo's engine and study."""
+
+import pytest
+
+import hpo.keras_tuner as kt
+from hpo.study import Study
+from tests.tuner.conftest import conditional_cnn, small_mlp
+
+pytestmark = pytest.mark.xdist_group("tuner_keras_tuner_face")    # one worker searches the module's study
+
+
+@pytest.fixture(scope="module")
+def cnn_search(tmp_path_factory, digits):
+    directory = tmp_path_factory.mktemp("kt")
+    tuner = kt.Hyperband(conditional_cnn, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                         directory=str(directory), project_name="cnn")
+    x, y, xv, yv = digits
+    tuner.search(x, y, validation_data=(xv, yv), batch_size=32, verbose=0)
+    return tuner, directory / "cnn"
+
+
+def test_a_branch_only_parameter_is_searched_and_carried_through_promotions(cnn_search, digits):
+    tuner, _ = cnn_search
+    trials = tuner.oracle.trials
+    assert len(trials) == 6 and all(t.status == "COMPLETED" for t in trials.values())
+    assert {t.budget for t in trials.values()} == {1, 3}
+    deep = [t for t in trials.values() if t.hyperparameters.values["conv_layers"] == 2]
+    assert deep and all("filters_1" in t.hyperparameters.values for t in deep)
+    assert len({t.hyperparameters.values["filters_1"] for t in deep}) > 1         # searched, not a default
+    promoted = [t for t in trials.values() if t.continues is not None]
+    assert promoted and any(t.hyperparameters.values["conv_layers"] == 2 for t in promoted)
+    for child in promoted:
+        # The promotion builds its parent's full config, filters_1 included ...
+        assert child.hyperparameters.values == trials[child.continues].hyperparameters.values
+    # ... so its checkpoint loads into the model build_model makes, and scores what the trial logged.
+    x, y, xv, yv = digits
+    for child in promoted:
+        model = tuner.load_model(child)
+        accuracy = model.evaluate(xv, yv, verbose=0)[1]
+        assert accuracy == pytest.approx(child.score, abs=1e-6)
+
+
+def test_best_models_and_hyperparameters_come_back_as_keras_tuner_gives_them(cnn_search, digits, capsys):
+    tuner, _ = cnn_search
+    best_hp = tuner.get_best_hyperparameters(1)[0]
+    best_trial = tuner.oracle.get_best_trials(1)[0]
+    assert best_hp.values == best_trial.hyperparameters.values and best_trial.budget == 3
+    model = tuner.get_best_models(1)[0]
+    x, y, xv, yv = digits
+    assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best_trial.score, abs=1e-6)
+    fresh = tuner.hypermodel.build(best_hp)               # the usual "retrain the best" pattern
+    assert [w.shape for w in fresh.get_weights()] == [w.shape for w in model.get_weights()]
+    tuner.results_summary(2)
+    tuner.search_space_summary()
+    out = capsys.readouterr().out
+    assert f"Trial {best_trial.trial_id}: val_accuracy" in out and "filters_1 (choice)" in out
+    frame = tuner.results.to_pandas()
+    assert len(frame) == 6 and "config.filters_1" in frame.columns
+
+
+def test_the_tuner_directory_is_an_hpo_study(cnn_search, capsys):
+    from tests.support.cli import hpo_here
+    _, folder = cnn_search
+    done = hpo_here(capsys, "status", folder)
+    assert done.returncode == 0, done.stderr
+    assert "objective val_accuracy" in done.stdout and done.stdout.count("complete") == 6
+    one = hpo_here(capsys, "status", folder, "--trial", "0")
+    assert one.returncode == 0 and "conv_layers" in one.stdout
+    exported = hpo_here(capsys, "export", folder, "--format", "json")
+    assert exported.returncode == 0 and '"filters_1"' in exported.stdout
+    assert (folder / "tensorboard" / "search").is_dir() and (folder / "hpo.log").exists()
+    log = (folder / "hpo.log").read_text()
+    assert "compiled engine" in log          # which engine trained the trials, and why
+
+
+def test_running_the_script_again_resumes_and_overwrite_moves_the_study_aside(cnn_search, digits):
+    tuner, folder = cnn_search
+    x, y, xv, yv = digits
+    before = [t.hyperparameters.values for t in tuner.oracle.trials.values()]
+    again = kt.Hyperband(conditional_cnn, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                         directory=str(folder.parent), project_name="cnn")
+    again.search(x, y, validation_data=(xv, yv), batch_size=32, verbose=0)
+    assert again.summary_.trials_finished_now == 0
+    assert [t.hyperparameters.values for t in again.oracle.trials.values()] == before
+    other_seed = kt.Hyperband(conditional_cnn, objective="val_accuracy", max_epochs=3, factor=3, seed=1,
+                              directory=str(folder.parent), project_name="cnn")
+    with pytest.raises(ValueError, match="overwrite=True"):
+        other_seed.search(x, y, validation_data=(xv, yv), batch_size=32, verbose=0)
+    fresh = kt.RandomSearch(small_mlp, objective="val_accuracy", max_trials=2, seed=0, overwrite=True,
+                            directory=str(folder.parent), project_name="cnn")
+    fresh.search(x, y, validation_data=(xv, yv), epochs=1, verbose=0)
+    assert len(fresh.oracle.trials) == 2
+    assert list(folder.parent.glob("cnn.old-*"))                   # the old study, moved aside
+    assert len(Study.open(next(folder.parent.glob("cnn.old-*")), read_only=True).trials()) == 6
+
+
+def test_random_search_trains_every_trial_for_the_epochs_given(tmp_path, digits):
+    x, y, xv, yv = digits
+    tuner = kt.RandomSearch(small_mlp, objective=kt.Objective("val_loss", "min"), max_trials=2, seed=0,
+                            directory=str(tmp_path), project_name="r")
+    tuner.search(x, y, validation_data=(xv, yv), epochs=2, verbose=0)
+    trials = list(tuner.oracle.trials.values())
+    assert len(trials) == 2 and {t.budget for t in trials} == {2}
+    assert tuner.oracle.get_best_trials(1)[0].score == min(t.score for t in trials)
+
+
+def test_bayesian_optimization_and_a_tf_data_search_run(tmp_path, digits):
+    import tensorflow as tf
+    x, y, xv, yv = digits
+    train = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+    validation = tf.data.Dataset.from_tensor_slices((xv, yv)).batch(64)
+    tuner = kt.BayesianOptimization(small_mlp, objective="val_accuracy", max_trials=2, seed=0,
+                                    directory=str(tmp_path), project_name="b")
+    tuner.search(train, validation_data=validation, epochs=1, verbose=0)
+    trials = list(tuner.oracle.trials.values())
+    assert len(trials) == 2 and all(t.status == "COMPLETED" for t in trials)

@@ -1,0 +1,232 @@
+"""The freeze-thaw searcher and its learning-curve model (hpo.search.freeze_thaw, learning_curves)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hpo.search import SEARCHERS, FreezeThaw, make_searcher
+from hpo.search.freeze_thaw import step_budgets
+from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
+from hpo.trial import TrialResult
+from tests.support.searcher_harness import SPACE, drive, objective, signature
+
+SMALL = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
+# Steps 4, 8, 16, 32, 64: the first job already has a curve of four epochs.
+BUDGETS = dict(min_budget=4, max_budget=64, growth=2.0)
+
+
+def told(job, curve_of, start=0.0, direction="minimize"):
+    """A TrialResult with the curve over the job's epochs (those after `start`, the budget
+    of the trial it continues), as the runner reports it."""
+    values = [curve_of(b) for b in range(int(start) + 1, int(job.budget) + 1)]
+    if direction == "maximize":
+        values = [-v for v in values]
+    return TrialResult(value=values[-1], curve=tuple(values))
+
+
+def power_law(a, c, alpha):
+    return lambda b: a + c * b ** -alpha
+
+
+class Driver:
+    """Asks and tells one job at a time, remembering each lineage's curve function and budget."""
+
+    def __init__(self, searcher, direction="minimize"):
+        self.searcher, self.direction = searcher, direction
+        self.curve_of, self.budget_of = {}, {}
+
+    def ask(self):
+        job = self.searcher.ask()
+        if job.continues is not None:
+            self.curve_of[job.trial_id] = self.curve_of[job.continues]
+        self.budget_of[job.trial_id] = job.budget
+        return job
+
+    def result(self, job, curve=None):
+        if curve is not None:
+            self.curve_of[job.trial_id] = curve
+        start = 0.0 if job.continues is None else self.budget_of[job.continues]
+        return told(job, self.curve_of[job.trial_id], start, self.direction)
+
+    def tell(self, job, curve=None):
+        self.searcher.tell(job, self.result(job, curve))
+
+
+# --- the curve model --------------------------------------------------------------------------
+
+def test_power_law_fit_recovers_known_parameters_from_noisy_samples():
+    rng = np.random.default_rng(0)
+    budgets = np.arange(1, 51, dtype=float)
+    values = 0.2 + 0.8 * budgets ** -0.5 + rng.normal(0, 0.005, len(budgets))
+    law = fit_power_law(budgets, values)
+    assert law.a == pytest.approx(0.2, abs=0.03)
+    assert law.c == pytest.approx(0.8, abs=0.05)
+    assert law.alpha == pytest.approx(0.5, abs=0.06)
+
+
+def test_extrapolation_lands_near_the_true_final_value_with_an_honest_spread():
+    rng = np.random.default_rng(1)
+    truth = power_law(0.3, 1.2, 0.7)
+    budgets = np.arange(1, 17, dtype=float)
+    values = truth(budgets) + rng.normal(0, 0.003, len(budgets))
+    predicted = extrapolate(budgets, values, 64.0)
+    assert abs(predicted.mean - truth(64.0)) < 0.03
+    assert 0 < predicted.std < 0.05
+    assert abs(predicted.mean - truth(64.0)) < 4 * predicted.std + 0.01
+
+
+def test_extrapolation_of_one_point_is_the_point_and_of_two_spreads_over_the_exponents():
+    assert extrapolate([1.0], [0.7], 27.0).mean == 0.7
+    two = extrapolate([1.0, 2.0], [1.0, 0.8], 27.0)
+    assert two.mean < 0.8 and two.std > 0
+
+
+def test_calibration_learns_how_much_of_the_promised_improvement_comes_true():
+    calibration = Calibration([1.0, 3.0, 9.0, 27.0])
+    assert calibration.trust()[0] == pytest.approx(0.5)          # the prior, before any curve went on
+    prior_std = calibration.std(scale=0.2)
+    assert prior_std[0] == pytest.approx(0.2) and prior_std[-1] == 0.0
+    for promised in np.linspace(-0.5, -0.1, 20):                  # a quarter came true, give or take 0.01
+        calibration.add(0, promised, 0.25 * promised + 0.01 * np.sign(np.sin(100 * promised)))
+    assert calibration.trust()[0] == pytest.approx(0.25, abs=0.03)
+    assert calibration.std(scale=0.2)[0] < 0.1 and calibration.trust()[1] == pytest.approx(0.5)
+
+
+def test_expected_improvement_is_zero_without_uncertainty_above_the_incumbent():
+    gains = expected_improvement(np.array([1.0, 0.5, 1.0]), np.array([0.0, 0.0, 0.5]), 0.8)
+    assert gains[0] == 0.0 and gains[1] == pytest.approx(0.3) and gains[2] > 0
+
+
+def test_steps_grow_geometrically_in_whole_epochs_to_the_full_budget():
+    assert step_budgets(1, 27, 2.0) == [1.0, 2.0, 4.0, 7.0, 14.0, 27.0]
+    assert step_budgets(1, 52, 2.0) == [1.0, 2.0, 4.0, 7.0, 14.0, 27.0, 52.0]
+    assert step_budgets(4, 64, 2.0) == [4.0, 8.0, 16.0, 32.0, 64.0]
+    assert step_budgets(5, 5, 2.0) == [5.0]
+    assert step_budgets(52 / 27, 52, 2.0) == [2.0, 4.0, 7.0, 14.0, 27.0, 52.0]     # LCBench's range in whole epochs
+    assert step_budgets(0.5, 8, 2.0) == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert FreezeThaw(SMALL, min_budget=52 / 27, max_budget=52, eta=3).steps == [2.0, 6.0, 17.0, 52.0]   # growth: eta
+
+
+# --- decisions ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_continues_the_fast_improving_trial_rather_than_the_plateaued_one(direction):
+    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, direction=direction, **BUDGETS), direction)
+    improving, plateaued = driver.ask(), driver.ask()
+    # After four epochs the plateaued curve is lower, but the improving one extrapolates far below it.
+    driver.tell(improving, power_law(0.2, 2.0, 1.0))            # 2.2, 1.2, 0.87, 0.7 -> 0.23 at 64
+    driver.tell(plateaued, power_law(0.6, 0.06, 2.0))            # 0.66, 0.615, 0.607, 0.604 -> 0.6
+    job = driver.ask()
+    assert job.continues == improving.trial_id
+    assert job.budget == 8.0
+
+
+def test_starts_new_configs_once_every_paused_trial_extrapolates_worse_than_the_incumbent():
+    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=3, **BUDGETS))
+    good, bad, worse = driver.ask(), driver.ask(), driver.ask()
+    driver.tell(good, power_law(0.1, 0.8, 0.8))
+    driver.tell(bad, power_law(0.9, 0.1, 1.5))
+    driver.tell(worse, power_law(1.0, 0.1, 1.5))
+    lineage = {good.trial_id}
+    job = driver.ask()
+    while job.continues is not None:        # the good trial climbs to the full budget first
+        assert job.continues in lineage
+        lineage.add(job.trial_id)
+        driver.tell(job)
+        job = driver.ask()
+    best_job, best = driver.searcher.best
+    assert best_job.budget == 64 and best.value == pytest.approx(0.1 + 0.8 / 64 ** 0.8)
+    # Both paused trials extrapolate to ~0.9 against an incumbent of ~0.13: new configs run.
+    new = [job]
+    for _ in range(5):
+        driver.tell(new[-1], power_law(0.95, 0.1, 1.5))
+        new.append(driver.ask())
+    assert all(j.continues not in (bad.trial_id, worse.trial_id) for j in new)
+    assert sum(j.continues is None for j in new) >= 5
+
+
+def test_curveless_tells_still_drive_continuations_from_the_step_values():
+    searcher = FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27)
+    log = drive(searcher, 150)       # floats only: the harness's objective, y = f(x) + 3 / budget
+    continued = [j for j, _ in log if j.continues is not None]
+    assert continued and any(j.budget == 27 for j in continued)
+    assert sum(j.continues is None for j, _ in log) > 15
+    best_job, best = searcher.best
+    assert best_job.budget == 27
+    # The best found beats the median of the configs it started: the search is not blind.
+    started = [objective(j.config, 27) for j, _ in log if j.continues is None]
+    assert best.value < np.median(started)
+
+
+def test_plain_floats_and_curves_agree_when_the_curve_has_one_epoch():
+    """Told a float or a one-epoch curve at budget 1, the searcher's state is the same."""
+    space = SMALL
+    a, b = FreezeThaw(space, seed=3, min_budget=1, max_budget=1), FreezeThaw(space, seed=3, min_budget=1, max_budget=1)
+    for _ in range(15):
+        ja, jb = a.ask(), b.ask()
+        assert ja == jb
+        value = ja.config["x"] + ja.config["y"]
+        a.tell(ja, value)
+        b.tell(jb, TrialResult(value=value, curve=(value,)))
+
+
+def test_replay_with_curves_rebuilds_identical_asks():
+    def run(events=None):
+        searcher = FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27)
+        driver = Driver(searcher)
+        out = []
+        for step in range(80):
+            job = driver.ask()
+            curve = None
+            if job.continues is None:
+                curve = lambda e, c=job.config: objective(c, e) + 0.01 * math.sin(e)  # noqa: E731
+            result = TrialResult.from_dict(driver.result(job, curve).to_dict())      # what the study stores and replays
+            searcher.tell(job, result)
+            out.append((job, result))
+            if events is not None:
+                assert (job, result) == events[step]
+        return out
+    events = run()
+    assert any(j.continues is not None for j, _ in events)
+    run(events)
+
+
+def test_replayed_curves_survive_the_study_format():
+    result = TrialResult(value=0.3, curve=(0.5, 0.4, 0.3))
+    assert TrialResult.from_dict(result.to_dict()) == result
+    assert "curve" not in TrialResult(value=0.3).to_dict()       # old studies read and write the same
+    assert TrialResult.from_dict({"value": 0.3, "state": "complete"}).curve == ()
+
+
+def test_parallel_workers_continue_each_checkpoint_at_most_once():
+    log = drive(FreezeThaw(SPACE, seed=2, min_budget=1, max_budget=27), 120, workers=4)
+    parents = [j.continues for j, _ in log if j.continues is not None]
+    assert len(parents) == len(set(parents))      # each checkpoint is continued at most once
+
+
+# --- options ----------------------------------------------------------------------------------
+
+def test_registered_under_its_config_name():
+    assert SEARCHERS["freeze_thaw"] is FreezeThaw
+    searcher = make_searcher("freeze_thaw", SPACE, seed=0, direction="maximize", min_budget=1, max_budget=16,
+                             eta=3, options={"growth": 2})
+    assert isinstance(searcher, FreezeThaw) and searcher.steps == [1.0, 2.0, 4.0, 8.0, 16.0]
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    (dict(objectives=["loss", "latency"]), "objectives"),
+    (dict(constraints=["n <= 4"]), "constraints"),
+    (dict(growth=1.0), "growth"),
+    (dict(climbers=-1), "climbers"),
+])
+def test_unsupported_options_are_refused_by_name(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27, **kwargs)
+
+
+def test_same_seed_with_curves_is_reproducible():
+    def run(seed):
+        searcher = FreezeThaw(SPACE, seed=seed, min_budget=1, max_budget=27)
+        return signature(drive(searcher, 60, workers=2))
+    assert run(4) == run(4) != run(5)

@@ -1,0 +1,138 @@
+"""A search killed mid-way resumes exactly where it stopped (synthetic objective, no TF)."""
+
+import pytest
+
+from hpo.config import experiment_from_dict
+from hpo.executors.function import FunctionExecutor
+from hpo.runner import Runner, SearchAborted
+from hpo.search import make_searcher
+from hpo.study.resume import ReplayMismatch, prepare_study, replay
+from hpo.trial import TrialState
+from tests.support.searcher_harness import SPACE, objective
+
+ALGORITHMS = ["random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb"]
+
+
+class Crash(BaseException):
+    """Stands in for kill -9: nothing in the runner gets to clean up after it."""
+
+
+def experiment(tmp_path, algorithm, **search):
+    return experiment_from_dict({
+        "name": "resume", "seed": 5, "data": {"dataset": "synthetic"}, "space": SPACE,
+        "search": {"algorithm": algorithm, "objective": "objective", "direction": "minimize",
+                   "min_budget": 1, "max_budget": 9, "eta": 3, "max_trials": 30, **search},
+        "output": {"dir": str(tmp_path)}})
+
+
+def run(exp, objective_fn, fresh=False):
+    study = prepare_study(exp, exp.study_dir, fresh=fresh)
+    s = exp.search
+    searcher = make_searcher(s.algorithm, exp.space, seed=exp.seed, direction=s.direction, min_budget=s.min_budget,
+                             max_budget=s.max_budget, eta=s.eta, options=s.options)
+    try:
+        return Runner(exp, study, searcher, FunctionExecutor(objective_fn, "objective")).run(), study
+    except Crash:
+        return None, study
+
+
+def sequence(study):
+    return [(t.trial_id, tuple(sorted(t.config.items())), t.budget, t.continues, t.state) for t in study.trials()]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("kill_at", [1, 7, 18])
+def test_resumed_search_asks_the_same_sequence(tmp_path, algorithm, kill_at):
+    reference, ref_study = run(experiment(tmp_path / "ref", algorithm), objective)
+    calls = {"n": 0}
+
+    def crashing(config, budget):
+        calls["n"] += 1
+        if calls["n"] == kill_at:
+            raise Crash()
+        return objective(config, budget)
+
+    exp = experiment(tmp_path / "killed", algorithm)
+    summary, study = run(exp, crashing)
+    assert summary is None
+    states = [t.state for t in study.trials()]
+    assert states.count(TrialState.RUNNING) == 1 and states.count(TrialState.COMPLETE) == kill_at - 1
+    study.close()
+
+    summary, resumed = run(exp, objective)
+    assert summary.stopped_because == "max_trials"
+    assert sequence(resumed) == sequence(ref_study)
+    rerun = resumed.trial(kill_at - 1)
+    assert rerun.attempts == 2 and rerun.state == TrialState.COMPLETE
+
+
+def test_resume_extends_a_finished_search_when_max_trials_grows(tmp_path):
+    run(experiment(tmp_path, "hyperband", max_trials=10), objective)
+    summary, study = run(experiment(tmp_path, "hyperband", max_trials=16), objective)
+    assert summary.trials_finished_now == 6 and len(study.trials()) == 16
+
+
+def test_replay_refuses_a_history_the_searcher_does_not_reproduce(tmp_path):
+    exp = experiment(tmp_path, "random", max_trials=3)
+    _, study = run(exp, objective)
+    other = make_searcher("random", exp.space, seed=99, direction="minimize", min_budget=1, max_budget=9, eta=3)
+    with pytest.raises(ReplayMismatch, match="trial 0"):
+        replay(study, other)
+
+
+def test_failing_trials_are_recorded_and_the_search_goes_on(tmp_path):
+    def sometimes(config, budget):
+        if config["opt"] == "sgd":
+            raise RuntimeError("sgd diverged")
+        return objective(config, budget)
+
+    summary, study = run(experiment(tmp_path, "random", max_trials=12), sometimes)
+    failed = [t for t in study.trials() if t.state == TrialState.FAILED]
+    assert failed and all("sgd diverged" in t.error for t in failed)
+    assert len(study.trials()) == 12 and summary.best is not None
+
+
+def test_consecutive_failures_stop_the_search_with_the_last_error(tmp_path):
+    def always(config, budget):
+        raise ValueError("bad objective")
+
+    with pytest.raises(SearchAborted, match="last 3 trials all failed.*bad objective"):
+        run(experiment(tmp_path, "random", max_consecutive_failures=3), always)
+
+
+def test_time_limit_interrupts_and_resume_finishes(tmp_path, monkeypatch):
+    import hpo.runner as runner_module
+    clock = {"t": 0.0}
+    monkeypatch.setattr(runner_module.time, "monotonic", lambda: clock["t"])
+
+    def slow(config, budget):
+        clock["t"] += 10.0
+        return objective(config, budget)
+
+    summary, study = run(experiment(tmp_path, "asha", time_limit=35), slow)
+    assert summary.stopped_because == "time_limit"
+    assert 3 <= len([t for t in study.trials() if t.state == TrialState.COMPLETE]) <= 5
+
+
+def test_an_interrupt_before_the_executor_takes_a_trial_still_marks_it_interrupted(tmp_path):
+    """Ctrl-C or SIGTERM can land after the study marks a trial running and before the
+    executor holds it (an inline executor's first submit builds its trainer): that trial is
+    interrupted like the others, not left 'running'."""
+    class InterruptedOnThirdSubmit(FunctionExecutor):
+        submitted = 0
+
+        def submit(self, task):
+            self.submitted += 1
+            if self.submitted == 3:
+                raise KeyboardInterrupt
+            super().submit(task)
+
+    exp = experiment(tmp_path, "random")
+    study = prepare_study(exp, exp.study_dir)
+    searcher = make_searcher("random", exp.space, seed=exp.seed, direction="minimize", min_budget=1,
+                             max_budget=9, eta=3)
+    summary = Runner(exp, study, searcher, InterruptedOnThirdSubmit(objective, "objective")).run()
+    assert summary.stopped_because == "interrupted"
+    states = [t.state for t in study.trials()]
+    assert TrialState.RUNNING not in states
+    assert TrialState.INTERRUPTED in states

@@ -1,0 +1,242 @@
+"""Every searcher passes the same behavioural suite (the Optuna habit: conformance tests)."""
+
+import functools
+import math
+
+import pytest
+
+from hpo.search import ASHA, BOHB, AsyncBOHB, AsyncHyperband, FreezeThaw, Hyperband, RandomSearch
+from hpo.trial import TrialResult, TrialState
+from tests.support.searcher_harness import SPACE, drive, objective, signature
+
+SEARCHERS = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA, "async_hyperband": AsyncHyperband,
+             "bohb": BOHB, "async_bohb": AsyncBOHB, "bohb_paper_kde": functools.partial(BOHB, model="kde"),
+             "freeze_thaw": FreezeThaw}
+
+BUDGETS = dict(min_budget=1, max_budget=27, eta=3)
+
+
+def make(name, seed=0, **kw):
+    return SEARCHERS[name](SPACE, seed=seed, **{**BUDGETS, **kw})
+
+
+@pytest.fixture(params=sorted(SEARCHERS))
+def name(request):
+    return request.param
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_same_seed_gives_same_sequence(name, workers):
+    a = drive(make(name, seed=7), 60, workers=workers)
+    b = drive(make(name, seed=7), 60, workers=workers)
+    assert signature(a) == signature(b)
+
+
+def test_different_seeds_differ(name):
+    assert signature(drive(make(name, seed=1), 20)) != signature(drive(make(name, seed=2), 20))
+
+
+def test_configs_stay_inside_the_space(name):
+    searcher = make(name)
+    for job, _ in drive(searcher, 120, workers=3):
+        assert searcher.space.contains(job.config), job.config
+
+
+def test_budgets_stay_within_bounds(name):
+    for job, _ in drive(make(name), 120, workers=3):
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+
+
+def test_continued_jobs_grow_the_budget_of_the_same_config(name):
+    log = drive(make(name), 150, workers=2)
+    by_id = {job.trial_id: job for job, _ in log}
+    for job, _ in log:
+        if job.continues is not None:
+            parent = by_id[job.continues]
+            assert job.config == parent.config and job.budget > parent.budget
+
+
+def test_new_configs_are_never_repeated(name):
+    log = drive(make(name), 150, workers=3)
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+
+
+def test_failed_results_are_tolerated(name):
+    searcher = make(name)
+    log = drive(searcher, 80, workers=2, fail_every=3)
+    assert any(r.state == TrialState.FAILED for _, r in log)
+    assert searcher.ask() is not None or searcher.pending
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
+def test_tell_accepts_floats_and_unusable_values(name, bad):
+    searcher = make(name)
+    job = searcher.ask()
+    searcher.tell(job, bad)
+    assert not searcher.history[-1][1].ok
+    job = searcher.ask()
+    searcher.tell(job, 0.5)
+    assert searcher.history[-1][1].value == 0.5
+
+
+def test_telling_an_unknown_job_is_an_error(name):
+    searcher = make(name)
+    job = searcher.ask()
+    searcher.tell(job, 1.0)
+    with pytest.raises(KeyError):
+        searcher.tell(job, 1.0)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_replayed_history_rebuilds_the_live_state(name, workers):
+    check_replay(functools.partial(make, name, seed=3), workers)
+
+
+def check_replay(build, workers, value_of=lambda job: math.sin(job.trial_id) + job.config["x"], last=1.0):
+    live = build()
+    events = []
+    pending = []
+    for _ in range(70):
+        while len(pending) < workers:
+            job = live.ask()
+            if job is None:
+                break
+            events.append(("ask", job))
+            pending.append(job)
+        job = pending.pop(0)
+        value = value_of(job)
+        live.tell(job, value)
+        events.append(("tell", job, value))
+    replayed = build()
+    for event in events:
+        if event[0] == "ask":
+            assert replayed.ask() == event[1]
+        else:
+            replayed.tell(replayed.pending[event[1].trial_id], event[2])
+    assert replayed.pending.keys() == live.pending.keys()
+    for job in list(live.pending.values()):   # both finish their pending work the same way
+        live.tell(job, last)
+        replayed.tell(replayed.pending[job.trial_id], last)
+    drive_on = drive if last == 1.0 else drive_several
+    assert signature(drive_on(live, 40, workers=workers)) == signature(drive_on(replayed, 40, workers=workers))
+
+
+def test_maximize_prefers_large_values(name):
+    searcher = make(name, direction="maximize")
+    log = drive(searcher, 60)
+    assert searcher.loss_of(TrialResult(value=2.0)) < searcher.loss_of(TrialResult(value=1.0))
+    best_job, best_result = searcher.best
+    same_budget = [r.value for j, r in log if r.ok and j.budget == best_job.budget]
+    assert best_result.value == max(same_budget)
+
+
+# --- the same guarantees with user priors and enqueued configs ---------------------------------
+
+PRIOR_SPACE = {**SPACE,
+               "x": {**SPACE["x"], "prior": 2.0, "prior_confidence": "high"},
+               "lr": {**SPACE["lr"], "prior": 3e-3},
+               "opt": {**SPACE["opt"], "prior": "sgd", "prior_confidence": "low"}}
+ENQUEUED = [{"x": 2.0, "lr": 0.003, "n": 1, "opt": "adam"},
+            {"x": -1.0, "lr": 0.05, "n": 8, "opt": "rmsprop", "momentum": 0.5}]
+
+
+def make_guided(name, seed=0):
+    searcher = SEARCHERS[name](PRIOR_SPACE, seed=seed, **BUDGETS)
+    for config in ENQUEUED:
+        searcher.enqueue(config)
+    return searcher
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_priors_and_enqueued_configs_are_deterministic(name, workers):
+    a = drive(make_guided(name, seed=7), 80, workers=workers)
+    b = drive(make_guided(name, seed=7), 80, workers=workers)
+    assert signature(a) == signature(b)
+    assert signature(a) != signature(drive(make_guided(name, seed=8), 80, workers=workers))
+
+
+def test_priors_and_enqueued_configs_stay_inside_the_space(name):
+    searcher = make_guided(name)
+    log = drive(searcher, 150, workers=3)
+    for job, _ in log:
+        assert searcher.space.contains(job.config), job.config
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_replay_rebuilds_the_state_with_priors_and_enqueued_configs(name, workers):
+    check_replay(functools.partial(make_guided, name, seed=3), workers)
+
+
+# --- several objectives (two and three) and a constraint ----------------------------------------
+
+# FreezeThaw's expected improvement needs one objective: it refuses several (tests/test_freeze_thaw.py).
+MO_SEARCHERS = {**{k: v for k, v in SEARCHERS.items() if k not in ("bohb_paper_kde", "freeze_thaw")},
+                "bohb_parego": functools.partial(BOHB, split="parego"),
+                "asha_crowding": functools.partial(ASHA, tie_break="crowding")}
+
+
+def several(job, n_objectives):
+    """Conflicting objectives of the harness's space: the harness's loss, distance from the
+    other end of x, and a cost growing with n; "n <= 6" is the constraint."""
+    c = job.config
+    values = {"loss": objective(c, job.budget), "far": (c["x"] + 4) ** 2 / (1 + job.budget / 27),
+              "cost": c["n"] * (1 + abs(math.log10(c["lr"]))), "n": c["n"]}
+    if n_objectives == 2:
+        return [values["loss"], values["far"]] if job.trial_id % 2 else values   # a vector or a dict
+    # What the runner tells (and a resumed study replays): the metrics, the objectives among them.
+    return TrialResult(value=values["loss"], metrics=values) if job.trial_id % 2 else values
+
+
+def make_several(name, n_objectives, seed=0, enqueue=False):
+    objectives = ["loss", {"name": "far", "direction": "minimize"}, "cost"][:n_objectives]
+    constraints = [] if n_objectives == 2 else ["n <= 6"]
+    searcher = MO_SEARCHERS[name](SPACE, seed=seed, objectives=objectives, constraints=constraints, **BUDGETS)
+    for config in ENQUEUED if enqueue else ():
+        searcher.enqueue(config)
+    return searcher
+
+
+def drive_several(searcher, n_jobs, workers=1):
+    n_objectives = len(searcher.goals.objectives)
+    return drive(searcher, n_jobs, workers, told=lambda job: several(job, n_objectives))
+
+
+@pytest.fixture(params=sorted(MO_SEARCHERS))
+def mo_name(request):
+    return request.param
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_are_deterministic(mo_name, n_objectives):
+    a = drive_several(make_several(mo_name, n_objectives, seed=7, enqueue=True), 70, workers=3)
+    b = drive_several(make_several(mo_name, n_objectives, seed=7, enqueue=True), 70, workers=3)
+    assert signature(a) == signature(b)
+    assert signature(a) != signature(drive_several(make_several(mo_name, n_objectives, seed=8), 70, workers=3))
+    assert all(len(r.values) == n_objectives for _, r in a)
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_stay_in_bounds_and_run_enqueued_configs_first(mo_name, n_objectives):
+    searcher = make_several(mo_name, n_objectives, enqueue=True)
+    log = drive_several(searcher, 150, workers=3)
+    assert [dict(j.config) for j, _ in sorted(log, key=lambda jr: jr[0].trial_id)[:2]] == ENQUEUED
+    for job, _ in log:
+        assert searcher.space.contains(job.config), job.config
+        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
+    front = searcher.pareto_front()
+    assert front
+    if n_objectives == 3:
+        assert all(job.config["n"] <= 6 for job, _ in front)
+
+
+@pytest.mark.parametrize("n_objectives", [2, 3])
+def test_several_objectives_replay(mo_name, n_objectives):
+    check_replay(functools.partial(make_several, mo_name, n_objectives, seed=3, enqueue=True), 2,
+                 value_of=lambda job: several(job, n_objectives),
+                 last=[1.0, 2.0] if n_objectives == 2 else {"loss": 1.0, "far": 2.0, "cost": 3.0, "n": 9.0})
