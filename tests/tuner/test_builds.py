@@ -2,9 +2,13 @@
 
 import json
 
+import pytest
+
 import hpo.keras_tuner as kt
 from hpo.tuner import driver
 from tests.tuner.conftest import conditional_cnn
+
+pytestmark = pytest.mark.slow      # searches, in the slow set
 
 
 def test_each_config_is_built_once_to_train_it_and_promotions_build_nothing(tmp_path, digits, monkeypatch):

@@ -1,6 +1,10 @@
 """The compiled model is trained by hpo's compiled step where that reproduces fit, else by fit."""
 
+import pytest
+
 import hpo.keras_tuner as kt
+
+pytestmark = pytest.mark.slow      # searches, in the slow set
 
 
 def own_train_step(hp):

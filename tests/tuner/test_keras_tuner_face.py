@@ -6,7 +6,8 @@ import hpo.keras_tuner as kt
 from hpo.study import Study
 from tests.tuner.conftest import conditional_cnn, small_mlp
 
-pytestmark = pytest.mark.xdist_group("tuner_keras_tuner_face")    # one worker searches the module's study
+# One worker searches the module's study; searches are in the slow set.
+pytestmark = [pytest.mark.xdist_group("tuner_keras_tuner_face"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

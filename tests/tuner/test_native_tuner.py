@@ -4,6 +4,8 @@ import pytest
 
 import hpo
 
+pytestmark = pytest.mark.slow      # searches, in the slow set
+
 
 def build(config):
     import keras

@@ -45,6 +45,7 @@ def _contend(root: str, barrier, holders, concurrent, worst) -> None:
             study_lock.release(lock)
 
 
+@pytest.mark.slow      # 1,600 driver processes: a statistical check, not a quick one
 def test_exactly_one_of_eight_simultaneous_drivers_holds_the_lock_in_each_of_200_rounds(tmp_path):
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(CONTENDERS)
