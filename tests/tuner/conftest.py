@@ -1,4 +1,13 @@
+"""tests/tuner: the Python tuners on real Keras models. TensorFlow is set up in every test as
+tests/conftest.py `tf_logical_cpus` says: a tuner test that initialised TensorFlow first in an
+xdist worker would otherwise leave the later device-placement tests of that worker one CPU."""
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def tensorflow_with_logical_cpus(tf_logical_cpus):
+    return tf_logical_cpus
 
 
 @pytest.fixture(scope="session")
