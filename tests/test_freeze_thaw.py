@@ -112,7 +112,8 @@ def test_steps_grow_geometrically_in_whole_epochs_to_the_full_budget():
 
 @pytest.mark.parametrize("direction", ["minimize", "maximize"])
 def test_continues_the_fast_improving_trial_rather_than_the_plateaued_one(direction):
-    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, probes=0, direction=direction, **BUDGETS), direction)
+    searcher = FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, probes=0, direction=direction, **BUDGETS)
+    driver = Driver(searcher, direction)
     improving, plateaued = driver.ask(), driver.ask()
     # After four epochs the plateaued curve is lower, but the improving one extrapolates far below it.
     driver.tell(improving, power_law(0.2, 2.0, 1.0))            # 2.2, 1.2, 0.87, 0.7 -> 0.23 at 64
@@ -219,6 +220,7 @@ def test_registered_under_its_config_name():
     (dict(constraints=["n <= 4"]), "constraints"),
     (dict(growth=1.0), "growth"),
     (dict(climbers=-1), "climbers"),
+    (dict(probes=-1), "probes"),
 ])
 def test_unsupported_options_are_refused_by_name(kwargs, argument):
     with pytest.raises(ValueError, match=argument):

@@ -35,6 +35,21 @@ Until `climbers` lineages (default 1) reached `max_budget`, the deepest paused l
 continues whatever its expected improvement: the calibration needs complete curves, and
 the incumbent a full-budget result.
 
+Steps that mislead: extrapolating a curve trusts the ranking its first epochs give. Where
+short training ranks configs the wrong way round (a learning rate that wins early and
+loses late, a branch of the space that looks best early), every decision made from those
+steps continues the wrong configs. So, after the climber, `probes` (default 3) fresh
+configs run straight to `max_budget` in one job each, whatever they would have scored
+early; their curves give their values at every step on the way. Once MIN_TOP_RESULTS
+lineages reached max_budget, each step is judged as BOHB judges its budgets
+(`hpo.search.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
+their final losses; under RHO_MIN it misleads). New configs then start at the first step
+from which every step up is trusted (`entry_step`; max_budget itself where none is),
+lineages paused below it are not continued, and the TPE learns only from lineages at
+trusted steps. The probes are what shows a reversal: the lineages continued by expected
+improvement were each step's best, and agree with one another by selection. Measured in
+benchmarks/RESULTS.md, "Freeze-thaw where the first epochs mislead".
+
 One objective, no constraints: with several the expected improvement is not defined, and
 `objectives` or `constraints` raise a ValueError.
 """
@@ -128,7 +143,9 @@ class _Table:
 class FreezeThaw(Searcher):
     """Freeze-thaw search over learning curves (see the module docstring). `growth`: the
     ratio between a lineage's steps (default `eta`). `climbers`: lineages that climb to
-    max_budget before the expected improvement decides (default 1). `n_startup`: Latin-hypercube configs
+    max_budget before the expected improvement decides (default 1). `probes`: fresh configs
+    run straight to max_budget after the climber, so that the steps' rankings can be judged
+    (default 3; see "Steps that mislead"). `n_startup`: Latin-hypercube configs
     before the model runs (default max(10, dimensions + 2)). `num_samples`,
     `top_n_percent`, `min_bandwidth`: the TPE that proposes new configurations."""
 
