@@ -280,3 +280,13 @@ def test_probes_run_straight_to_the_full_budget_after_the_startup_configs():
     searcher, jobs = run_on(agreeing, asks=20, probes=2, climbers=0)
     starts = [j.budget for j in jobs if j.continues is None]
     assert starts[:6] == [4.0] * 6 and starts[6:8] == [64.0, 64.0]
+
+
+def test_told_finals_only_a_step_is_judged_by_the_lineages_that_ran_there():
+    """A probe told only its final value has no rank of its own at the steps below; the
+    steps are judged by the lineages that climbed through them, so neighbours' ranks (noise
+    with a few configs at a step) do not move new configs up to max_budget for good."""
+    searcher = FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27)
+    log = drive(searcher, 200)          # floats only; y = f(x) + 3 / budget ranks alike at every budget
+    assert searcher.entry_step() == 0
+    assert sum(j.continues is None and j.budget == 1 for j, _ in log[40:]) > 10

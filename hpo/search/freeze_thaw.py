@@ -41,7 +41,7 @@ loses late, a branch of the space that looks best early), every decision made fr
 steps continues the wrong configs. So, after the climber, `probes` (default 3) fresh
 configs run straight to `max_budget` in one job each, whatever they would have scored
 early; their curves give their values at every step on the way. Once MIN_TOP_RESULTS
-lineages reached max_budget, each step is judged as BOHB judges its budgets
+lineages at max_budget have their own value at a step, the step is judged as BOHB judges its budgets
 (`hpo.search.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
 their final losses; under RHO_MIN it misleads). New configs then start at the first step
 from which every step up is trusted (`entry_step`; max_budget itself where none is),
@@ -317,7 +317,7 @@ class FreezeThaw(Searcher):
         `hpo.search.rung_agreement`'s Spearman's rho, over the lineages at max_budget,
         between their (own, or their nearest neighbours') ranks at the step and their final
         losses, at least RHO_MIN (BOHB's threshold). Judged once MIN_TOP_RESULTS lineages
-        reached max_budget; the probes, which ran there whatever their early values, are
+        at max_budget have their own value at the step; the probes, which ran there whatever their early values, are
         what lets a step that ranks the wrong way round show it: the lineages continued by
         expected improvement were the step's best, and agree with one another by selection."""
         if self._trusted is None or self._trusted[0] != self._version:
@@ -327,21 +327,24 @@ class FreezeThaw(Searcher):
     def _judge_steps(self) -> np.ndarray:
         t, last = self.table, len(self.steps) - 1
         trusted = np.ones(len(self.steps), dtype=bool)
-        top = np.flatnonzero(~t.failed & (t.step == last))[-MAX_UPPER:]
-        if len(top) < MIN_TOP_RESULTS:
-            return trusted
-        upper = (np.array([self.lineages[i].features for i in top]), t.last[top])
+        top = np.flatnonzero(~t.failed & (t.step == last))
         for k in range(last):
+            # Only the lineages at max_budget with their own value at the step judge it (with
+            # curves, all of them): told finals only, a probe's rank there would be its
+            # neighbours', and with a few lineages at the step that is noise, which, once it
+            # moved the entry step up, nothing would come to correct.
+            judges = top[~np.isnan(t.at_loss[top, k])][-MAX_UPPER:]
             rows = np.flatnonzero(~np.isnan(t.at_loss[:, k]))[-MAX_LOWER:]
-            if len(rows) < 2:
+            if len(judges) < MIN_TOP_RESULTS:
                 continue
             # Recomputed when the top has a new lineage, and when the step's have grown by a
             # sixteenth (as BOHB's, `MultiFidelityTPESampler._reliability`).
             n = len(rows)
-            key = (k, n - n % max(1, n // 16), len(top))
+            key = (k, n - n % max(1, n // 16), len(judges))
             if key not in self._agreements:
                 self._agreements = {a: rho for a, rho in self._agreements.items() if a[0] != k}
                 lower = (np.array([self.lineages[i].features for i in rows]), t.at_loss[rows, k])
+                upper = (np.array([self.lineages[i].features for i in judges]), t.last[judges])
                 self._agreements[key] = agreement(lower, upper)
             rho = self._agreements[key]
             self.step_agreement[self.steps[k]] = rho
