@@ -279,7 +279,7 @@ def test_steps_that_rank_as_the_full_budget_does_stay_trusted():
 def test_probes_run_straight_to_the_full_budget_after_the_startup_configs():
     searcher, jobs = run_on(agreeing, asks=20, probes=2, climbers=0)
     starts = [j.budget for j in jobs if j.continues is None]
-    assert starts[:6] == [4.0] * 6 and starts[6:8] == [64.0, 64.0]
+    assert starts[:6] == [4.0] * 6 and starts[6:8] == [64.0, 64.0] and starts[8] != 64.0
 
 
 def test_told_finals_only_a_step_is_judged_by_the_lineages_that_ran_there():

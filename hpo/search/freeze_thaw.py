@@ -38,9 +38,12 @@ the incumbent a full-budget result.
 Steps that mislead: extrapolating a curve trusts the ranking its first epochs give. Where
 short training ranks configs the wrong way round (a learning rate that wins early and
 loses late, a branch of the space that looks best early), every decision made from those
-steps continues the wrong configs. So, after the climber, `probes` (default 3) fresh
-configs run straight to `max_budget` in one job each, whatever they would have scored
-early; their curves give their values at every step on the way. Once MIN_TOP_RESULTS
+steps continues the wrong configs. So, after the climber, the first `probes` (default 3)
+new configs are probes: fresh configs run straight to `max_budget` in one job each,
+whatever they would have scored early; their curves give their values at every step on
+the way. (They come when the expected improvement would start a new config, not before
+the continuations it prefers: taken ahead of those, they cost LCBench's tuning tasks more
+than they showed.) Once MIN_TOP_RESULTS
 lineages at max_budget have their own value at a step, the step is judged as BOHB judges its budgets
 (`hpo.search.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
 their final losses; under RHO_MIN it misleads). New configs then start at the first step
@@ -143,8 +146,8 @@ class _Table:
 class FreezeThaw(Searcher):
     """Freeze-thaw search over learning curves (see the module docstring). `growth`: the
     ratio between a lineage's steps (default `eta`). `climbers`: lineages that climb to
-    max_budget before the expected improvement decides (default 1). `probes`: fresh configs
-    run straight to max_budget after the climber, so that the steps' rankings can be judged
+    max_budget before the expected improvement decides (default 1). `probes`: the first new
+    configs after the climber run straight to max_budget, so that the steps' rankings can be judged
     (default 3; see "Steps that mislead"). `n_startup`: Latin-hypercube configs
     before the model runs (default max(10, dimensions + 2)). `num_samples`,
     `top_n_percent`, `min_bandwidth`: the TPE that proposes new configurations."""
@@ -202,14 +205,14 @@ class FreezeThaw(Searcher):
     def _next_job(self) -> Job | None:
         if not self._queue and len(self.lineages) >= self.n_startup:
             index = self._climber()
-            if index is None and self.probes_started < self.probes:
-                self.probes_started += 1
-                config = self.sampler.fresh(self.rng, [j.config for j in self.pending.values()])
-                return self._start(config, len(self.steps) - 1)
             if index is None:
                 index = self._best_continuation()
             if index is not None:
                 return self._continue(index)
+            if self.probes_started < self.probes:
+                self.probes_started += 1
+                config = self.sampler.fresh(self.rng, [j.config for j in self.pending.values()])
+                return self._start(config, len(self.steps) - 1)
         return self._start(self._new_config(), self.entry_step())
 
     def _start(self, config: dict[str, Any], step: int = 0) -> Job:
