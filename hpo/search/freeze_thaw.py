@@ -35,6 +35,24 @@ Until `climbers` lineages (default 1) reached `max_budget`, the deepest paused l
 continues whatever its expected improvement: the calibration needs complete curves, and
 the incumbent a full-budget result.
 
+Steps that mislead: extrapolating a curve trusts the ranking its first epochs give. Where
+short training ranks configs the wrong way round (a learning rate that wins early and
+loses late, a branch of the space that looks best early), every decision made from those
+steps continues the wrong configs. So, after the climber, the first `probes` (default 3)
+new configs are probes: fresh configs run straight to `max_budget` in one job each,
+whatever they would have scored early; their curves give their values at every step on
+the way. (They come when the expected improvement would start a new config, not before
+the continuations it prefers: taken ahead of those, they cost LCBench's tuning tasks more
+than they showed.) Once MIN_TOP_RESULTS
+lineages at max_budget have their own value at a step, the step is judged as BOHB judges its budgets
+(`hpo.search.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
+their final losses; under RHO_MIN it misleads). New configs then start at the first step
+from which every step up is trusted (`entry_step`; max_budget itself where none is),
+lineages paused below it are not continued, and the TPE learns only from lineages at
+trusted steps. The probes are what shows a reversal: the lineages continued by expected
+improvement were each step's best, and agree with one another by selection. Measured in
+benchmarks/RESULTS.md, "Freeze-thaw where the first epochs mislead".
+
 One objective, no constraints: with several the expected improvement is not defined, and
 `objectives` or `constraints` raise a ValueError.
 """
@@ -50,7 +68,8 @@ import numpy as np
 from hpo.search.base import Searcher, config_key, latin_hypercube
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
-from hpo.search.tpe import _SplitModel
+from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
+from hpo.search.tpe import RHO_MIN, _SplitModel
 from hpo.trial import Job
 
 
@@ -66,6 +85,12 @@ def step_budgets(min_budget: float, max_budget: float, growth: float) -> list[fl
     if float(max_budget).is_integer() and min_budget >= 1:
         steps = sorted({float(max(round(b), math.ceil(min_budget))) for b in steps})
     return steps
+
+
+# Lineages at max_budget before the steps below are judged against them: the climber and
+# the probes (`FreezeThaw.probes`).
+MIN_TOP_RESULTS = 4
+MIN_MODEL_ROWS = 5    # lineages at trusted steps before the model proposes from them alone
 
 
 @dataclass(frozen=True)
@@ -84,6 +109,7 @@ class _Lineage:
 
     config: dict[str, Any]
     vector: np.ndarray
+    features: np.ndarray      # `rung_agreement.features` of the vector: its distances to others
     last_trial: int
     budgets: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
@@ -91,19 +117,22 @@ class _Lineage:
 
 class _Table:
     """Per lineage, as arrays (ask() reads them whole): the step reached (-1: none yet), the
-    last loss and the extrapolation from the whole curve, the same at its first step, and
-    whether it runs or failed."""
+    last loss and the extrapolation from the whole curve, per step the loss there and the
+    extrapolation from the curve up to there (`at_*`, lineages x steps; NaN where its curve
+    did not pass the step), and whether it runs or failed."""
 
-    COLUMNS = {"step": -1, "last": np.nan, "mean": np.nan, "spread": 0.0, "first_loss": np.nan,
-               "first_mean": np.nan, "first_spread": 0.0, "running": True, "failed": False}
+    COLUMNS = {"step": -1, "last": np.nan, "mean": np.nan, "spread": 0.0, "at_loss": np.nan,
+               "at_mean": np.nan, "at_spread": 0.0, "running": True, "failed": False}
+    PER_STEP = ("at_loss", "at_mean", "at_spread")
 
-    def __init__(self):
+    def __init__(self, n_steps: int):
         self.n = 0
-        self._arrays = {name: np.full(64, default) for name, default in self.COLUMNS.items()}
+        self._arrays = {name: np.full((64, n_steps) if name in self.PER_STEP else 64, default)
+                        for name, default in self.COLUMNS.items()}
 
     def add(self) -> int:
         if self.n == len(self._arrays["step"]):
-            self._arrays = {name: np.concatenate([a, np.full(len(a), self.COLUMNS[name])])
+            self._arrays = {name: np.concatenate([a, np.full(a.shape, self.COLUMNS[name])])
                             for name, a in self._arrays.items()}
         self.n += 1
         return self.n - 1
@@ -117,7 +146,9 @@ class _Table:
 class FreezeThaw(Searcher):
     """Freeze-thaw search over learning curves (see the module docstring). `growth`: the
     ratio between a lineage's steps (default `eta`). `climbers`: lineages that climb to
-    max_budget before the expected improvement decides (default 1). `n_startup`: Latin-hypercube configs
+    max_budget before the expected improvement decides (default 1). `probes`: the first new
+    configs after the climber run straight to max_budget, so that the steps' rankings can be judged
+    (default 3; see "Steps that mislead"). `n_startup`: Latin-hypercube configs
     before the model runs (default max(10, dimensions + 2)). `num_samples`,
     `top_n_percent`, `min_bandwidth`: the TPE that proposes new configurations."""
 
@@ -125,7 +156,7 @@ class FreezeThaw(Searcher):
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, growth: float | None = None, n_startup: int | None = None,
-                 climbers: int = 1,
+                 climbers: int = 1, probes: int = 3,
                  num_samples: int = 64, top_n_percent: float = 15, min_bandwidth: float = 0.01,
                  objectives=None, constraints=None, tie_break: str = "hypervolume"):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
@@ -143,7 +174,10 @@ class FreezeThaw(Searcher):
             raise ValueError(f"top_n_percent must be in (0, 100), got {top_n_percent}")
         if climbers < 0:
             raise ValueError(f"climbers must be >= 0, got {climbers}")
+        if probes < 0:
+            raise ValueError(f"probes must be >= 0, got {probes}")
         self.climbers = int(climbers)
+        self.probes = int(probes)
         self.growth = self.eta if growth is None else float(growth)
         self.steps = step_budgets(self.min_budget, self.max_budget, self.growth)
         self.n_startup = max(10, len(self.space) + 2) if n_startup is None else int(n_startup)
@@ -153,14 +187,19 @@ class FreezeThaw(Searcher):
         self.dims = dimensions_of(self.space)
         self.calibration = Calibration(self.steps)
         self.lineages: list[_Lineage] = []
-        self.table = _Table()
+        self.table = _Table(len(self.steps))
         self._conditional = any(p.when for p in self.space)
+        self._conditional_dims = [bool(p.when) for p in self.space]
         self._lineage_of: dict[int, int] = {}          # trial id -> index into lineages
         self._design: list[np.ndarray] | None = None   # Latin-hypercube rows not handed out yet
         self._version = 0                               # results told so far: what the caches are keyed by
         self._predicted: tuple[tuple[int, int], _Predictions] | None = None
         self._model: tuple[int, _SplitModel] | None = None
         self.continued = 0
+        self.probes_started = 0
+        self.step_agreement: dict[float, float] = {}     # step budget -> Spearman's rho with max_budget
+        self._agreements: dict[tuple, float] = {}        # (step, lineages there, at the top) -> rho
+        self._trusted: tuple[int, np.ndarray] | None = None
 
     # --- asking ---------------------------------------------------------------------------
     def _next_job(self) -> Job | None:
@@ -170,13 +209,19 @@ class FreezeThaw(Searcher):
                 index = self._best_continuation()
             if index is not None:
                 return self._continue(index)
-        return self._start(self._new_config())
+            if self.probes_started < self.probes:
+                self.probes_started += 1
+                config = self.sampler.fresh(self.rng, [j.config for j in self.pending.values()])
+                return self._start(config, len(self.steps) - 1)
+        return self._start(self._new_config(), self.entry_step())
 
-    def _start(self, config: dict[str, Any]) -> Job:
+    def _start(self, config: dict[str, Any], step: int = 0) -> Job:
         self.sampler.seen.add(config_key(config))
-        job = self._new_job(config, self.steps[0])
+        job = self._new_job(config, self.steps[step])
         self._lineage_of[job.trial_id] = self.table.add()
-        self.lineages.append(_Lineage(config=dict(config), vector=self.space.to_unit(config), last_trial=job.trial_id))
+        vector = self.space.to_unit(config)
+        self.lineages.append(_Lineage(config=dict(config), vector=vector, last_trial=job.trial_id,
+                                      features=features(vector[None, :], self.dims, self._conditional_dims)[0]))
         return job
 
     def _continue(self, index: int) -> Job:
@@ -221,21 +266,25 @@ class FreezeThaw(Searcher):
         # step is: its gain is the mean of the gains the lineages so far had there (a failed
         # one's is 0), so that the two compare like for like. (The latest 20 lineages only,
         # as the model's proposals improve, did no better on LCBench's tuning tasks.)
-        population = t.failed | ~np.isnan(t.first_mean)
+        # Where the first steps mislead, new configs start at the first trusted step
+        # (`entry_step`), and are predicted as the lineages were there.
+        k = self.entry_step()
+        at_loss, at_mean, at_spread = t.at_loss[:, k], t.at_mean[:, k], t.at_spread[:, k]
+        population = t.failed | ~np.isnan(at_mean)
         new_gain = 0.0
         if population.any() and math.isfinite(incumbent):
-            ok = ~t.failed & ~np.isnan(t.first_mean)
-            first_gain = np.zeros(t.n)
-            first = t.first_loss[ok] + shift[0] + trust[0] * (t.first_mean[ok] - t.first_loss[ok])
-            first_gain[ok] = expected_improvement(first, np.hypot(trust[0] * t.first_spread[ok], calibrated[0]),
+            ok = ~t.failed & ~np.isnan(at_mean)
+            entry_gain = np.zeros(t.n)
+            entry = at_loss[ok] + shift[k] + trust[k] * (at_mean[ok] - at_loss[ok])
+            entry_gain[ok] = expected_improvement(entry, np.hypot(trust[k] * at_spread[ok], calibrated[k]),
                                                   incumbent)
-            new_gain = float(first_gain[population].mean())
+            new_gain = float(entry_gain[population].mean())
         return _Predictions(mean=mean, std=std, gain=gain, incumbent=incumbent, new_gain=new_gain)
 
     def _first_step_spread(self) -> float:
         """How far configs differ at the first step (robust std of its losses): the scale of
         the calibration's prior."""
-        first = self.table.first_loss
+        first = self.table.at_loss[:, 0]
         first = first[np.isfinite(first)]
         if len(first) < 2:
             return 1.0 if not len(first) else max(abs(float(first[0])), 1e-6)
@@ -258,10 +307,59 @@ class FreezeThaw(Searcher):
         rows = np.flatnonzero(paused)
         return int(rows[np.lexsort((mean[rows], -t.step[rows]))[0]])
 
+    def entry_step(self) -> int:
+        """The first step from which every step up to max_budget ranks configs as max_budget
+        does (`step_trust`): where new configs start, and below which a paused lineage's
+        extrapolation is not acted on."""
+        trusted = self.step_trust()
+        untrusted = np.flatnonzero(~trusted)
+        return int(untrusted[-1] + 1) if untrusted.size else 0
+
+    def step_trust(self) -> np.ndarray:
+        """Per step, whether its values rank configs as their values at max_budget do:
+        `hpo.search.rung_agreement`'s Spearman's rho, over the lineages at max_budget,
+        between their (own, or their nearest neighbours') ranks at the step and their final
+        losses, at least RHO_MIN (BOHB's threshold). Judged once MIN_TOP_RESULTS lineages
+        at max_budget have their own value at the step; the probes, which ran there whatever their early values, are
+        what lets a step that ranks the wrong way round show it: the lineages continued by
+        expected improvement were the step's best, and agree with one another by selection."""
+        if self._trusted is None or self._trusted[0] != self._version:
+            self._trusted = (self._version, self._judge_steps())
+        return self._trusted[1]
+
+    def _judge_steps(self) -> np.ndarray:
+        t, last = self.table, len(self.steps) - 1
+        trusted = np.ones(len(self.steps), dtype=bool)
+        top = np.flatnonzero(~t.failed & (t.step == last))
+        for k in range(last):
+            # Only the lineages at max_budget with their own value at the step judge it (with
+            # curves, all of them): told finals only, a probe's rank there would be its
+            # neighbours', and with a few lineages at the step that is noise, which, once it
+            # moved the entry step up, nothing would come to correct.
+            judges = top[~np.isnan(t.at_loss[top, k])][-MAX_UPPER:]
+            rows = np.flatnonzero(~np.isnan(t.at_loss[:, k]))[-MAX_LOWER:]
+            if len(judges) < MIN_TOP_RESULTS:
+                continue
+            # Recomputed when the top has a new lineage, and when the step's have grown by a
+            # sixteenth (as BOHB's, `MultiFidelityTPESampler._reliability`).
+            n = len(rows)
+            key = (k, n - n % max(1, n // 16), len(judges))
+            if key not in self._agreements:
+                self._agreements = {a: rho for a, rho in self._agreements.items() if a[0] != k}
+                lower = (np.array([self.lineages[i].features for i in rows]), t.at_loss[rows, k])
+                upper = (np.array([self.lineages[i].features for i in judges]), t.last[judges])
+                self._agreements[key] = agreement(lower, upper)
+            rho = self._agreements[key]
+            self.step_agreement[self.steps[k]] = rho
+            trusted[k] = rho >= RHO_MIN
+        return trusted
+
     def _best_continuation(self) -> int | None:
-        """The paused lineage with the largest EI per epoch left, if that beats a new config's."""
+        """The paused lineage with the largest EI per epoch left, if that beats a new config's.
+        Lineages paused below the entry step are left where they are: their extrapolations
+        start from values that rank configs the wrong way."""
         predicted, t = self.predictions(), self.table
-        paused = ~t.running & ~t.failed & (t.step >= 0) & (t.step < len(self.steps) - 1)
+        paused = ~t.running & ~t.failed & (t.step >= self.entry_step()) & (t.step < len(self.steps) - 1)
         if not paused.any():
             return None
         left = self.max_budget - np.asarray(self.steps)[np.maximum(t.step, 0)]
@@ -276,6 +374,13 @@ class FreezeThaw(Searcher):
         mean = self.predictions().mean
         told = ~np.isnan(mean)
         if told.sum() >= self.n_startup:
+            # The model learns from lineages at trusted steps only (and failures), as BOHB's
+            # leaves out configs whose deepest budget misleads.
+            t = self.table
+            trusted = told & ((t.step >= self.entry_step()) | t.failed)
+            if trusted.sum() < MIN_MODEL_ROWS:
+                return self.sampler.fresh(self.rng, pending)
+            told = trusted
             priors = self.sampler.priors
             if priors.enabled and self.rng.random() < priors.share * self.n_startup / told.sum():
                 return self.sampler.fresh(self.rng, pending)
@@ -332,13 +437,21 @@ class FreezeThaw(Searcher):
                 lineage.losses.append(sign * float(value))
         lineage.budgets.append(job.budget)
         lineage.losses.append(loss)
-        t.step[index] = self.steps.index(job.budget)
+        before, t.step[index] = t.step[index], self.steps.index(job.budget)
         if t.step[index] > 0:
             self._calibrate(lineage, int(t.step[index]))
         predicted = extrapolate(lineage.budgets, lineage.losses, self.max_budget)
         t.last[index], t.mean[index], t.spread[index] = loss, predicted.mean, predicted.std
-        if np.isnan(t.first_mean[index]):
-            t.first_mean[index], t.first_spread[index], t.first_loss[index] = predicted.mean, predicted.std, loss
+        # Every step the curve passed (a lineage started above the first step passes those
+        # below in its first job): the loss there, and the extrapolation from there.
+        budgets = np.asarray(lineage.budgets)
+        for k in range(before + 1, t.step[index] + 1):
+            at = np.flatnonzero(np.abs(budgets - self.steps[k]) < 1e-9)
+            if at.size:
+                there = predicted if k == t.step[index] else extrapolate(
+                    budgets[:at[-1] + 1], lineage.losses[:at[-1] + 1], self.max_budget)
+                t.at_loss[index, k], t.at_mean[index, k] = lineage.losses[at[-1]], there.mean
+                t.at_spread[index, k] = there.std
 
     def _calibrate(self, lineage: _Lineage, step: int) -> None:
         """A lineage reached `step`: for every step it passed before, what the extrapolation
@@ -361,5 +474,8 @@ class FreezeThaw(Searcher):
     def stats(self) -> dict[str, float]:
         stats = super().stats()
         stats.update({"lineages": float(self.table.n), "continued": float(self.continued),
-                      "lineages_at_max_budget": float((self.table.step == len(self.steps) - 1).sum())})
+                      "lineages_at_max_budget": float((self.table.step == len(self.steps) - 1).sum()),
+                      "entry_step": float(self.steps[self.entry_step()])})
+        for budget, rho in self.step_agreement.items():
+            stats[f"step_agreement/{budget:g}"] = rho
         return stats

@@ -112,7 +112,8 @@ def test_steps_grow_geometrically_in_whole_epochs_to_the_full_budget():
 
 @pytest.mark.parametrize("direction", ["minimize", "maximize"])
 def test_continues_the_fast_improving_trial_rather_than_the_plateaued_one(direction):
-    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, direction=direction, **BUDGETS), direction)
+    searcher = FreezeThaw(SMALL, seed=0, n_startup=2, climbers=0, probes=0, direction=direction, **BUDGETS)
+    driver = Driver(searcher, direction)
     improving, plateaued = driver.ask(), driver.ask()
     # After four epochs the plateaued curve is lower, but the improving one extrapolates far below it.
     driver.tell(improving, power_law(0.2, 2.0, 1.0))            # 2.2, 1.2, 0.87, 0.7 -> 0.23 at 64
@@ -123,7 +124,7 @@ def test_continues_the_fast_improving_trial_rather_than_the_plateaued_one(direct
 
 
 def test_starts_new_configs_once_every_paused_trial_extrapolates_worse_than_the_incumbent():
-    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=3, **BUDGETS))
+    driver = Driver(FreezeThaw(SMALL, seed=0, n_startup=3, probes=0, **BUDGETS))
     good, bad, worse = driver.ask(), driver.ask(), driver.ask()
     driver.tell(good, power_law(0.1, 0.8, 0.8))
     driver.tell(bad, power_law(0.9, 0.1, 1.5))
@@ -219,6 +220,7 @@ def test_registered_under_its_config_name():
     (dict(constraints=["n <= 4"]), "constraints"),
     (dict(growth=1.0), "growth"),
     (dict(climbers=-1), "climbers"),
+    (dict(probes=-1), "probes"),
 ])
 def test_unsupported_options_are_refused_by_name(kwargs, argument):
     with pytest.raises(ValueError, match=argument):
@@ -230,3 +232,61 @@ def test_same_seed_with_curves_is_reproducible():
         searcher = FreezeThaw(SPACE, seed=seed, min_budget=1, max_budget=27)
         return signature(drive(searcher, 60, workers=2))
     assert run(4) == run(4) != run(5)
+
+
+# --- steps whose ranking misleads -------------------------------------------------------------
+
+def reversing(config):
+    """Final loss x (small x wins), but over the first epochs (1 - 2x) * 3.6 / b dominates: at
+    the first step (4 epochs) large x looks best, from 16 epochs on the order is right."""
+    x = config["x"]
+    return lambda b: x + (1 - 2 * x) * 3.6 / b
+
+
+def agreeing(config):
+    x = config["x"]
+    return lambda b: x + 0.5 * (1 + config["y"]) / b
+
+
+def run_on(curve_family, asks=60, **options):
+    searcher = FreezeThaw(SMALL, seed=0, n_startup=6, **BUDGETS, **options)
+    driver, jobs = Driver(searcher), []
+    for _ in range(asks):
+        job = driver.ask()
+        driver.tell(job, curve_family(job.config) if job.continues is None else None)
+        jobs.append(job)
+    return searcher, jobs
+
+
+def test_a_first_step_that_reverses_the_ranking_is_not_trusted_and_new_configs_start_later():
+    searcher, jobs = run_on(reversing)
+    assert searcher.step_agreement[4.0] < 0          # the probes show the first step points the wrong way
+    assert searcher.entry_step() > 0
+    first_judged = next(i for i, j in enumerate(jobs) if j.continues is None and j.budget == 64.0)
+    later_starts = [j.budget for j in jobs[first_judged + 4:] if j.continues is None]
+    assert later_starts and min(later_starts) > 4.0
+    best_job, _ = searcher.best
+    assert best_job.budget == 64.0 and best_job.config["x"] < 0.25      # the side that looked worst early
+
+
+def test_steps_that_rank_as_the_full_budget_does_stay_trusted():
+    searcher, jobs = run_on(agreeing)
+    assert searcher.entry_step() == 0
+    assert all(rho >= 0.6 for rho in searcher.step_agreement.values())
+    assert sum(j.continues is None and j.budget == 64.0 for j in jobs) == searcher.probes
+
+
+def test_probes_run_straight_to_the_full_budget_after_the_startup_configs():
+    searcher, jobs = run_on(agreeing, asks=20, probes=2, climbers=0)
+    starts = [j.budget for j in jobs if j.continues is None]
+    assert starts[:6] == [4.0] * 6 and starts[6:8] == [64.0, 64.0] and starts[8] != 64.0
+
+
+def test_told_finals_only_a_step_is_judged_by_the_lineages_that_ran_there():
+    """A probe told only its final value has no rank of its own at the steps below; the
+    steps are judged by the lineages that climbed through them, so neighbours' ranks (noise
+    with a few configs at a step) do not move new configs up to max_budget for good."""
+    searcher = FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27)
+    log = drive(searcher, 200)          # floats only; y = f(x) + 3 / budget ranks alike at every budget
+    assert searcher.entry_step() == 0
+    assert sum(j.continues is None and j.budget == 1 for j, _ in log[40:]) > 10
