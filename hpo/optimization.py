@@ -96,6 +96,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     names; a trial breaking one is infeasible and ranks after every feasible one. The
     result's `pareto` is the Pareto set of the trials at the largest budget reached.
     """
+    # Imported here, not at the top: `import hpo` imports this module, and every CLI command
+    # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
     from hpo.runner import build_runner
@@ -221,6 +223,7 @@ def _argument_error(exc: ConfigError) -> ConfigError:
 def _check_resumable(folder: Path, experiment) -> None:
     """Refuse to resume a study run with another space, searcher or budgets, saying what to
     do in this API's terms (the CLI's message names its --fresh flag)."""
+    # Imported here for start-up time, as in `optimize`.
     from hpo.config import binding_differences
     from hpo.study import DB_NAME, Study
 

@@ -12,17 +12,28 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
+from hpo.executors import make_executor
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import maybe_logged, named_outputs, objective_names
 from hpo.search import make_searcher
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
-from hpo.study.resume import replay
-from hpo.tensorboard_logs import counts_with_driver_gone, run_name, trial_counts, trial_hparams
+from hpo.study.pareto import current_hypervolume
+from hpo.study.resume import prepare_study, replay
+from hpo.tensorboard_logs import (
+    SearchBoard,
+    counts_with_driver_gone,
+    run_name,
+    trial_counts,
+    trial_hparams,
+    write_hparams_config,
+    write_run_scalars,
+)
 from hpo.training.model_measures import MEASURES, merged, wanted
 from hpo.trial import Job, TrialResult, TrialState, config_text
 
@@ -252,13 +263,11 @@ class Runner:
     def _board_goals(self, job: Job, result: TrialResult, epochs_trained: float) -> None:
         """TensorBoard for several objectives or measures: the trial's measures in its run
         (HParams metrics), and the search's hypervolume."""
-        from hpo.tensorboard_logs import write_run_scalars
         measured = {n: result.metrics[n] for n in self._measures if n in result.metrics}
         if measured and result.ok:
             run = self.study.tensorboard_dir / run_name(self._lineage(job))
             write_run_scalars(run, epochs_for(job.budget), measured)
         if self._goals is not None and self._goals.multi:
-            from hpo.study.pareto import current_hypervolume
             volume = current_hypervolume(self.study.trials(), self._goals)
             if volume is not None:
                 self.board.hypervolume(volume)
@@ -321,9 +330,6 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
     config and search run. `output_names`: the outputs of a model with several, as the
     pre-flight found them (without them, those a per-output loss or metrics names).
     `make_trainer`: what the executor's workers train with (`hpo.executors.make_executor`)."""
-    from hpo.executors import make_executor
-    from hpo.tensorboard_logs import SearchBoard, write_hparams_config
-
     search = experiment.search
     training = experiment.training
     reported = objective_names(training.metrics,
@@ -370,9 +376,6 @@ def searcher_for(experiment: Experiment) -> Searcher:
 def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:
     """Create or resume the study and train it with Keras to its stop condition, holding the
     driver lock (`hpo search` without the console)."""
-    from pathlib import Path
-
-    from hpo.study.resume import prepare_study
     # prepare_study returns the study holding its driver lock.
     study = prepare_study(experiment, Path(study_dir) if study_dir else experiment.study_dir, fresh=fresh)
     try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from hpo.registry import MODEL_MEASURES as MEASURES
+from hpo.search.multiobjective.hypervolume import normalised_hypervolume
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import pareto_mask
 from hpo.study import TrialRow
@@ -71,9 +72,6 @@ def current_hypervolume(trials: Sequence[TrialRow], goals: Goals) -> float | Non
     """The normalised hypervolume (hpo.search.multiobjective.hypervolume) of the feasible results at the largest
     budget reached, each objective scaled between its best and worst feasible value among
     `trials` (None: no feasible result yet)."""
-    from hpo.search.multiobjective.hypervolume import normalised_hypervolume
-    from hpo.trial import TrialResult
-
     points = []
     for t in trials:
         if t.state != TrialState.COMPLETE:

@@ -39,6 +39,7 @@ from hpo.training.epoch_loop import train_epochs
 from hpo.training.fit_engine import FitTrial, build_fit_program, fit_signature, is_fit_signature, output_names
 from hpo.training.fresh_weights import FreshWeights
 from hpo.training.kernel_cache import KernelCacheJanitor
+from hpo.training.model_measures import measure_model
 from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
 from hpo.training.seeding import seed_trial
 from hpo.training.single_trial import SingleTrial, resume_point
@@ -290,7 +291,6 @@ class Trainer:
         config on this trainer's device: they depend on the architecture, not on the weights."""
         if not task.measures:
             return {}
-        from hpo.training.model_measures import measure_model
         model = self.build_model(self.resolve(task.config), task.seed)
         return measure_model(model, task.measures, self.dataset.first(task.latency_batch)[0],
                              task.latency_batch, self.device)

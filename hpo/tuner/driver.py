@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from hpo.console import library_log_file
 from hpo.errors import ConfigError, UserInputError
+from hpo.metric_names import objective_names
+from hpo.runner import build_keras_runner
+from hpo.search import hyperband_brackets, make_searcher
+from hpo.study.resume import prepare_study
 from hpo.tuner.data import LOADER, SearchData
 from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
 
@@ -94,8 +99,6 @@ def iteration_jobs(algorithm: str, min_budget: float, max_budget: float, factor:
                    options: dict[str, Any]) -> int:
     """Jobs in `iterations` whole Hyperband iterations (kt.Hyperband's count); BOHB's first
     iteration holds its climbing bracket."""
-    from hpo.search import hyperband_brackets, make_searcher
-
     per_iteration = sum(r.n_configs for b in hyperband_brackets(min_budget, max_budget, factor) for r in b.rungs)
     first = per_iteration
     if algorithm in ("bohb", "async_bohb"):
@@ -129,9 +132,6 @@ def early_stopping_of(callbacks: Sequence[Any]) -> dict[str, Any] | None:
 
 def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | None = None):
     """Create, resume or move aside the study and run it; returns the runner's summary."""
-    from hpo.console import library_log_file
-    from hpo.runner import build_keras_runner
-    from hpo.study.resume import prepare_study
 
     experiment = prepared.experiment
     try:
@@ -155,8 +155,6 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
 
 
 def check_objective(objective: str, metrics: Sequence[str]) -> None:
-    from hpo.metric_names import objective_names
-
     names = objective_names(tuple(metrics), ())
     if objective not in names:
         raise ValueError(f"objective {objective!r} is not a metric the model logs; expected one of "
