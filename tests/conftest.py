@@ -55,3 +55,17 @@ def digits():
     from hpo.config import DataConfig
     from hpo.data import load_dataset
     return load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Run the long tests first: with xdist, a long test drawn last keeps one worker busy while
+    the others sit idle, and the suite's wall time is that tail. tests/e2e first (each starts
+    processes and trains), then the rest marked slow, then the quick ones, which fill the gaps.
+    The sort is stable, so each group keeps its collection order (every xdist worker must
+    collect the same order)."""
+    def weight(item) -> int:
+        if "tests/e2e/" in item.nodeid:
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+    items.sort(key=weight)

@@ -1,7 +1,7 @@
 """The dask backend on a LocalCluster of two worker processes, loopback only."""
 
 from hpo.study import Study
-from tests.support.cli import SMOKE, hpo
+from tests.support.cli import SMOKE, hpo, hpo_here
 from tests.support.faults import assert_parallel_smoke_run, query
 
 
@@ -69,10 +69,10 @@ def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):
         assert trained[0].metrics["fused_trials"] == 3 and trained[-1].metrics["fused_trials"] == 2
 
 
-def test_a_time_limit_stops_fused_shares_and_a_rerun_resumes_them(tmp_path):
+def test_a_time_limit_stops_fused_shares_and_a_rerun_resumes_them(tmp_path, capsys):
     """The time limit interrupts a fused share mid-training on dask; the driver stops its
     workers and exits, and a rerun resumes the trials from their progress checkpoints, every
-    epoch recorded once."""
+    epoch recorded once. Both drivers run in this process; the Dask worker is a process of its own."""
     study_dir = tmp_path / "study"
     # Epochs of about a third of a second for the group (graph mode: no compile-mode
     # measurement at start-up), so that 40 of them outlast the time limit on any machine
@@ -84,14 +84,15 @@ def test_a_time_limit_stops_fused_shares_and_a_rerun_resumes_them(tmp_path):
                   "--set", "search.max_trials=4", "--set", "training.batch_size=8",
                   "--set", "training.checkpoint_seconds=0", "--set", "training.compile=graph",
                   "--set", "training.fuse=4", "--set", "execution.backend=dask", "--set", "execution.workers=1"]
-    first = hpo("search", SMOKE, "--study-dir", str(study_dir), *long_fused, "--set", "search.time_limit=12")
+    search = ["search", SMOKE, "--study-dir", str(study_dir), *long_fused]
+    first = hpo_here(capsys, *search, "--set", "search.time_limit=12")
     assert first.returncode == 0, first.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     assert [t.state.value for t in trials] == ["interrupted"] * 4, [(t.trial_id, t.state) for t in trials]
     trained_before = {t: n for t, n in query(study_dir, "SELECT trial_id, MAX(epoch) FROM epochs GROUP BY trial_id")}
     assert trained_before and max(trained_before.values()) < epochs
 
-    again = hpo("search", SMOKE, "--study-dir", str(study_dir), *long_fused, "--set", "search.time_limit=null")
+    again = hpo_here(capsys, *search, "--set", "search.time_limit=null")
     assert again.returncode == 0, again.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     assert all(t.state.value == "complete" for t in trials), [(t.trial_id, t.state, t.error) for t in trials]

@@ -7,7 +7,7 @@ when a trial is part-way through its epochs.
 import pytest
 
 from hpo.study import Study
-from tests.support.cli import SMOKE, hpo, start_hpo
+from tests.support.cli import SMOKE, hpo, hpo_here, start_hpo
 from tests.support.faults import kill, query, running_trial_with_epochs, wait_for, worker_processes
 
 # Long enough that a trial struck 3 epochs in has most of its epochs still to go.
@@ -84,7 +84,7 @@ def _finished(study_dir):
 # millisecond epochs): there a killed driver's local and Dask workers exit, and nothing
 # finished is lost. This one goes through the real CLI and the Keras trainer: a trial killed
 # mid-way resumes from its progress checkpoint.
-def test_driver_killed_with_sigkill_mid_trial_resumes_without_losing_a_trial(tmp_path):
+def test_driver_killed_with_sigkill_mid_trial_resumes_without_losing_a_trial(tmp_path, capsys):
     study_dir = tmp_path / "study"
     args = ["search", SMOKE, "--study-dir", str(study_dir), *SLOW_SMOKE]
     driver = start_hpo(*args)
@@ -102,7 +102,7 @@ def test_driver_killed_with_sigkill_mid_trial_resumes_without_losing_a_trial(tmp
     running_at_kill = [row[0] for row in query(study_dir, "SELECT trial_id FROM trials WHERE state='running'")]
     assert (study_dir / "study.lock").exists(), "kill -9 leaves the lock behind: resume must take it over"
 
-    resumed = hpo(*args)
+    resumed = hpo_here(capsys, *args)      # the resume in this process: the kill needed one of its own
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = _finished(study_dir)
     assert all(after.get(trial_id) == row for trial_id, row in before.items()), "a finished trial changed or vanished"
@@ -115,10 +115,10 @@ def test_driver_killed_with_sigkill_mid_trial_resumes_without_losing_a_trial(tmp
 
 # --- trials that fail: out of memory, a full disk --------------------------------------------
 
-def test_out_of_memory_fails_the_trial_and_the_search_goes_on(tmp_path):
+def test_out_of_memory_fails_the_trial_and_the_search_goes_on(tmp_path, capsys):
     # 2**28 units of 64 inputs is a 64 GiB kernel: TensorFlow's allocator refuses it for real.
     study_dir = tmp_path / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "search.algorithm=random",
+    done = hpo_here(capsys, "search", SMOKE, "--study-dir", str(study_dir), "--set", "search.algorithm=random",
                "--set", "search.max_trials=6", "--set", "space.units={type: choice, values: [16, 268435456]}")
     assert done.returncode == 0, done.stderr[-3000:]
     trials = Study.open(study_dir).trials()

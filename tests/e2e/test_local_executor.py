@@ -4,20 +4,21 @@ import signal
 
 from hpo.study import Study
 from tests.support import crashing_builder
-from tests.support.cli import SMOKE, hpo, start_hpo
+from tests.support.cli import SMOKE, hpo_here, start_hpo
 from tests.support.faults import kill, query, wait_for, worker_processes
 
 
-def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
+def test_a_worker_that_dies_fails_only_its_trial(tmp_path, capsys):
     """Also the fit engine on the local backend: its workers train every trial with Keras's
-    `model.fit`, the engine line reaches the driver's log, and the study rows are complete."""
+    `model.fit`, the engine line reaches the driver's log, and the study rows are complete.
+    The driver runs in this process; its workers are processes of their own."""
     study_dir = tmp_path / "study"
     crashing = ("{layers: 1, units: 16, dropout: %s, learning_rate: 0.01, optimizer: adam}"
                 % crashing_builder.CRASHING_DROPOUT)
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
-               "--set", "execution.workers=2", "--set", "model.builder=tests.support.crashing_builder:build",
-               "--set", f"search.initial_configs=[{crashing}]", "--set", "search.max_trials=4",
-               "--set", "execution.max_retries=1", "--set", "training.engine=fit")
+    done = hpo_here(capsys, "search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=local",
+                    "--set", "execution.workers=2", "--set", "model.builder=tests.support.crashing_builder:build",
+                    "--set", f"search.initial_configs=[{crashing}]", "--set", "search.max_trials=4",
+                    "--set", "execution.max_retries=1", "--set", "training.engine=fit")
     assert done.returncode == 0, done.stderr[-3000:]
     study = Study.open(study_dir)
     trials = study.trials()
@@ -36,7 +37,7 @@ def test_a_worker_that_dies_fails_only_its_trial(tmp_path):
     assert "trains with the fit engine: training.engine is fit" in (study_dir / "hpo.log").read_text()
 
 
-def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
+def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path, capsys):
     study_dir = tmp_path / "study"
     # Batches of 8 make each epoch four times longer than the smoke's, so that trials are still
     # running when the first one has finished, without a long search for the resume. (Under
@@ -56,7 +57,7 @@ def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path):
     wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
              what="the workers to exit with the driver")
     # The execution section may change on resume; inline spares starting two more workers.
-    resumed = hpo(*args, "--set", "execution.backend=inline")
+    resumed = hpo_here(capsys, *args, "--set", "execution.backend=inline")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = Study.open(study_dir).trials()
     states = [(t.trial_id, t.state.value) for t in trials]

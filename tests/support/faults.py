@@ -26,7 +26,9 @@ def query(study_dir: Path, sql: str, args=()) -> list[tuple]:
         return []
 
 
-def wait_for(condition, timeout: float = 120, what: str = "a condition", process=None) -> None:
+def wait_for(condition, timeout: float = 300, what: str = "a condition", process=None) -> None:
+    """Poll `condition` until it holds. The timeout only bounds a test that is failing: on a
+    machine loaded by other jobs, a driver's start-up alone has taken over two minutes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
