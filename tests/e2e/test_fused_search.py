@@ -10,7 +10,7 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, 
     unfused search's. (Fused shares on Dask: tests/e2e/test_dask_executor.py and the fused-group
     kill in tests/e2e/test_fault_injection.py.)"""
     from hpo.study import Study
-    from tests.support.cli import SMOKE, hpo, hpo_here
+    from tests.support.cli import SMOKE, hpo_here
 
     fixed_architecture = ["--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}, "
                                    "dropout: {type: float, low: 0.0, high: 0.3}}",
@@ -24,9 +24,8 @@ def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, 
     local = ["--set", "execution.backend=local", "--set", "execution.workers=2", "--set", "execution.recycle_after=3"]
     for fuse, extra in ((1, []), (4, []), ("auto", []), ("local", local)):
         study_dir = tmp_path / f"fuse{fuse}"
-        # The inline searches run in this process; the local one starts its own workers.
-        run = hpo if extra else lambda *args: hpo_here(capsys, *args)
-        done = run("search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
+        # Every driver runs in this process; the local one starts its own worker processes.
+        done = hpo_here(capsys, "search", SMOKE, "--study-dir", str(study_dir), *fixed_architecture, *extra,
                    "--set", f"training.fuse={4 if fuse == 'local' else fuse}")
         assert done.returncode == 0, done.stderr[-3000:]
         runs[fuse] = Study.open(study_dir)
