@@ -170,12 +170,6 @@ class FusedProgram:
         self.weights = [trainable[id(v)][0] for v in template.trainable_variables]
         self.trial_axes = [trainable[id(v)][1] for v in template.trainable_variables]
         self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes, single_pass)
-        # The forward pass and the update are plain Python over fixed lists of layers and
-        # variables: nothing for AutoGraph to rewrite, yet it would transpile every method
-        # they call, ~1 s of AST work on a process's first fused trace (0.25 s unfused).
-        # Only the step loop in `_train_steps` needs converting.
-        self._forward = tf.autograph.experimental.do_not_convert(self.forward)
-        self._update = tf.autograph.experimental.do_not_convert(self.optimizer.apply)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train
@@ -183,10 +177,15 @@ class FusedProgram:
         self._reader: BulkRead | None = None
         self.reset(values, params)
         signature = [tf.TensorSpec([None, None], tf.int32)]
+        # The forward pass and the update are plain Python over fixed lists of layers and
+        # variables, and the step loop is an explicit tf.while_loop: nothing for AutoGraph to
+        # rewrite, yet it would transpile every method called, ~1 s of AST work on a process's
+        # first fused trace. So both functions are traced with AutoGraph off.
         steps = self._train_steps
         self.train_steps = steps if mode == "eager" else tf.function(steps, input_signature=signature,
-                                                                    jit_compile=(mode == "xla"))
-        self.evaluate = self._evaluate if mode == "eager" else tf.function(self._evaluate, reduce_retracing=True)
+                                                                    jit_compile=(mode == "xla"), autograph=False)
+        self.evaluate = self._evaluate if mode == "eager" else tf.function(self._evaluate, reduce_retracing=True,
+                                                                           autograph=False)
 
     def _stack(self, variable, axis: int, source_index: int):
         self._sources.append((variable, axis, source_index))
@@ -298,28 +297,29 @@ class FusedProgram:
         import tensorflow as tf
 
         self.traces[0] += 1
-        total_loss = tf.zeros([self.k])
-        correct = tf.zeros([self.k], tf.int64)
-        for i in tf.range(tf.shape(batch_indices)[0]):
+        def step(i, total_loss, correct):
             idx = batch_indices[i]
             xb = tf.gather(self._x_train, idx)
             yb = tf.broadcast_to(tf.gather(self._y_train, idx)[None], [self.k, tf.shape(idx)[0]])
             with tf.GradientTape() as tape:
-                logits = self._forward(xb, training=True)
+                logits = self.forward(xb, training=True)
                 per_trial = tf.reduce_mean(self._loss(yb, logits), axis=1)     # [K]
                 loss = tf.reduce_sum(per_trial)
             grads = tape.gradient(loss, self.weights)
             with tf.name_scope(UPDATE_SCOPE):
-                self._update(grads, self.weights)
-            total_loss += per_trial
-            correct += tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), yb), tf.int64),
-                                     axis=1)
+                self.optimizer.apply(grads, self.weights)
+            hits = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), yb), tf.int64)
+            return i + 1, total_loss + per_trial, correct + tf.reduce_sum(hits, axis=1)
+
+        steps = tf.shape(batch_indices)[0]
+        _, total_loss, correct = tf.while_loop(lambda i, *_: i < steps, step,
+                                               (tf.constant(0), tf.zeros([self.k]), tf.zeros([self.k], tf.int64)))
         return total_loss, correct
 
     def _evaluate(self, x, y):
         """Shared validation data -> (per-trial loss sums [K], correct [K])."""
         import tensorflow as tf
-        logits = self._forward(x, training=False)
+        logits = self.forward(x, training=False)
         labels = tf.broadcast_to(y[None], [self.k, tf.shape(y)[0]])
         losses = tf.reduce_sum(self._loss(labels, logits), axis=1)
         correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.int64),

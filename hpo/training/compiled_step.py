@@ -4,6 +4,13 @@ The training data lives on the trial's device as tensors; each call gathers `ste
 batches by index inside one `tf.function`, so Python dispatch is paid once per call
 instead of once per step (32 steps per call gained 20-60% over model.fit in our
 measurements). Batch shapes are always whole, so the traced graph never changes shape.
+
+Both functions are traced with AutoGraph off, as Keras's own `fit` traces its steps
+(`do_not_convert`): the step loop is an explicit `tf.while_loop`, and the rest is plain
+Python over fixed lists of layers and metrics. AutoGraph would transpile the step and every
+method it calls again at each architecture's trace, about 0.4 s of AST work of the ~1 s a
+new architecture's first call costs on a 2-core CPU (cProfile of `hpo search
+experiments/smoke.yaml`).
 """
 
 from __future__ import annotations
@@ -32,10 +39,9 @@ def make_train_steps(model, optimizer, x_train, y_train, mode: str,
     def train_steps(call):
         if on_trace is not None:
             on_trace[0] += 1
-        total_loss = tf.constant(0.0)
-        sums = measures.start_sums()
         steps = tf.shape(call[0] if streamed else call)[0]
-        for i in tf.range(steps):
+
+        def step(i, total_loss, sums):
             if streamed:
                 xb, yb = call[0][i], call[1][i]
             else:
@@ -48,8 +54,10 @@ def make_train_steps(model, optimizer, x_train, y_train, mode: str,
             grads = tape.gradient(loss, variables)
             with tf.name_scope(UPDATE_SCOPE):      # so a profile can tell the update's ops apart
                 optimizer.apply_gradients(zip(grads, variables))
-            total_loss += tf.cast(loss, tf.float32)
-            sums = measures.accumulate(sums, yb, outputs)
+            return i + 1, total_loss + tf.cast(loss, tf.float32), measures.accumulate(sums, yb, outputs)
+
+        _, total_loss, sums = tf.while_loop(lambda i, *_: i < steps, step,
+                                            (tf.constant(0), tf.constant(0.0), measures.start_sums()))
         measures.commit_sums(sums)
         return (total_loss,)
 
@@ -65,10 +73,10 @@ def make_evaluate(model, mode: str, measures: LossAndMetrics) -> Callable:
         measures.update(measures.val_metrics, y, outputs)
         return measures.summed_loss(y, outputs)
 
-    return evaluate if mode == "eager" else tf.function(evaluate, reduce_retracing=True)
+    return evaluate if mode == "eager" else tf.function(evaluate, reduce_retracing=True, autograph=False)
 
 
 def _compile(fn: Callable, mode: str, signature) -> Callable:
     if mode == "eager":
         return fn
-    return tf.function(fn, input_signature=[signature], jit_compile=(mode == "xla"))
+    return tf.function(fn, input_signature=[signature], jit_compile=(mode == "xla"), autograph=False)
