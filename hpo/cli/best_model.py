@@ -30,15 +30,6 @@ class ExportedModel:
 
 def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | None = None) -> ExportedModel:
     """The best trial's model (or trial `trial_id`'s, e.g. a Pareto front member) saved to `path`."""
-    from hpo.config import experiment_from_dict
-    from hpo.data import load_dataset
-    from hpo.models import get_builder
-    from hpo.training.checkpoint import load_checkpoint
-    from hpo.training.fit_engine import output_names, several_outputs_compile
-    from hpo.training.loss_metrics import keras_loss, keras_metric
-    from hpo.training.optimizers import TunableOptimizer
-    from hpo.training.seeding import seed_trial
-
     study = Study.open(study_dir, read_only=True)
     try:
         stored = study.experiment()
@@ -53,6 +44,17 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     path = Path(path)
     if path.suffix != ".keras":
         raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")
+    # Imported once the refusals above have had their say: these bring TensorFlow, seconds of
+    # start-up that a refused export need not pay.
+    from hpo.config import experiment_from_dict
+    from hpo.data import load_dataset
+    from hpo.models import get_builder
+    from hpo.training.checkpoint import load_checkpoint
+    from hpo.training.fit_engine import output_names, several_outputs_compile
+    from hpo.training.loss_metrics import keras_loss, keras_metric
+    from hpo.training.optimizers import TunableOptimizer
+    from hpo.training.seeding import seed_trial
+
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
     # The same loader and seed give the same split the search used; its test part was never seen.
     dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)

@@ -83,3 +83,15 @@ def test_a_dask_scheduler_that_is_not_there_is_exit_2_before_any_study_folder(tm
     assert done.returncode == 2, out[-2000:]
     assert "key 'execution.scheduler'" in out and f"could not join the Dask scheduler at {address}" in out, out
     assert not study_dir.exists()
+
+
+def test_corrupted_study_database_is_refused_and_left_untouched(tmp_path, capsys):
+    study = tmp_path / "study"
+    study.mkdir()
+    garbage = b"this is not SQLite" * 100
+    (study / "study.sqlite").write_bytes(garbage)
+    done = hpo_here(capsys, "search", write_experiment(tmp_path, DIGITS), "--study-dir", study)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in output
+    assert "study.sqlite" in output and "not a readable study database" in output
+    assert (study / "study.sqlite").read_bytes() == garbage

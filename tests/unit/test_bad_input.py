@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.bad_inputs import CASES, CONFIG, assert_refused, params, prepare
 from tests.support.cli import hpo_here, write_experiment
-from tests.support.experiments import DIGITS, DIGITS_200
+from tests.support.experiments import DIGITS_200
 
 
 @pytest.mark.parametrize("bad", params(CONFIG))
@@ -25,18 +25,6 @@ def test_missing_experiment_file(tmp_path, capsys):
     done = hpo_here(capsys, "search", tmp_path / "nope.yaml")
     output = done.stdout + done.stderr
     assert done.returncode == 2 and "nope.yaml" in output and "not found" in output and "Traceback" not in output
-
-
-def test_corrupted_study_database_is_refused_and_left_untouched(tmp_path, capsys):
-    study = tmp_path / "study"
-    study.mkdir()
-    garbage = b"this is not SQLite" * 100
-    (study / "study.sqlite").write_bytes(garbage)
-    done = hpo_here(capsys, "search", write_experiment(tmp_path, DIGITS), "--study-dir", study)
-    output = done.stdout + done.stderr
-    assert done.returncode == 2 and "Traceback" not in output
-    assert "study.sqlite" in output and "not a readable study database" in output
-    assert (study / "study.sqlite").read_bytes() == garbage
 
 
 def test_study_dir_dot_is_refused(tmp_path, capsys, monkeypatch):

@@ -1,22 +1,18 @@
 """The one-driver lock is an OS lock held for the driver's life, and a refused driver
 changes nothing: it is refused before it creates, moves or rewrites any file."""
 
-import hashlib
 import multiprocessing as mp
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from hpo.cli import main
 from hpo.config import load_experiment
 from hpo.study import lock as study_lock
 from hpo.study.lock import StudyLocked
 from hpo.study.resume import prepare_study
-from hpo.trial import Job, TrialResult
+from tests.support.study_lock_holder import EXPERIMENT, hold_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 200
@@ -63,7 +59,7 @@ def test_exactly_one_of_eight_simultaneous_drivers_holds_the_lock_in_each_of_200
 
 
 def test_the_lock_is_released_when_its_holder_is_killed_and_names_the_holder_meanwhile(tmp_path):
-    holder = _hold_lock(tmp_path)
+    holder = hold_lock(tmp_path)
     try:
         with pytest.raises(StudyLocked, match=f"process {holder.pid}"):
             study_lock.acquire(tmp_path)
@@ -86,59 +82,6 @@ def test_a_second_study_object_in_the_driver_shares_its_lock(tmp_path):
     assert study_lock.holder(tmp_path) is None
 
 
-def _hold_lock(folder: Path) -> subprocess.Popen:
-    """Another driver: a process that holds the study's lock until it is killed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from hpo.study.lock import acquire; acquire(sys.argv[1]); "
-         "print('held', flush=True); time.sleep(120)", str(folder)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.stdout.readline().strip() == "held"
-    return proc
-
-
-EXPERIMENT = """\
-name: locked
-data: {dataset: digits, limit: 100}
-space:
-  units: {type: int, low: 8, high: 16}
-search: {algorithm: random, max_trials: 2, max_budget: 1}
-"""
-
-
-def _digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@pytest.mark.parametrize("extra", [["--fresh"], ["--set", "search.max_trials=5"],
-                                   ["--fresh", "--set", "search.max_trials=5"]],
-                         ids=["fresh", "set", "fresh+set"])
-def test_a_refused_second_driver_leaves_every_byte_of_the_study_as_it_was(tmp_path, capsys, extra):
-    path = tmp_path / "exp.yaml"
-    path.write_text(EXPERIMENT)
-    study_dir = tmp_path / "study"
-    experiment = load_experiment(path)
-    study = prepare_study(experiment, study_dir)
-    for trial_id in range(3):
-        job = Job(trial_id, {"units": 8 + trial_id}, 1.0)
-        study.record_ask(job)
-        study.mark_running(trial_id)
-        study.record_result(job, TrialResult(value=0.5, metrics={"val_accuracy": 0.5}), 1.0)
-    (study_dir / "hpo.log").write_text("the first driver's log\n")
-    study.close()
-    holder = _hold_lock(study_dir)
-    try:
-        before = _digests(study_dir)
-        siblings = sorted(p.name for p in tmp_path.iterdir())
-        code = main(["search", str(path), "--study-dir", str(study_dir), *extra])
-        output = "".join(capsys.readouterr())
-        assert code == 2, output
-        assert f"being run by process {holder.pid}" in output and "Traceback" not in output
-        assert _digests(study_dir) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == siblings, "--fresh moved something aside"
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_fresh_moves_the_study_files_aside_and_keeps_the_lock_file_in_place(tmp_path):
