@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from hpo.search import SEARCHERS, FreezeThaw, make_searcher
-from hpo.search.freeze_thaw import step_budgets
+from hpo.search.freeze_thaw import _ConfigModel, step_budgets
+from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
+from hpo.space import SearchSpace
 from hpo.trial import TrialResult
 from tests.support.searcher_harness import SPACE, drive, objective, signature
 
@@ -221,6 +223,7 @@ def test_registered_under_its_config_name():
     (dict(growth=1.0), "growth"),
     (dict(climbers=-1), "climbers"),
     (dict(probes=-1), "probes"),
+    (dict(model="forest"), "model"),
 ])
 def test_unsupported_options_are_refused_by_name(kwargs, argument):
     with pytest.raises(ValueError, match=argument):
@@ -232,6 +235,41 @@ def test_same_seed_with_curves_is_reproducible():
         searcher = FreezeThaw(SPACE, seed=seed, min_budget=1, max_budget=27)
         return signature(drive(searcher, 60, workers=2))
     assert run(4) == run(4) != run(5)
+
+
+def test_both_models_propose_new_configs_reproducibly_and_a_conditional_space_takes_the_tpe():
+    unconditional = {name: spec for name, spec in SPACE.items() if "when" not in spec}
+
+    def run(model, space=unconditional):
+        searcher = FreezeThaw(space, seed=3, min_budget=1, max_budget=27, model=model)
+        return signature(drive(searcher, 60))
+    assert run("gp") == run("gp") != run("tpe")
+    assert run("gp", SPACE) == run("tpe", SPACE)
+
+
+# --- the Gaussian process that proposes new configurations ------------------------------------
+
+def test_the_gaussian_process_proposals_stay_inside_an_unconditional_space():
+    unconditional = {name: spec for name, spec in SPACE.items() if "when" not in spec}
+    searcher = FreezeThaw(unconditional, seed=0, min_budget=1, max_budget=27)
+    for job, _ in drive(searcher, 150):
+        assert searcher.space.contains(job.config), job.config
+
+
+def test_the_configuration_model_expects_most_improvement_near_the_best_lineages():
+    rng = np.random.default_rng(0)
+    vectors = rng.random((40, 2))
+    losses = np.linalg.norm(vectors - 0.8, axis=1)
+    model = _ConfigModel(vectors, losses, dimensions_of(SearchSpace.from_dict(SMALL)), None)
+    near, far = model.expected_improvement(np.array([[0.8, 0.8], [0.1, 0.1]]))
+    assert near > 10 * far
+
+
+def test_new_configs_come_near_the_best_lineage_once_the_model_runs():
+    searcher, jobs = run_on(lambda config: (lambda b: abs(config["x"] - 0.9) + abs(config["y"] - 0.2) + 1 / b),
+                            asks=80)
+    late = [job.config for job in jobs[40:] if job.continues is None]
+    assert late and np.median([abs(c["x"] - 0.9) + abs(c["y"] - 0.2) for c in late]) < 0.3
 
 
 # --- steps whose ranking misleads -------------------------------------------------------------
