@@ -17,7 +17,7 @@ still to spend to get there:
   their first step, so its score is the mean of their EI there (failures counting as no
   improvement) / max_budget. The configuration itself, after `n_startup` Latin-hypercube
   configs, is the one of the largest expected improvement under a Gaussian process over
-  configurations fitted to the lineages' predicted final losses (`_ConfigModel`: rank
+  configurations fitted to the lineages' predicted final losses (`hpo.search.config_gp`: rank
   scores, Matern 5/2 with a lengthscale per dimension), among uniform draws and neighbours
   of the best lineages (SMAC's local search; a step past a bound lands on it, where
   LCBench's best configurations sit). `model="tpe"`, and any conditional space, propose by
@@ -72,11 +72,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
-from scipy.optimize import minimize
-from scipy.special import ndtri
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
+from hpo.search.config_gp import ConfigGP
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
 from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
@@ -163,64 +161,6 @@ class _Table:
         return self._arrays[name][:self.n]
 
 
-class _ConfigModel:
-    """A Gaussian process over configurations (unit-cube vectors) of the lineages' predicted
-    final losses, rank-transformed to normal scores (robust to diverged runs' losses):
-    Matern 5/2 with one lengthscale per dimension (a choice: 0 or 1 apart), fitted by
-    marginal likelihood (refitted as the rows grow by a quarter, warm-started)."""
-
-    NOISE = 0.1
-
-    def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None):
-        self.unordered = np.array([d.kind == "u" for d in dims])
-        self.x = np.where(np.isnan(vectors), 0.5, vectors)
-        n = len(losses)
-        ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
-        self.y = ndtri((ranks + 0.5) / n)
-        if log_scales is None:
-            log_scales = self._fit(np.full(len(dims), math.log(0.3)))
-        self.log_scales = log_scales
-        k = self._kernel(self.x, self.x) + self.NOISE * np.eye(n)
-        self._chol = np.linalg.cholesky(k)
-        self._alpha = cho_solve((self._chol, True), self.y)
-        self.best = float(self.y.min())
-
-    def _kernel(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None) -> np.ndarray:
-        scales = np.exp(self.log_scales if log_scales is None else log_scales)
-        squared = np.zeros((len(a), len(b)))
-        for j, scale in enumerate(scales):      # per dimension: no (m, n, d) array
-            diff = a[:, j, None] - b[None, :, j]
-            squared += ((np.abs(diff) > 1e-9) if self.unordered[j] else diff * diff) / (scale * scale)
-        r = np.sqrt(5.0 * squared)
-        return (1.0 + r + r * r / 3.0) * np.exp(-r)
-
-    def _nll(self, log_scales: np.ndarray) -> float:
-        n = len(self.y)
-        k = self._kernel(self.x, self.x, log_scales) + self.NOISE * np.eye(n)
-        try:
-            chol = np.linalg.cholesky(k)
-        except np.linalg.LinAlgError:
-            return 1e10
-        alpha = cho_solve((chol, True), self.y)
-        # A weak log-normal prior around 0.5 (sd 1.5 in log) keeps a lengthscale off its bounds.
-        prior = 0.5 * ((log_scales - math.log(0.5)) ** 2).sum() / 1.5 ** 2
-        return float(0.5 * self.y @ alpha + np.log(np.diag(chol)).sum() + prior)
-
-    def _fit(self, start: np.ndarray) -> np.ndarray:
-        result = minimize(self._nll, start, method="L-BFGS-B", bounds=[(math.log(0.03), math.log(10.0))] * len(start),
-                          options={"maxiter": 30})
-        return result.x
-
-    def expected_improvement(self, points: np.ndarray) -> np.ndarray:
-        """EI below the best row's normal score, per unit-cube row of `points`."""
-        points = np.where(np.isnan(points), 0.5, points)
-        ks = self._kernel(points, self.x)
-        mean = ks @ self._alpha
-        v = solve_triangular(self._chol, ks.T, lower=True)
-        std = np.sqrt(np.maximum(1.0 + 1e-9 - (v * v).sum(axis=0), 1e-12))
-        return expected_improvement(mean, std, self.best)
-
-
 class FreezeThaw(Searcher):
     """Freeze-thaw search over learning curves (see the module docstring). `growth`: the
     ratio between a lineage's steps (default `eta`). `climbers`: lineages that climb to
@@ -266,7 +206,7 @@ class FreezeThaw(Searcher):
         self.top_n_percent = float(top_n_percent)
         self.min_bandwidth = float(min_bandwidth)
         self.model = model
-        self._gp: tuple[int, _ConfigModel, int] | None = None    # (version, model, rows its scales fit)
+        self._gp: tuple[int, ConfigGP, int] | None = None    # (version, model, rows its scales fit)
         self.dims = dimensions_of(self.space)
         self.calibration = Calibration(self.steps)
         self.lineages: list[_Lineage] = []
@@ -515,7 +455,7 @@ class FreezeThaw(Searcher):
             scales = None
             if self._gp is not None and len(rows) < 1.25 * self._gp[2]:
                 scales = self._gp[1].log_scales
-            model = _ConfigModel(vectors, mean[rows], self.dims, scales)
+            model = ConfigGP(vectors, mean[rows], self.dims, scales)
             fitted = len(rows) if scales is None else self._gp[2]
             self._gp = (self._version, model, fitted)
         model = self._gp[1]

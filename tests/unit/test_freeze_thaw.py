@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from hpo.search import SEARCHERS, FreezeThaw, make_searcher
-from hpo.search.freeze_thaw import _ConfigModel, step_budgets
+from hpo.search.config_gp import ConfigGP
+from hpo.search.freeze_thaw import step_budgets
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
 from hpo.space import SearchSpace
@@ -260,7 +261,7 @@ def test_the_configuration_model_expects_most_improvement_near_the_best_lineages
     rng = np.random.default_rng(0)
     vectors = rng.random((40, 2))
     losses = np.linalg.norm(vectors - 0.8, axis=1)
-    model = _ConfigModel(vectors, losses, dimensions_of(SearchSpace.from_dict(SMALL)), None)
+    model = ConfigGP(vectors, losses, dimensions_of(SearchSpace.from_dict(SMALL)), None)
     near, far = model.expected_improvement(np.array([[0.8, 0.8], [0.1, 0.1]]))
     assert near > 10 * far
 
