@@ -432,17 +432,7 @@ class FreezeThaw(Searcher):
                                                       self.min_bandwidth))
         model = self._model[1]
         candidates = model.sample_good(self.rng, self.num_samples)
-        configs = None
-        if self._conditional:     # score only what is active in each candidate: an inactive value says nothing
-            configs = [self.space.from_unit(row) for row in candidates]
-            candidates = np.array([self.space.to_unit(c) for c in configs])
-        score = model.score(candidates)
-        taken = self.sampler.taken(pending)
-        for index in np.argsort(-score, kind="stable"):
-            config = configs[index] if configs is not None else self.space.from_unit(candidates[index])
-            if config_key(config) not in taken:
-                return config
-        return None
+        return self._best_unseen(candidates, candidates, model.score, pending)
 
     def _gp_config(self, mean: np.ndarray, told: np.ndarray, pending) -> dict[str, Any] | None:
         rows = np.flatnonzero(told & np.isfinite(mean))
@@ -468,14 +458,20 @@ class FreezeThaw(Searcher):
         # A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high)
         # - log(low))) can round past `high`.
         inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
+        return self._best_unseen(candidates, inside, model.expected_improvement, pending)
+
+    def _best_unseen(self, scored: np.ndarray, decoded: np.ndarray, score, pending) -> dict[str, Any] | None:
+        """The config of the highest `score` among the candidates (unit-cube rows: `scored` as
+        the model reads them, `decoded` as they become configs), unseen and not pending. In a
+        conditional space each candidate is scored as its config encodes it: an inactive value
+        says nothing."""
         configs = None
-        if self._conditional:     # score what is active in each candidate
-            configs = [self.space.from_unit(row) for row in inside]
-            candidates = np.array([self.space.to_unit(c) for c in configs])
-        score = model.expected_improvement(candidates)
+        if self._conditional:
+            configs = [self.space.from_unit(row) for row in decoded]
+            scored = np.array([self.space.to_unit(c) for c in configs])
         taken = self.sampler.taken(pending)
-        for index in np.argsort(-score, kind="stable"):
-            config = configs[index] if configs is not None else self.space.from_unit(inside[index])
+        for index in np.argsort(-score(scored), kind="stable"):
+            config = configs[index] if configs is not None else self.space.from_unit(decoded[index])
             if config_key(config) not in taken:
                 return config
         return None
