@@ -1,15 +1,16 @@
 """The dask backend on a LocalCluster of two worker processes, loopback only."""
 
 from hpo.study import Study
-from tests.support.cli import SMOKE, hpo, hpo_here
+from tests.support.cli import SMOKE, hpo_here
 from tests.support.faults import assert_parallel_smoke_run, query
 
 
-def test_smoke_experiment_on_a_local_dask_cluster(tmp_path):
+def test_smoke_experiment_on_a_local_dask_cluster(tmp_path, capsys):
     """Also the fit engine on Dask: the workers train every trial with Keras's `model.fit`, its
-    promotions continue from the checkpoints, and the engine line reaches the driver's log."""
+    promotions continue from the checkpoints, and the engine line reaches the driver's log.
+    The driver runs in this process; the cluster's workers are processes of their own."""
     study_dir = tmp_path / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=dask",
+    done = hpo_here(capsys, "search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=dask",
                "--set", "execution.workers=2", "--set", "training.engine=fit")
     trials = assert_parallel_smoke_run(done, study_dir)
     # The driver's routine empty waits on the event queue are not reported as errors.

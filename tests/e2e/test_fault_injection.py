@@ -4,8 +4,6 @@ Each test runs `hpo search` in a subprocess, watches the study from outside and 
 when a trial is part-way through its epochs.
 """
 
-import pytest
-
 from hpo.study import Study
 from tests.support.cli import SMOKE, hpo, hpo_here, start_hpo
 from tests.support.faults import kill, query, running_trial_with_epochs, wait_for, worker_processes
@@ -18,20 +16,27 @@ LONG_TRIALS = ["--set", "search.algorithm=random", "--set", f"search.min_budget=
                "--set", "training.compile=graph"]            # no compile-mode measurement: faults, not speed
 
 
-# A killed Dask worker is retried the same way: its trials come back lost from the share
-# (test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_group[dask]).
-@pytest.mark.parametrize("backend", ["local"])
-def test_a_worker_killed_mid_trial_is_retried_from_its_checkpoint(tmp_path, backend):
+# A killed Dask worker's trials come back lost and run again the same way: the Dask kill points
+# of tests/e2e/test_random_kill.py, and a fused share restarted from its progress checkpoints in
+# tests/e2e/test_dask_executor.py.
+def test_a_worker_killed_mid_fused_group_loses_and_retries_only_its_group(tmp_path):
+    """Two local workers each fuse two of the four trials. One worker dies mid-group: both of its
+    trials come back lost and run again from the group's progress checkpoints (written after
+    every epoch), training only the epochs not yet checkpointed; the other worker's two trials
+    finish untouched. Every epoch of every trial is recorded once."""
     study_dir = tmp_path / "study"
-    progress_at_kill = kill_a_worker_mid_trial(study_dir, 2, "--set", f"execution.backend={backend}",
-                                               "--set", "execution.workers=2")
+    progress_at_kill = kill_a_worker_mid_trial(
+        study_dir, 2, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
+        "--set", "model.params={layers: 1, units: 16}", "--set", "execution.backend=local",
+        "--set", "execution.workers=2", "--set", "training.fuse=2", "--set", "execution.max_retries=1")
     trials = all_complete_with_every_epoch_once(study_dir)
-    retried = [t for t in trials if t.attempts == 2]
-    assert len(retried) == 1 and sum(t.attempts for t in trials) == 5, [(t.trial_id, t.attempts) for t in trials]
-    # The retry picked up from its own progress checkpoint (written after every epoch), not
-    # from epoch 0: its last attempt trained only the epochs the killed one had not finished.
-    done_before = progress_at_kill.get(retried[0].trial_id, 0)
-    assert retried[0].epochs_trained <= EPOCHS - done_before, (retried[0].epochs_trained, done_before)
+    assert sorted(t.attempts for t in trials) == [1, 1, 2, 2], [(t.trial_id, t.attempts) for t in trials]
+    fused = query(study_dir, "SELECT COUNT(*) FROM epochs WHERE metrics LIKE '%\"fused_trials\": 2%'")
+    assert fused[0][0] >= 2 * 3                      # at least the killed group's first epochs trained fused
+    # The retries trained only the epochs the killed group had not checkpointed.
+    for t in trials:
+        if t.attempts == 2:
+            assert t.epochs_trained <= EPOCHS - progress_at_kill.get(t.trial_id, 0), (t.trial_id, t.epochs_trained)
     status = hpo("status", str(study_dir))
     assert status.returncode == 0
 
@@ -146,21 +151,3 @@ def test_disk_full_while_checkpointing_fails_that_trial_and_keeps_the_study(tmp_
     study.close()
     status = hpo("status", str(study_dir))
     assert status.returncode == 0 and "No space left" in status.stdout
-
-
-@pytest.mark.parametrize("backend", ["local", "dask"])
-def test_a_worker_killed_mid_fused_group_loses_and_retries_every_trial_of_the_group(tmp_path, backend):
-    """A worker fusing 4 trials dies: all 4 come back lost and run again from the group's
-    progress checkpoints, and each epoch of each trial is recorded once."""
-    study_dir = tmp_path / "study"
-    progress_at_kill = kill_a_worker_mid_trial(
-        study_dir, 1, "--set", "space={learning_rate: {type: float, low: 0.001, high: 0.03, log: true}}",
-        "--set", "model.params={layers: 1, units: 16}", "--set", f"execution.backend={backend}",
-        "--set", "execution.workers=1", "--set", "training.fuse=4", "--set", "execution.max_retries=1")
-    trials = all_complete_with_every_epoch_once(study_dir)
-    assert [t.attempts for t in trials] == [2, 2, 2, 2]
-    fused = query(study_dir, "SELECT COUNT(*) FROM epochs WHERE metrics LIKE '%fused_trials%'")
-    assert fused[0][0] >= 4 * 3                      # at least the first attempt's epochs trained fused
-    # The retries trained only the epochs the killed group had not checkpointed.
-    for t in trials:
-        assert t.epochs_trained <= EPOCHS - progress_at_kill.get(t.trial_id, 0), (t.trial_id, t.epochs_trained)

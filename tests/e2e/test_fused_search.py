@@ -7,8 +7,8 @@ import pytest
 def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, capsys):
     """The runner hands the inline executor (or each local worker) several jobs; those sharing
     an architecture, batch size and epochs train fused, and every trial's results equal an
-    unfused search's. (Fused shares on Dask: tests/e2e/test_dask_executor.py and the fused-group
-    kill in tests/e2e/test_fault_injection.py.)"""
+    unfused search's. (Fused shares on Dask: tests/e2e/test_dask_executor.py; a local worker killed mid
+    fused group: tests/e2e/test_fault_injection.py.)"""
     from hpo.study import Study
     from tests.support.cli import SMOKE, hpo_here
 
