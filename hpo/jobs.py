@@ -44,6 +44,8 @@ class TrainTask:
     data_seed: int = 0
     measures: tuple[str, ...] = ()                # model measures to take after training (hpo.training.model_measures)
     latency_batch: int = 1                        # examples per forward pass for `latency_ms`
+    keep_best_epoch: bool = False                 # keep the best epoch's state too (hpo.training.best_epoch)
+    maximize: bool = False                        # the objective's direction, for the best epoch
 
 
 @dataclass(frozen=True)

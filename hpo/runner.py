@@ -13,7 +13,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from hpo.config import Experiment
 from hpo.errors import ConfigError
@@ -94,7 +94,7 @@ class Runner:
         self.executor = executor
         self.on_progress = on_progress or (lambda progress: None)
         self._jobs: dict[int, Job] = {}
-        self._last_epoch: dict[int, dict[str, float]] = {}
+        self._scored_epoch: dict[int, dict[str, float]] = {}    # trial -> the epoch that scores it
         self._curves: dict[int, dict[int, float]] = {}     # trial -> epoch -> objective, for `reads_curves`
         self._consecutive_failures = 0
         self._last_error: str | None = None
@@ -183,7 +183,9 @@ class Runner:
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
                          hparams=hparams, objective=self._logged_objective, budget=job.budget,
                          data_seed=self.experiment.seed, measures=self._measures,
-                         latency_batch=self.experiment.training.latency_batch)
+                         latency_batch=self.experiment.training.latency_batch,
+                         keep_best_epoch=self.experiment.training.keep_best_epoch,
+                         maximize=self.experiment.search.direction == "maximize")
         self._jobs[job.trial_id] = job
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
@@ -204,12 +206,27 @@ class Runner:
     def _on_epoch(self, event: EpochDone) -> None:
         report = event.report
         self.study.record_epoch(report.trial_id, report.epoch, report.metrics)
-        self._last_epoch[report.trial_id] = dict(report.metrics)
+        if self._scores(report.trial_id, report.metrics):
+            self._scored_epoch[report.trial_id] = dict(report.metrics)
         if self.searcher.reads_curves:
             # An attempt resumed from its own checkpoint resends its earlier epochs: keyed by
             # epoch, they overwrite. An epoch without the objective keeps its place as NaN.
             value = report.metrics.get(self.experiment.search.objective, math.nan)
             self._curves.setdefault(report.trial_id, {})[report.epoch] = float(value)
+
+    def _scores(self, trial_id: int, metrics: Mapping[str, float]) -> bool:
+        """Whether an epoch's metrics stand for its trial: every epoch replaces the one before,
+        but under `training.keep_best_epoch` only one whose objective beats it."""
+        held = self._scored_epoch.get(trial_id)
+        if held is None or not self.experiment.training.keep_best_epoch:
+            return True
+        objective = self.experiment.search.objective
+        value, best = metrics.get(objective, math.nan), held.get(objective, math.nan)
+        if not math.isfinite(value):
+            return False
+        if not math.isfinite(best):
+            return True
+        return value > best if self.experiment.search.direction == "maximize" else value < best
 
     def _on_done(self, event: TrialDone) -> bool:
         """Record a finished trial; False when it was queued for another attempt instead."""
@@ -217,7 +234,7 @@ class Runner:
         self._engine_lines.say(event)
         if event.lost and self._retry(job, event):
             return False
-        metrics = merged(self._last_epoch.pop(event.trial_id, {}), event.measures)
+        metrics = merged(self._scored_epoch.pop(event.trial_id, {}), event.measures)
         by_epoch = self._curves.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         missing = [n for n in self._goal_names if n not in metrics]
@@ -282,7 +299,7 @@ class Runner:
         reason = f"attempt {attempts} lost: {event.error}; retrying"
         log.warning("trial %d: %s", job.trial_id, reason)
         self.study.mark_retrying(job.trial_id, reason)
-        self._last_epoch.pop(job.trial_id, None)
+        self._scored_epoch.pop(job.trial_id, None)
         self._queue.insert(0, job)
         return True
 

@@ -15,6 +15,7 @@ from typing import Mapping
 
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
+from hpo.training.best_epoch import model_checkpoint
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     try:
         stored = study.experiment()
         best = study.best(stored["search"]["direction"]) if trial_id is None else study.trial(trial_id)
-        checkpoint = study.checkpoint_dir / f"trial_{best.trial_id:04d}.npz" if best else None
+        checkpoint = model_checkpoint(study.checkpoint_dir / f"trial_{best.trial_id:04d}.npz") if best else None
     finally:
         study.close()
     if best is None:

@@ -41,7 +41,8 @@ def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -
 _ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
                ("training", "metrics"): list(metric_names.DEFAULT_METRICS),
                ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None,
-               ("training", "latency_batch"): 1, ("search", "objectives"): [], ("search", "constraints"): []}
+               ("training", "latency_batch"): 1, ("training", "keep_best_epoch"): False,
+               ("search", "objectives"): [], ("search", "constraints"): []}
 
 
 # How `hpo.optimize` studies recorded having no dataset before `data` could be left out.

@@ -91,6 +91,9 @@ class TrainingConfig:
     callbacks: tuple[str, ...] = ()   # 'package.module:function' references, each returning a Keras callback
     early_stopping: EarlyStoppingConfig | None = None
     latency_batch: int = 1            # batch size of the forward pass `latency_ms` times
+    # A trial is scored by its best epoch (not its last) and that epoch's weights are its model:
+    # Keras Tuner's rule. Promotions still continue from the last epoch's state.
+    keep_best_epoch: bool = False
 
     @property
     def class_labels(self) -> bool:

@@ -237,7 +237,12 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
         callbacks=_callbacks(t),
         early_stopping=_early_stopping(raw.get("training")),
         latency_batch=t.get("latency_batch", "int", minimum=1),
+        keep_best_epoch=t.get("keep_best_epoch", "bool"),
     )
+    if training.keep_best_epoch and len(objectives) > 1:
+        raise ConfigError("keep_best_epoch scores a trial by the epoch where its one objective was best; with "
+                          f"{len(objectives)} objectives no epoch is best on all of them",
+                          key="training.keep_best_epoch")
     if training.early_stopping is not None:
         _check_monitor(training)
     _check_space_values(space)

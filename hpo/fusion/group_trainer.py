@@ -36,6 +36,7 @@ from hpo.fusion.group_size import (
 from hpo.fusion.program import FusedProgram, fusable, unfusable_measures
 from hpo.fusion.spare_slots import CallTimes, best_spare_program
 from hpo.jobs import EpochDone, Event, TrainTask, TrialDone
+from hpo.training.best_epoch import best_epoch_path
 from hpo.training.call_timing import first_call_seconds, steady_seconds
 from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.epoch_loop import train_epochs
@@ -171,6 +172,9 @@ class FusedGroup:
     def save(self, epoch: int, durable: bool, reports) -> None:
         _save_all(self.program, self.scratch, self.tasks, epoch, durable, reports)
 
+    def save_best(self, trials, epoch: int) -> None:
+        _save_all(self.program, self.scratch, self.tasks, epoch, trials=trials, best=True)
+
 
 def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[list]:
     """Train `tasks` (one group key) as one fused program; any failure is `FusedGroupFailed`."""
@@ -192,20 +196,24 @@ def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[l
 
 
 def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch: int,
-              durable: bool = True, reports: Sequence[list] | None = None) -> None:
-    """Every trial's checkpoint, in the unfused layout, from one host copy of the state."""
+              durable: bool = True, reports: Sequence[list] | None = None,
+              trials: Sequence[int] | None = None, best: bool = False) -> None:
+    """Every trial's checkpoint (or `trials`' only), in the unfused layout, from one host copy
+    of the state; `best`: to their best-epoch files instead (`hpo.training.best_epoch`)."""
     trial_arrays = program.checkpoint_arrays(*scratch)
-    contents = [trial_arrays(i) for i in range(len(tasks))]
+    which = list(range(len(tasks))) if trials is None else list(trials)
+    contents = {i: trial_arrays(i) for i in which}
 
     def write(i: int) -> None:
-        save_arrays(tasks[i].checkpoint_out, *contents[i], epoch, durable, reports[i] if reports else ())
+        path = best_epoch_path(tasks[i].checkpoint_out) if best else tasks[i].checkpoint_out
+        save_arrays(path, *contents[i], epoch, durable, reports[i] if reports else ())
 
     # Writes and fsyncs release the GIL, so a few threads overlap them.
-    if len(tasks) == 1:
-        write(0)
+    if len(which) == 1:
+        write(which[0])
         return
-    with ThreadPoolExecutor(max_workers=min(4, len(tasks))) as pool:
-        list(pool.map(write, range(len(tasks))))
+    with ThreadPoolExecutor(max_workers=min(4, len(which))) as pool:
+        list(pool.map(write, which))
 
 
 def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots: bool = True):

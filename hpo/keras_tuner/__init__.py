@@ -79,7 +79,7 @@ class _KerasTunerFace(_Tuner):
         seed = 0 if seed is None else int(seed)
         _Tuner.__init__(self, hypermodel, None, objective=name, direction=direction, seed=seed,
                         directory=directory or ".", project_name=project_name or "untitled_project",
-                        overwrite=overwrite, **settings)
+                        overwrite=overwrite, keep_best_epoch=True, **settings)
 
 
 class Hyperband(_KerasTunerFace):

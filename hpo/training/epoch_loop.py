@@ -20,6 +20,7 @@ import numpy as np
 from hpo.errors import TrialFailed
 from hpo.jobs import EpochReport, TrainTask
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.training.best_epoch import BestEpochs
 from hpo.training.checkpoint import progress_due, stored_reports
 from hpo.training.training_data import WholeStream, leading
 
@@ -60,6 +61,9 @@ class TrialGroup(Protocol):
     def save(self, epoch: int, durable: bool, reports: Sequence[list] | None) -> None:
         """Every trial's checkpoint at `epoch`, with the reports a resumed attempt would replay."""
 
+    def save_best(self, trials: Sequence[int], epoch: int) -> None:
+        """Trials `trials`' state at `epoch`, their best so far (`hpo.training.best_epoch`)."""
+
 
 def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays: Sequence[bool],
                  job_started: float) -> Iterator[list[EpochReport]]:
@@ -88,6 +92,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                     for t, trial_reports in zip(tasks, reports) for epoch, stored in trial_reports]
         if replayed:
             yield replayed
+        best = BestEpochs(tasks, reports)
         metrics: list[dict[str, float]] = []
         last_saved = time.monotonic()
         if control is not None:
@@ -127,6 +132,9 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                     write_scalars(writer, epoch, {n: v for n, v in trial_metrics.items() if math.isfinite(v)})
             for trial_reports, trial_metrics in zip(reports, metrics):
                 trial_reports.append((epoch, trial_metrics))
+            improved = best.improved(metrics) if best.active else []
+            if improved:
+                group.save_best(improved, epoch)
             if progress_due(trainer.training.checkpoint_every, trainer.training.checkpoint_seconds,
                             epoch, end, last_saved):
                 group.save(epoch, durable=False, reports=reports)
@@ -138,9 +146,10 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                 log.info("trial %d stopped after epoch %d of %d: %s", tasks[0].trial_id, epoch, end, stop)
                 break
         group.save(end, durable=True, reports=None)
-        for task, writer, trial_metrics in zip(tasks, writers, metrics):
+        for i, (task, writer, trial_metrics) in enumerate(zip(tasks, writers, metrics)):
             if writer is not None:
-                write_scalars(writer, end, {OBJECTIVE_TAG: trial_metrics[task.objective], BUDGET_TAG: float(end)})
+                write_scalars(writer, end, {OBJECTIVE_TAG: best.objective(i, trial_metrics[task.objective]),
+                                            BUDGET_TAG: float(end)})
     finally:
         if control is not None:
             control.end()

@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from hpo.jobs import TrainTask
+from hpo.training.best_epoch import best_epoch_path
 from hpo.training.callbacks import TrialControl
 from hpo.training.checkpoint import checkpoint_epoch, save_arrays
 from hpo.training.program import TrainingProgram
@@ -46,6 +47,9 @@ class SingleTrial:
     def save(self, epoch: int, durable: bool, reports) -> None:
         save_arrays(self.tasks[0].checkpoint_out, *self.program.host_state(), epoch, durable,
                     reports[0] if reports else ())
+
+    def save_best(self, trials, epoch: int) -> None:
+        save_arrays(best_epoch_path(self.tasks[0].checkpoint_out), *self.program.host_state(), epoch)
 
 
 def resume_point(task: TrainTask) -> TrainTask:

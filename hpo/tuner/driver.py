@@ -53,6 +53,7 @@ class SearchSettings:
     scheduler: str | None
     options: dict[str, Any]
     max_consecutive_failed_trials: int = 3
+    keep_best_epoch: bool = False    # a trial scored by its best epoch, whose weights it keeps
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: Searc
         raw["execution"]["scheduler"] = settings.scheduler
     if early_stopping:
         raw["training"]["early_stopping"] = early_stopping
+    if settings.keep_best_epoch:
+        raw["training"]["keep_best_epoch"] = True
     return raw
 
 

@@ -72,7 +72,7 @@ class Tuner:
                  hyperband_iterations: int = 1, seed: int = 0, directory: str | Path = ".",
                  project_name: str = "untitled_project", overwrite: bool = False, workers: int = 1,
                  scheduler: str | None = None, options: Mapping[str, Any] | None = None,
-                 max_consecutive_failed_trials: int = 3):
+                 max_consecutive_failed_trials: int = 3, keep_best_epoch: bool = False):
         from hpo.metric_names import infer_direction
 
         if algorithm not in ALGORITHMS:
@@ -100,6 +100,7 @@ class Tuner:
         self.workers, self.scheduler = workers, scheduler
         self.options = dict(options or {})
         self.max_consecutive_failed_trials = max_consecutive_failed_trials
+        self.keep_best_epoch = bool(keep_best_epoch)
         self.discovered_: Discovered | None = None
         self.summary_ = None
         self._moved_aside = False
@@ -208,7 +209,8 @@ class Tuner:
             max_epochs=None if one_budget else self.max_epochs, min_epochs=self.min_epochs, factor=self.factor,
             max_trials=self.max_trials, hyperband_iterations=self.hyperband_iterations, seed=self.seed,
             folder=self.folder, overwrite=self.overwrite, workers=self.workers, scheduler=self.scheduler,
-            options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials)
+            options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials,
+            keep_best_epoch=self.keep_best_epoch)
         raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
         experiment = experiment_from_dict(raw, source=f"{type(self).__name__}()")
         parallel = self.workers > 1 or self.scheduler is not None
@@ -310,11 +312,12 @@ class Tuner:
         return [t.hyperparameters for t in self.oracle.get_best_trials(num_trials)]
 
     def get_best_models(self, num_models: int = 1) -> list:
-        """The best configurations' models, each with the weights its deepest trial ended with
-        (from the study's checkpoint), compiled as `build_model` compiled it."""
+        """The best configurations' models, each with the weights of its deepest trial's best
+        epoch (from the study's checkpoints), compiled as `build_model` compiled it."""
         return [self.load_model(t) for t in self.oracle.get_best_trials(num_models)]
 
     def load_model(self, trial):
+        from hpo.training.best_epoch import model_checkpoint
         from hpo.training.checkpoint import load_checkpoint
         from hpo.training.optimizers import TunableOptimizer
         from hpo.tuner.trainer import compiled_settings
@@ -327,7 +330,8 @@ class Tuner:
         model = builder(config)
         params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
         tunable = TunableOptimizer(params, model.trainable_variables)
-        load_checkpoint(self.folder / "checkpoints" / f"trial_{int(trial.trial_id):04d}.npz", model, tunable.optimizer)
+        load_checkpoint(model_checkpoint(self.folder / "checkpoints" / f"trial_{int(trial.trial_id):04d}.npz"),
+                        model, tunable.optimizer)
         return model
 
     def _stored_training(self) -> dict[str, Any]:

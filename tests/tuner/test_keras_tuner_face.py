@@ -41,6 +41,19 @@ def test_a_branch_only_parameter_is_searched_and_carried_through_promotions(cnn_
         assert accuracy == pytest.approx(child.score, abs=1e-6)
 
 
+def test_a_trial_is_scored_by_its_best_epoch_as_keras_tuner_scores_it(cnn_search):
+    """get_best_models then loads that epoch's weights (checked against the score below)."""
+    tuner, folder = cnn_search
+    study = Study.open(folder, read_only=True)
+    try:
+        assert study.experiment()["training"]["keep_best_epoch"] is True
+        for trial in tuner.oracle.trials.values():
+            accuracies = [m["val_accuracy"] for _, _, m in study.epochs(int(trial.trial_id))]
+            assert trial.score == max(accuracies)
+    finally:
+        study.close()
+
+
 def test_best_models_and_hyperparameters_come_back_as_keras_tuner_gives_them(cnn_search, digits, capsys):
     tuner, _ = cnn_search
     best_hp = tuner.get_best_hyperparameters(1)[0]
