@@ -111,18 +111,25 @@ def iteration_jobs(algorithm: str, min_budget: float, max_budget: float, factor:
     return first + per_iteration * (max(1, iterations) - 1)
 
 
-def early_stopping_of(callbacks: Sequence[Any]) -> dict[str, Any] | None:
+def early_stopping_of(callbacks: Sequence[Any], best_epoch_of: str | None = None) -> dict[str, Any] | None:
     """kt's callbacks as hpo's: `EarlyStopping` becomes `training.early_stopping`;
     `TensorBoard` is dropped (every trial already has its TensorBoard run in the study);
-    anything else is a ValueError naming it."""
+    anything else is a ValueError naming it. `best_epoch_of`: the objective whose best epoch
+    each trial keeps (`training.keep_best_epoch`), which is what `restore_best_weights` asks
+    for when it monitors that objective."""
     import keras
 
     found = None
     for cb in callbacks or ():
         if isinstance(cb, keras.callbacks.EarlyStopping):
-            if cb.restore_best_weights or cb.baseline is not None or cb.start_from_epoch:
-                raise ValueError("EarlyStopping(restore_best_weights, baseline, start_from_epoch) is not supported "
-                                 "by hpo; monitor, patience and min_delta are")
+            if cb.restore_best_weights and cb.monitor != best_epoch_of:
+                kept = (f"each trial keeps its best epoch of {best_epoch_of!r}, not of {cb.monitor!r}"
+                        if best_epoch_of else "this tuner keeps each trial's last epoch (keep_best_epoch=True "
+                                              "keeps the objective's best)")
+                raise ValueError(f"EarlyStopping(restore_best_weights=True) is not supported here: {kept}")
+            if cb.baseline is not None or cb.start_from_epoch:
+                raise ValueError("EarlyStopping(baseline, start_from_epoch) is not supported by hpo; monitor, "
+                                 "patience, min_delta and restore_best_weights are")
             found = {"monitor": cb.monitor, "patience": int(cb.patience), "min_delta": float(abs(cb.min_delta))}
         elif isinstance(cb, keras.callbacks.TensorBoard):
             log.info("search(callbacks=[TensorBoard]) is not used: each trial's TensorBoard run is in the study's "

@@ -197,7 +197,7 @@ class Tuner:
             settings_of(model, base, loss, metrics)
         except TrialFailed as exc:
             raise ValueError(str(exc)) from None
-        early = driver.early_stopping_of(callbacks)
+        early = driver.early_stopping_of(callbacks, self.objective if self.keep_best_epoch else None)
         one_budget = self.one_budget or self.max_epochs is None
         if one_budget:
             epochs = epochs or 1

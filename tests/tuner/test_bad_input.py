@@ -87,7 +87,14 @@ def test_early_stopping_becomes_the_trainers_and_tensorboard_is_the_studys_own()
     stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2, min_delta=0.01)
     assert early_stopping_of([stop, keras.callbacks.TensorBoard()]) == {"monitor": "val_loss", "patience": 2,
                                                                          "min_delta": 0.01}
-    with pytest.raises(ValueError, match="restore_best_weights"):
-        early_stopping_of([keras.callbacks.EarlyStopping(restore_best_weights=True)])
+    # restore_best_weights is what keeping the objective's best epoch does, and nothing else is.
+    restoring = keras.callbacks.EarlyStopping(monitor="val_accuracy", restore_best_weights=True)
+    assert early_stopping_of([restoring], best_epoch_of="val_accuracy")["monitor"] == "val_accuracy"
+    with pytest.raises(ValueError, match="keeps its best epoch of 'val_loss', not of 'val_accuracy'"):
+        early_stopping_of([restoring], best_epoch_of="val_loss")
+    with pytest.raises(ValueError, match="keeps each trial's last epoch"):
+        early_stopping_of([restoring])
+    with pytest.raises(ValueError, match="baseline"):
+        early_stopping_of([keras.callbacks.EarlyStopping(baseline=0.5)])
     with pytest.raises(ValueError, match="callback CSVLogger is not supported"):
         early_stopping_of([keras.callbacks.CSVLogger("log.csv")])
