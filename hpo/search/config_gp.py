@@ -19,20 +19,24 @@ class ConfigGP:
     """A Gaussian process over configurations (unit-cube vectors) of the lineages' predicted
     final losses, rank-transformed to normal scores (robust to diverged runs' losses):
     Matern 5/2 with one lengthscale per dimension (a choice: 0 or 1 apart), fitted by
-    marginal likelihood (refitted as the rows grow by a quarter, warm-started)."""
+    marginal likelihood (refitted as the rows grow by a quarter, warm-started). `noise`: per
+    row, added to NOISE, in the normal scores' units (how uncertain each row's loss is: a
+    lineage's predicted final loss against one observed there)."""
 
     NOISE = 0.1
 
-    def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None):
+    def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None,
+                 noise: np.ndarray | None = None):
         self.unordered = np.array([d.kind == "u" for d in dims])
         self.x = np.where(np.isnan(vectors), 0.5, vectors)
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
+        self.noise = np.full(n, self.NOISE) if noise is None else self.NOISE + np.asarray(noise, dtype=float)
         if log_scales is None:
             log_scales = self._fit(np.full(len(dims), math.log(0.3)))
         self.log_scales = log_scales
-        k = self._kernel(self.x, self.x) + self.NOISE * np.eye(n)
+        k = self._kernel(self.x, self.x) + np.diag(self.noise)
         self._chol = np.linalg.cholesky(k)
         self._alpha = cho_solve((self._chol, True), self.y)
         self.best = float(self.y.min())
@@ -48,7 +52,7 @@ class ConfigGP:
 
     def _nll(self, log_scales: np.ndarray) -> float:
         n = len(self.y)
-        k = self._kernel(self.x, self.x, log_scales) + self.NOISE * np.eye(n)
+        k = self._kernel(self.x, self.x, log_scales) + np.diag(self.noise)
         try:
             chol = np.linalg.cholesky(k)
         except np.linalg.LinAlgError:

@@ -445,7 +445,12 @@ class FreezeThaw(Searcher):
             scales = None
             if self._gp is not None and len(rows) < 1.25 * self._gp[2]:
                 scales = self._gp[1].log_scales
-            model = ConfigGP(vectors, mean[rows], self.dims, scales)
+            # A lineage's loss at max_budget is predicted with a spread (0 where observed): its
+            # row's noise, in the normal scores' units (the spread over the rows' IQR scale).
+            std = self.predictions().std[rows]
+            low, high = np.percentile(mean[rows], [25, 75])
+            spread = float((high - low) / 1.349) or float(mean[rows].std()) or 1.0
+            model = ConfigGP(vectors, mean[rows], self.dims, scales, noise=(std / spread) ** 2)
             fitted = len(rows) if scales is None else self._gp[2]
             self._gp = (self._version, model, fitted)
         model = self._gp[1]
