@@ -61,7 +61,6 @@ class ConfigGP:
         return out
 
     def _nll(self, log_scales: np.ndarray) -> float:
-        n = len(self.y)
         k = self._kernel(self.x, self.x, log_scales) + np.diag(self.noise)
         try:
             chol = np.linalg.cholesky(k)
