@@ -18,6 +18,16 @@ from typing import Mapping, Sequence
 from hpo.jobs import TrainTask
 
 
+def beats(value: float | None, best: float | None, maximize: bool) -> bool:
+    """Whether an epoch's objective `value` beats the best so far (None or not finite: none
+    yet); a missing or non-finite value beats nothing."""
+    if value is None or not math.isfinite(value):
+        return False
+    if best is None or not math.isfinite(best):
+        return True
+    return value > best if maximize else value < best
+
+
 def best_epoch_path(checkpoint: str | Path) -> Path:
     """Where the best epoch's state of the trial checkpointed at `checkpoint` is kept."""
     checkpoint = Path(checkpoint)
@@ -66,10 +76,7 @@ class BestEpochs:
             return False
         for metrics in epochs:
             value = metrics.get(task.objective)
-            if value is None or not math.isfinite(value):
-                continue
-            best = self.best[i]
-            if best is None or (value > best if task.maximize else value < best):
+            if beats(value, self.best[i], task.maximize):
                 self.best[i], better = float(value), True
         return better
 

@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from hpo.jobs import TrainTask
-from hpo.training.best_epoch import BestEpochs, best_epoch_path, model_checkpoint
+from hpo.training.best_epoch import BestEpochs, beats, best_epoch_path, model_checkpoint
 
 
 def task(trial_id: int, keep: bool = True, maximize: bool = True) -> TrainTask:
@@ -23,6 +23,13 @@ def test_a_model_comes_from_the_best_epoch_file_when_there_is_one(tmp_path):
     assert model_checkpoint(checkpoint) == checkpoint
     best_epoch_path(checkpoint).write_bytes(b"")
     assert model_checkpoint(checkpoint) == best_epoch_path(checkpoint)
+
+
+def test_a_value_beats_the_best_so_far_in_its_direction_and_only_when_finite():
+    assert beats(0.5, None, maximize=True) and beats(0.5, math.nan, maximize=False)
+    assert beats(0.6, 0.5, maximize=True) and not beats(0.6, 0.5, maximize=False)
+    assert not beats(0.5, 0.5, maximize=True)                      # a tie keeps the earlier epoch
+    assert not beats(None, None, maximize=True) and not beats(math.inf, 0.5, maximize=True)
 
 
 def test_each_trial_improves_on_its_own_best_in_its_own_direction():
