@@ -1,32 +1,11 @@
-"""The dask backend on a LocalCluster of two worker processes, loopback only."""
+"""The dask backend on a LocalCluster of worker processes, loopback only (the fit engine on Dask:
+`test_dask_tls.py`)."""
 
 import os
 
 from hpo.study import Study
 from tests.support.cli import SMOKE, hpo_here
-from tests.support.faults import assert_parallel_smoke_run, query
-
-
-def test_smoke_experiment_on_a_local_dask_cluster(tmp_path, capsys):
-    """Also the fit engine on Dask: the workers train every trial with Keras's `model.fit`, its
-    promotions continue from the checkpoints, and the engine line reaches the driver's log.
-    The driver runs in this process; the cluster's workers are processes of their own."""
-    study_dir = tmp_path / "study"
-    done = hpo_here(capsys, "search", SMOKE, "--study-dir", str(study_dir), "--set", "execution.backend=dask",
-               "--set", "execution.workers=2", "--set", "training.engine=fit")
-    trials = assert_parallel_smoke_run(done, study_dir)
-    # The driver's routine empty waits on the event queue are not reported as errors.
-    assert "queue_get" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
-    # Epochs streamed back one by one; checkpoints and TensorBoard runs landed in the study folder.
-    study = Study.open(study_dir, read_only=True)
-    for t in trials:
-        epochs = [m for _, _, m in study.epochs(t.trial_id)]
-        assert len(epochs) == t.epochs_trained
-        assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(epochs[-1])
-        assert t.value == epochs[-1]["val_accuracy"]
-        assert (study_dir / "checkpoints" / f"trial_{t.trial_id:04d}.npz").exists()
-    assert len(list((study_dir / "tensorboard").glob("trial_*"))) >= 4
-    assert "trains with the fit engine: training.engine is fit" in (study_dir / "hpo.log").read_text()
+from tests.support.faults import query
 
 
 def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):

@@ -78,7 +78,26 @@ def _wait_for_worker(address, cert, key, timeout=180):
         client.wait_for_workers(1, timeout=timeout)
 
 
+def _assert_fit_engine_smoke_run(study_dir):
+    """Every trial complete; epochs streamed back one by one; promotions continued from the
+    checkpoints and TensorBoard runs landed in the study folder; the engine line in its log."""
+    study = Study.open(study_dir, read_only=True)
+    trials = study.trials()
+    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials), trials
+    assert any(t.continues is not None for t in trials), "no promotion ran"
+    for t in trials:
+        epochs = [m for _, _, m in study.epochs(t.trial_id)]
+        assert len(epochs) == t.epochs_trained
+        assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(epochs[-1])
+        assert t.value == epochs[-1]["val_accuracy"]
+        assert (study_dir / "checkpoints" / f"trial_{t.trial_id:04d}.npz").exists()
+    assert len(list((study_dir / "tensorboard").glob("trial_*"))) >= 4
+    assert "trains with the fit engine: training.engine is fit" in (study_dir / "hpo.log").read_text()
+
+
 def test_a_study_runs_through_a_tls_only_scheduler_and_worker(tmp_path):
+    """Also the fit engine on Dask: the worker trains every trial with Keras's `model.fit`,
+    its promotions continue from the checkpoints, and the engine line reaches the driver's log."""
     cert, key = _write_certificates(tmp_path)
     tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
     env = {**cli_env(), "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
@@ -105,12 +124,11 @@ def test_a_study_runs_through_a_tls_only_scheduler_and_worker(tmp_path):
                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(cert),
                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(key)}
         study_dir = tmp_path / "study"
+        # The smoke's Hyperband search, trained by Keras's `model.fit` on the Dask worker.
         _run_driver(["search", SMOKE, "--study-dir", str(study_dir),
                      "--set", "execution.backend=dask", "--set", f"execution.scheduler={address}",
-                     "--set", "search.max_trials=2", "--set", "search.max_budget=1",
-                     "--set", "search.algorithm=random", "--set", "training.compile=graph"], driver_env, logs, procs)
-        trials = Study.open(study_dir, read_only=True).trials()
-        assert len(trials) == 2 and all(t.state.value == "complete" for t in trials)
+                     "--set", "training.engine=fit"], driver_env, logs, procs)
+        _assert_fit_engine_smoke_run(study_dir)
         # The driver's waits for events are no errors in the scheduler's log (each used to be a
         # traceback there, twice a second: enough to fill an unread pipe and block the scheduler).
         assert "queue_get" not in logs["scheduler"].read_text(), _tail(logs["scheduler"])
