@@ -2,8 +2,13 @@
 
 Processes, not threads: every worker owns a TensorFlow runtime, its device (slot i gets the
 i-th GPU, or the CPU) and its compiled programs, so the Python GIL and TF's per-process
-state never serialise two trials. Workers are started with `spawn` (TensorFlow is not
-fork-safe). On a CPU-only machine, the cores are divided between workers
+state never serialise two trials. TensorFlow is not fork-safe once its runtime has started,
+so no worker is forked from the driver: on a Linux machine without GPUs, workers are forked
+from multiprocessing's forkserver, a clean process that has imported TensorFlow and nothing
+more (`hpo.executors.worker_preload`), so a worker starts, or replaces a dead one, in a
+fraction of a second; elsewhere they are started with `spawn`, since a GPU worker must choose
+its GPU before TensorFlow's import touches CUDA (`worker_start_context`). On a CPU-only
+machine, the cores are divided between workers
 (intra-op threads = cores // workers): on small models two one-core trials finish sooner
 than one two-core trial, because per-step overhead does not parallelise.
 
@@ -36,6 +41,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing import connection as mp_connection
@@ -66,6 +72,22 @@ def physical_gpu_count() -> int:
         return len(os.listdir("/proc/driver/nvidia/gpus"))
     except OSError:
         return 0
+
+
+def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str = sys.platform):
+    """How worker processes start: forked from a forkserver that imported TensorFlow once
+    (`preload_tensorflow`: the default trainer's workers) on Linux without GPUs; `spawn`
+    where a GPU is present (each worker sees only its own GPU, which must be set before
+    TensorFlow's import initialises CUDA, so nothing can be imported ahead of it) and on other
+    systems. The forkserver is one per driver process, started with the first worker and kept
+    for every executor after it (its preload is fixed then: a driver whose first workers train
+    without TensorFlow forks later ones from a server without it, and they import it themselves)."""
+    if gpu_count or not platform.startswith("linux") or "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    context = mp.get_context("forkserver")
+    if preload_tensorflow:
+        context.set_forkserver_preload(["hpo.executors.worker_preload"])
+    return context
 
 
 def default_workers(devices: list[str], cpu_count: int) -> int:
@@ -103,9 +125,9 @@ class LocalProcessExecutor:
         # The compile modes decided so far (the study's, then the workers' own events): a new
         # worker starts with them, and each decision is passed on to the other workers.
         self._compile_choices = dict(known_compile_choices or {})
-        self._ctx = mp.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
+        self._ctx = worker_start_context(self._gpus, preload_tensorflow=make_trainer is None)
         self._make_trainer = make_trainer
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
@@ -117,9 +139,12 @@ class LocalProcessExecutor:
     def _start(self, slot: int) -> _Worker:
         inbox = self._ctx.Queue()
         events, events_writer = self._ctx.Pipe(duplex=False)
+        # A spawned worker inherits the environment at its start (its GPU's set below); a forked
+        # one is handed the driver's.
+        environ = dict(os.environ) if self._ctx.get_start_method() == "forkserver" else None
         process = self._ctx.Process(target=_worker_main, name=f"hpo-worker-{slot}", daemon=True,
                                     args=(slot, self.experiment, inbox, events_writer, self._threads,
-                                          dict(self._compile_choices), self._make_trainer))
+                                          dict(self._compile_choices), self._make_trainer, environ))
         # The child's environment is copied at start: each worker sees one GPU as its GPU:0.
         gpu = visible_gpu_for(slot, self._gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
         saved = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -285,10 +310,15 @@ class LocalProcessExecutor:
 # --- inside a worker process --------------------------------------------------------------
 
 def _worker_main(slot: int, experiment, inbox, events, threads: int, known_compile_choices,
-                 make_trainer=None) -> None:
+                 make_trainer=None, environ: dict[str, str] | None = None) -> None:
     # Ctrl-C reaches the whole process group; the driver handles it (marks trials interrupted,
     # then stops the workers), so a worker must not die mid-epoch with a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if environ is not None:
+        # A worker forked from the forkserver has the environment the server started with;
+        # the driver's, as it is now, is what a spawned worker would have had.
+        os.environ.clear()
+        os.environ.update(environ)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         if make_trainer is None:

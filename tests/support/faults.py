@@ -11,8 +11,6 @@ from pathlib import Path
 
 import psutil
 
-from hpo.study import Study
-
 
 def query(study_dir: Path, sql: str, args=()) -> list[tuple]:
     """Read the study the way an outside observer would (the driver may be writing)."""
@@ -47,27 +45,20 @@ def running_trial_with_epochs(study_dir: Path, epochs: int) -> int | None:
 
 
 def worker_processes(driver_pid: int) -> list[psutil.Process]:
-    """The driver's Python children that train (multiprocessing's resource tracker excluded)."""
+    """The driver's Python descendants that train: multiprocessing's resource tracker and
+    forkserver excluded (the workers forked from the server share its command line, one level
+    further down)."""
     out = []
     for child in psutil.Process(driver_pid).children(recursive=True):
         try:
             cmdline = " ".join(child.cmdline())
+            server = "forkserver" in cmdline and child.ppid() == driver_pid
         except psutil.Error:
             continue
-        if "python" in cmdline and "resource_tracker" not in cmdline:
+        if "python" in cmdline and "resource_tracker" not in cmdline and not server:
             out.append(child)
     return out
 
 
 def kill(process: psutil.Process | int, sig=signal.SIGKILL) -> None:
     os.kill(process if isinstance(process, int) else process.pid, sig)
-
-
-def assert_parallel_smoke_run(done, study_dir):
-    """The smoke experiment finished all 8 trials, at least two of them at the same time."""
-    assert done.returncode == 0, done.stderr[-3000:]
-    trials = Study.open(study_dir).trials()
-    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
-    spans = sorted((t.started_at, t.finished_at) for t in trials)
-    assert any(c < b for (a, b), (c, d) in zip(spans, spans[1:])), f"no two trials overlapped: {spans}"
-    return trials

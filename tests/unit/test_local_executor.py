@@ -1,6 +1,8 @@
 """How many local workers, and which GPU each sees (the pool itself: tests/e2e/test_local_executor.py)."""
 
-from hpo.executors.local import default_workers, visible_gpu_for
+import multiprocessing.forkserver
+
+from hpo.executors.local import default_workers, visible_gpu_for, worker_start_context
 
 
 def test_one_worker_per_gpu_else_per_core():
@@ -15,3 +17,17 @@ def test_each_worker_sees_one_gpu_through_cuda_visible_devices():
     # A parent already limited to some GPUs hands out exactly those.
     assert [visible_gpu_for(slot, 2, "5,7") for slot in range(3)] == ["5", "7", "5"]
     assert visible_gpu_for(0, 0, None) is None and visible_gpu_for(1, 0, "") is None
+
+
+def test_workers_fork_from_a_tensorflow_server_only_on_linux_without_gpus(monkeypatch):
+    """A GPU worker must set its CUDA_VISIBLE_DEVICES before anything imports TensorFlow, so
+    with a GPU, or off Linux, workers are spawned; on a CPU-only Linux machine they fork from
+    a server that imported TensorFlow once (unless they train without it)."""
+    preloads = []
+    monkeypatch.setattr(multiprocessing.forkserver, "set_forkserver_preload", preloads.append)
+    assert worker_start_context(1, preload_tensorflow=True, platform="linux").get_start_method() == "spawn"
+    assert worker_start_context(0, preload_tensorflow=True, platform="darwin").get_start_method() == "spawn"
+    assert worker_start_context(0, preload_tensorflow=False, platform="linux").get_start_method() == "forkserver"
+    assert preloads == []
+    assert worker_start_context(0, preload_tensorflow=True, platform="linux").get_start_method() == "forkserver"
+    assert preloads == [["hpo.executors.worker_preload"]]
