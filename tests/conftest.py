@@ -17,6 +17,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # not depend on it.
 for _pool in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_pool, "1")
+# Compiled modules are kept (`__pycache__`, ignored by git) even where the environment says
+# not to write them (PYTHONDONTWRITEBYTECODE): the suite starts dozens of CLI and worker
+# processes, each of which would otherwise compile hpo's modules from source again, and pytest
+# keeps its rewritten test modules only when bytecode may be written.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
