@@ -1,7 +1,7 @@
 """BOHB: Hyperband's budgets with a model-based choice of new configs
 (Falkner, Klein and Hutter, ICML 2018). This module holds the paper's KDE model
-(`model="kde"`); the default model (`model="gp"`, `hpo.search.bohb_gp`) is the multi-fidelity
-TPE of `hpo.search.tpe` with its proposals from a Gaussian process (`model="tpe"`: the TPE's own).
+(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`, and
+`model="gp"` (`hpo.search.bohb_gp`) that TPE with its proposals from a Gaussian process.
 
 Observations are kept per budget. New configs are modelled on the largest budget that has
 at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
@@ -113,11 +113,11 @@ class KDESampler(ConfigSampler):
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
-    """BOHB's config model: 'gp' (default, `hpo.search.bohb_gp`), 'tpe' (`hpo.search.tpe`) or
+    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
     'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
-    from hpo.search.multiobjective.objectives import Goals
     from hpo.search.bohb_gp import GPSampler
+    from hpo.search.multiobjective.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
@@ -134,17 +134,17 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
 
 
 class BOHB(Hyperband):
-    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'gp' (default: the
-    TPE's schedule and budget guards, new configs by expected improvement under a Gaussian
-    process, `hpo.search.bohb_gp`), 'tpe' (a multi-fidelity TPE that learns from every
-    budget, `hpo.search.tpe`) or 'kde' (the paper's KDE on the largest budget with enough
-    results). `model_options` go to it: for
-    'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
-    bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
-    'joint' or 'independent'), initial_design ('latin' or 'uniform'); for 'gp' those and
-    fit_on ('top' or 'ranking'). With several `objectives` or `constraints` the model is
-    `hpo.search.multiobjective.pareto_tpe`'s (option `split`).
+    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
+    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`), 'gp' (the TPE's
+    budget guards, new configs by expected improvement under a Gaussian process,
+    `hpo.search.bohb_gp`) or 'kde' (the paper's KDE on the largest budget with enough
+    results). `model_options` go to it: for 'kde' min_points_in_model, top_n_percent,
+    num_samples, random_fraction, bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
+    num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
+    probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
+    'uniform'); for 'gp' those and fit_on ('joint', 'top' or 'ranking'), incumbent
+    ('observed' or 'mean'), learn_noise. With several `objectives` or `constraints` the model
+    is `hpo.search.multiobjective.pareto_tpe`'s (option `split`).
 
     `climbers` (model 'gp' or 'tpe', one objective, at least three budgets): the size of the
     climbing bracket, which opens the search in place of the first iteration's full-budget
@@ -154,7 +154,7 @@ class BOHB(Hyperband):
     brackets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", climbers: int | None = None, **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
@@ -179,7 +179,7 @@ class BOHB(Hyperband):
         climbs = self.sampler.judges_budgets and not self.goals.ranked and len(self.brackets) > 2
         if climbers and not climbs:
             # Asked for by name, a climbing bracket that would silently not run is an error.
-            raise ValueError(f"climbers={climbers} needs model='gp' (the default) or model='tpe', one objective and no "
+            raise ValueError(f"climbers={climbers} needs model='tpe' (the default) or model='gp', one objective and no "
                              f"constraint, and at least three budgets (here {len(self.brackets)}: min_budget "
                              f"{min_budget}, max_budget {max_budget}, eta {eta})")
         if climbs:

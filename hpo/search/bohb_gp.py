@@ -1,33 +1,42 @@
-"""A Gaussian-process config model for BOHB (`BOHB(model="gp")`).
+"""A Gaussian-process config model for BOHB (`BOHB(model="gp")`; the default stays "tpe").
 
 Everything but the proposal is the multi-fidelity TPE's (`hpo.search.tpe`): the ranking
 across budgets, the rung-agreement guards and the brackets BOHB skips, the climbing bracket,
-the Latin hypercube opening, the probes and the priors. Where the TPE would draw from l(x)
-and take the best l(x) / g(x), this model fits a Gaussian process over configurations
-(`ConfigGP`: Matern 5/2, one lengthscale per dimension by marginal likelihood, on normal
-scores of ranks; `hpo.search.config_gp`'s, FreezeThaw's) to the losses at the largest budget
-with at least `n_startup` results (`fit_on="top"`, the default; until then the TPE proposes),
-or to the ranking the TPE splits (`fit_on="ranking"`: deeper first, then by loss, the worse
-half of a budget after the better half of every budget, configs whose deepest budget
-misleads left out; worse at 20 full-budget evaluations, benchmarks/RESULTS.md),
-and proposes the config of the
+the Latin hypercube opening, the probes. Where the TPE would draw from l(x) and take the
+best l(x) / g(x), this model fits a Gaussian process (`ConfigGP`: Matern 5/2, one
+lengthscale per dimension by marginal likelihood, on normal scores of ranks; a copy of
+`hpo.search.config_gp`'s, FreezeThaw's, with a faster kernel) and proposes the config of the
 largest expected improvement among GP_RANDOM_CANDIDATES uniform draws and
 GP_LOCAL_CANDIDATES neighbours of the LOCAL_TOP best configs (SMAC's local search around its
-incumbents, as candidates). A conditional space keeps the TPE's proposals (the Gaussian
-process would read an inactive value as the middle of its range), and so does a space with
-priors (their learnt share was measured with the TPE: with the process, a wrong prior cost
-more than `tests/unit/test_priors.py` allows).
+incumbents, as candidates). What it is fitted on (`fit_on`):
 
-ask() stays cheap: the process is fitted on at most MAX_GP_ROWS configs (the best half and
+- "joint" (default): every result at a trusted budget, with the budget (log scale, 0 to 1
+  over the trusted budgets with results) as one more input; EI is taken at the top budget
+  against the best result there. Results at lower budgets of configs proposed since the top
+  budget last changed move the process, so one bracket's proposals do not pile into one
+  region.
+- "top": the losses at the largest budget with at least `n_startup` results (until then the
+  TPE proposes). A bracket's proposals all come from the same process and cluster: it lost
+  branin_mf and MFHartmann at 132 full-budget evaluations (benchmarks/RESULTS.md).
+- "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
+  budget after the better half of every budget, untrusted budgets left out).
+
+`incumbent="mean"` takes EI below the best posterior mean at the rows instead of the best
+observed score; `learn_noise` fits the noise by marginal likelihood too (else 0.1 on the
+normal scores). A conditional space keeps the TPE's proposals (the Gaussian process would
+read an inactive value as the middle of its range), and so does a space with priors (their
+learnt share was measured with the TPE: with the process, a wrong prior cost more than
+`tests/unit/test_priors.py` allows).
+
+ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
 the latest half), refactored only when a result arrived, and its lengthscales are refitted
-only when the configs it could be fitted on have grown by a quarter since the last fit.
+only when the rows it could be fitted on have grown by a quarter since the last fit.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
@@ -182,6 +191,8 @@ class GPSampler(MultiFidelityTPESampler):
             scales = self._scales[1]
         dims = self.dims + [Dimension("c")] if self.fit_on == "joint" else self.dims
         model = ConfigGP(vectors, scores, dims, scales, self.learn_noise)
+        if scales is None:
+            self._scales = (total, model.log_scales)
         if self.fit_on == "joint":
             at_top = vectors[:, -1] >= 1.0
             self._joint_best = float(model.y[at_top].min())
@@ -190,8 +201,6 @@ class GPSampler(MultiFidelityTPESampler):
             ranked = vectors[order]
             self._gp = (key, model, ranked)
             return model, ranked
-        if scales is None:
-            self._scales = (total, model.log_scales)
         ranked = vectors[np.argsort(scores, kind="stable")]
         self._gp = (key, model, ranked)
         return model, ranked

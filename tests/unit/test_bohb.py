@@ -443,14 +443,14 @@ def test_bohb_asks_its_sampler_through_the_declared_contract_only():
     assert job is not None and job.budget > 1.0, "the bracket starting on the distrusted budget was skipped"
 
 
-# --- the Gaussian-process proposals (BOHB's default model) ------------------------------------
+# --- the Gaussian-process proposals (model="gp") ------------------------------------
 
-def test_the_default_model_proposes_by_expected_improvement_once_the_top_budget_has_results():
+def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results():
     from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
-    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0)
-    assert isinstance(searcher.sampler, GPSampler) and searcher.sampler.fit_on == "top"
+    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
+    assert isinstance(searcher.sampler, GPSampler) and searcher.sampler.fit_on == "joint"
     drive(searcher, 120, told=lambda j: (j.config["x"] - 0.7) ** 2 + (j.config["y"] - 0.2) ** 2)
     sampler = searcher.sampler
     assert sampler._gp is not None and sampler.stats()["gp_rows_fitted"] >= sampler.n_startup
@@ -460,7 +460,7 @@ def test_the_default_model_proposes_by_expected_improvement_once_the_top_budget_
 
 def test_gp_proposals_repeat_for_a_seed_and_differ_between_seeds():
     def run(seed):
-        searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=seed)
+        searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=seed, model="gp")
         return [tuple(sorted(j.config.items())) for j, _ in drive(searcher, 80)]
     assert run(3) == run(3) != run(4)
 
@@ -469,7 +469,7 @@ def test_gp_model_keeps_the_tpe_in_a_conditional_space_and_checks_fit_on():
     from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
                                    "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
-    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0)
+    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
     drive(searcher, 80, told=lambda j: j.config.get("x", 0.5))
     assert searcher.sampler._gp is None            # never fitted: the TPE proposed
     with pytest.raises(ValueError, match="fit_on"):
@@ -479,7 +479,7 @@ def test_gp_model_keeps_the_tpe_in_a_conditional_space_and_checks_fit_on():
 def test_gp_is_fitted_on_a_capped_number_of_rows_and_refits_its_lengthscales_rarely():
     from hpo.search import bohb_gp
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
-    searcher = BOHB(space, min_budget=1, max_budget=1, eta=3, seed=0)    # one budget: every result counts
+    searcher = BOHB(space, min_budget=1, max_budget=1, eta=3, seed=0, model="gp")    # one budget: every result counts
     fits = []
     original = bohb_gp.ConfigGP._fit
     def counting(self, start):
