@@ -34,6 +34,7 @@ from hpo.tensorboard_logs import (
     write_hparams_config,
     write_run_scalars,
 )
+from hpo.training.best_epoch import beats
 from hpo.training.model_measures import MEASURES, merged, wanted
 from hpo.trial import Job, TrialResult, TrialState, config_text
 
@@ -221,12 +222,7 @@ class Runner:
         if held is None or not self.experiment.training.keep_best_epoch:
             return True
         objective = self.experiment.search.objective
-        value, best = metrics.get(objective, math.nan), held.get(objective, math.nan)
-        if not math.isfinite(value):
-            return False
-        if not math.isfinite(best):
-            return True
-        return value > best if self.experiment.search.direction == "maximize" else value < best
+        return beats(metrics.get(objective), held.get(objective), self.experiment.search.direction == "maximize")
 
     def _on_done(self, event: TrialDone) -> bool:
         """Record a finished trial; False when it was queued for another attempt instead."""

@@ -9,6 +9,14 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Three test processes, each with its CLI and worker processes, run TensorFlow and numpy at
+# once on a machine of a few cores. Left alone, each sizes its thread pools for the whole
+# machine and the pools fight over the cores, which costs CPU time: one thread per pool is the
+# cheaper setting on a machine of two cores (benchmarks/RESULTS.md, "The test suite"). Tests
+# that size pools themselves (the local and Dask workers) still do; what a test asserts does
+# not depend on it.
+for _pool in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 

@@ -16,6 +16,7 @@ from typing import Mapping
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
 from hpo.training.best_epoch import model_checkpoint
+from hpo.tuner.data import LOADER as TUNER_DATA
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         raise UserInputError(f"{study_dir}: no trial has completed yet, so there is no model to export")
     if not checkpoint.exists():
         raise UserInputError(f"{checkpoint}: the best trial's checkpoint is missing; it cannot be exported")
+    if stored.get("data", {}).get("dataset") == TUNER_DATA:
+        raise UserInputError(f"{study_dir}: this study's model and data come from the Python script that ran "
+                             f"tuner.search() (build_model and the arrays live there), so hpo cannot rebuild the "
+                             f"model here; in the script, save it with tuner.get_best_models(1)[0].save(PATH)")
     path = Path(path)
     if path.suffix != ".keras":
         raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")

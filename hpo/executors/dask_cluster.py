@@ -84,9 +84,14 @@ class DaskExecutor:
             workers = workers or 1
             threads = str(max(1, (os.cpu_count() or 1) // workers))
             # Dask pins OpenMP/MKL to one thread per worker process; TensorFlow's CPU kernels
-            # (oneDNN) use OpenMP, so a worker owning two cores would run at half speed.
+            # (oneDNN) use OpenMP, so a worker owning two cores would run at half speed. And
+            # TensorFlow sizes its own thread pools for the whole machine: each worker gets its
+            # share of the cores there too, as the local backend's workers do. A pool size the
+            # user set in the environment is kept.
+            pools = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                     "TF_NUM_INTEROP_THREADS")
             environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-                       "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+                       **{name: os.environ.get(name, threads) for name in pools}}
             with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                                   "distributed.nanny.pre-spawn-environ": environ}):
                 # Loopback only: nothing outside this machine can reach the cluster.

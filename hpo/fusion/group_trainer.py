@@ -173,7 +173,7 @@ class FusedGroup:
         _save_all(self.program, self.scratch, self.tasks, epoch, durable, reports)
 
     def save_best(self, trials, epoch: int) -> None:
-        _save_all(self.program, self.scratch, self.tasks, epoch, trials=trials, best=True)
+        _save_all(self.program, self.scratch, self.tasks, epoch, durable=False, trials=trials, best=True)
 
 
 def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[list]:

@@ -9,6 +9,8 @@ and the script runs unchanged, with hpo training it. `kt.Hyperband`, `kt.RandomS
 only: `hpo.tuner.discovery`). The models are trained by hpo's compiled step (or Keras's
 `fit` where the step cannot reproduce it), with the optimizer, loss and metrics the model was
 compiled with; a promotion continues its parent's checkpoint with its parent's full config.
+As in Keras Tuner, a trial is scored by its best epoch, whose weights `get_best_models`
+returns (`training.keep_best_epoch`).
 `directory/project_name` is an hpo study (`hpo status`, `best`, `report`, `export`,
 `tensorboard`); running the script again resumes it. What Keras Tuner offers and hpo does
 not is a ValueError naming it.

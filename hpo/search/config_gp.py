@@ -19,36 +19,49 @@ class ConfigGP:
     """A Gaussian process over configurations (unit-cube vectors) of the lineages' predicted
     final losses, rank-transformed to normal scores (robust to diverged runs' losses):
     Matern 5/2 with one lengthscale per dimension (a choice: 0 or 1 apart), fitted by
-    marginal likelihood (refitted as the rows grow by a quarter, warm-started)."""
+    marginal likelihood (refitted as the rows grow by a quarter, warm-started). `noise`: per
+    row, added to NOISE, in the normal scores' units (how uncertain each row's loss is: a
+    lineage's predicted final loss against one observed there)."""
 
     NOISE = 0.1
 
-    def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None):
+    def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None,
+                 noise: np.ndarray | None = None):
         self.unordered = np.array([d.kind == "u" for d in dims])
         self.x = np.where(np.isnan(vectors), 0.5, vectors)
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
+        self.noise = np.full(n, self.NOISE) if noise is None else self.NOISE + np.asarray(noise, dtype=float)
         if log_scales is None:
             log_scales = self._fit(np.full(len(dims), math.log(0.3)))
         self.log_scales = log_scales
-        k = self._kernel(self.x, self.x) + self.NOISE * np.eye(n)
+        k = self._kernel(self.x, self.x) + np.diag(self.noise)
         self._chol = np.linalg.cholesky(k)
         self._alpha = cho_solve((self._chol, True), self.y)
         self.best = float(self.y.min())
 
     def _kernel(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None) -> np.ndarray:
         scales = np.exp(self.log_scales if log_scales is None else log_scales)
-        squared = np.zeros((len(a), len(b)))
-        for j, scale in enumerate(scales):      # per dimension: no (m, n, d) array
-            diff = a[:, j, None] - b[None, :, j]
-            squared += ((np.abs(diff) > 1e-9) if self.unordered[j] else diff * diff) / (scale * scale)
-        r = np.sqrt(5.0 * squared)
-        return (1.0 + r + r * r / 3.0) * np.exp(-r)
+        ordered = ~self.unordered
+        # Scaled squared distances over the ordered dimensions as |a|^2 + |b|^2 - 2 a.b (one
+        # matrix product, not a pass per dimension), clipped at 0 against rounding; a choice
+        # adds 1 / scale^2 where the two differ.
+        sa, sb = a[:, ordered] / scales[ordered], b[:, ordered] / scales[ordered]
+        squared = (sa * sa).sum(axis=1)[:, None] + (sb * sb).sum(axis=1)[None, :] - 2.0 * (sa @ sb.T)
+        np.maximum(squared, 0.0, out=squared)
+        for j in np.flatnonzero(self.unordered):
+            squared += (np.abs(a[:, j, None] - b[None, :, j]) > 1e-9) / (scales[j] * scales[j])
+        r = np.sqrt(np.multiply(squared, 5.0, out=squared), out=squared)
+        out = r * r
+        out *= 1.0 / 3.0
+        out += r
+        out += 1.0
+        out *= np.exp(-r)
+        return out
 
     def _nll(self, log_scales: np.ndarray) -> float:
-        n = len(self.y)
-        k = self._kernel(self.x, self.x, log_scales) + self.NOISE * np.eye(n)
+        k = self._kernel(self.x, self.x, log_scales) + np.diag(self.noise)
         try:
             chol = np.linalg.cholesky(k)
         except np.linalg.LinAlgError:

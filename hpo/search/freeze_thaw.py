@@ -20,12 +20,12 @@ still to spend to get there:
   configurations fitted to the lineages' predicted final losses (`hpo.search.config_gp`: rank
   scores, Matern 5/2 with a lengthscale per dimension), among uniform draws and neighbours
   of the best lineages (SMAC's local search; a step past a bound lands on it, where
-  LCBench's best configurations sit). `model="tpe"`, and any conditional space, propose by
-  a TPE split of the lineages by predicted final loss instead (`hpo.search.tpe`'s
-  estimators, which leave inactive values out): on the published tuning
-  sets at 20 full-budget evaluations the Gaussian process's configs ended with 0.79 of the
-  TPE's mean final regret on LCBench and 0.67 on MFHartmann (benchmarks/RESULTS.md,
-  "Freeze-thaw where the first epochs mislead").
+  LCBench's best configurations sit), then finer neighbours of the best of those.
+  `model="tpe"`, and any conditional space, propose by a TPE split of the lineages by
+  predicted final loss instead (`hpo.search.tpe`'s estimators, which leave inactive values
+  out): on the published tuning sets at 20 full-budget evaluations the Gaussian process's
+  configs ended with 0.79 of the TPE's mean final regret on LCBench and 0.67 on MFHartmann
+  (benchmarks/RESULTS.md, "Freeze-thaw where the first epochs mislead").
 
 The incumbent is observed, never predicted: the best loss at `max_budget`, or, before any
 lineage got there, the best loss seen at any budget.
@@ -106,6 +106,9 @@ MODELS = ("gp", "tpe")    # what proposes new configurations (`FreezeThaw.model`
 GP_RANDOM_CANDIDATES = 256
 GP_LOCAL_CANDIDATES = 256
 LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
+# Then REFINE_CANDIDATES neighbours, moved by N(0, REFINE_SD), of the REFINE_TOP candidates of
+# the largest expected improvement.
+REFINE_TOP, REFINE_CANDIDATES, REFINE_SD = 8, 128, 0.05
 BOUND_MARGIN = 1e-9
 MAX_GP_ROWS = 200        # the best half and the latest half of these when there are more lineages
 MIN_MODEL_ROWS = 5    # lineages at trusted steps before the model proposes from them alone
@@ -445,7 +448,12 @@ class FreezeThaw(Searcher):
             scales = None
             if self._gp is not None and len(rows) < 1.25 * self._gp[2]:
                 scales = self._gp[1].log_scales
-            model = ConfigGP(vectors, mean[rows], self.dims, scales)
+            # A lineage's loss at max_budget is predicted with a spread (0 where observed): its
+            # row's noise, in the normal scores' units (the spread over the rows' IQR scale).
+            std = self.predictions().std[rows]
+            low, high = np.percentile(mean[rows], [25, 75])
+            spread = float((high - low) / 1.349) or float(mean[rows].std()) or 1.0
+            model = ConfigGP(vectors, mean[rows], self.dims, scales, noise=(std / spread) ** 2)
             fitted = len(rows) if scales is None else self._gp[2]
             self._gp = (self._version, model, fitted)
         model = self._gp[1]
@@ -455,10 +463,16 @@ class FreezeThaw(Searcher):
             if dim.kind != "c":
                 uniform[:, j] = dim.levels[dim.snap(uniform[:, j])]
         candidates = np.concatenate([uniform, self._local_candidates(mean, told)])
+        scores = model.expected_improvement(candidates)
+        # A second, finer round around the best candidates (SMAC's local search, one step of it).
+        top = candidates[np.argsort(-scores, kind="stable")[:REFINE_TOP]]
+        finer = self._neighbours(top, REFINE_CANDIDATES, REFINE_SD)
+        candidates = np.concatenate([candidates, finer])
+        scores = np.concatenate([scores, model.expected_improvement(finer)])
         # A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high)
         # - log(low))) can round past `high`.
         inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
-        return self._best_unseen(candidates, inside, model.expected_improvement, pending)
+        return self._best_unseen(candidates, inside, lambda _: scores, pending)
 
     def _best_unseen(self, scored: np.ndarray, decoded: np.ndarray, score, pending) -> dict[str, Any] | None:
         """The config of the highest `score` among the candidates (unit-cube rows: `scored` as
@@ -482,8 +496,13 @@ class FreezeThaw(Searcher):
         unit cube (a step past a bound lands on it), a choice redrawn with that probability."""
         rows = np.flatnonzero(told & np.isfinite(mean))
         rows = rows[np.argsort(mean[rows], kind="stable")[:LOCAL_TOP]]
-        m = GP_LOCAL_CANDIDATES
-        base = np.array([self.lineages[i].vector for i in rows])[self.rng.integers(0, len(rows), size=m)]
+        return self._neighbours(np.array([self.lineages[i].vector for i in rows]), GP_LOCAL_CANDIDATES, LOCAL_SD)
+
+    def _neighbours(self, vectors: np.ndarray, m: int, sd: float) -> np.ndarray:
+        """m neighbours of the unit-cube rows `vectors` (each from one drawn at random): each
+        numeric dimension moved by N(0, sd) with probability LOCAL_MOVES / dimensions, clipped
+        to the unit cube, a choice redrawn with that probability."""
+        base = vectors[self.rng.integers(0, len(vectors), size=m)]
         d = len(self.dims)
         move = self.rng.random((m, d)) < min(1.0, LOCAL_MOVES / d)
         out = base.copy()
@@ -492,7 +511,7 @@ class FreezeThaw(Searcher):
                 redraw = dim.levels[self.rng.integers(0, len(dim.levels), size=m)]
                 out[:, j] = np.where(move[:, j], redraw, base[:, j])
             else:
-                step = self.rng.normal(0.0, LOCAL_SD, size=m)
+                step = self.rng.normal(0.0, sd, size=m)
                 moved = np.clip(base[:, j] + step, 0.0, 1.0)
                 if dim.kind == "o":
                     moved = dim.levels[dim.snap(moved)]

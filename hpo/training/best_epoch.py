@@ -2,7 +2,8 @@
 
 The epoch loop tracks, per trial, the best value of the objective over the epochs the job
 trains (a resumed attempt's replayed epochs count), and whenever an epoch beats it, writes
-that trial's state to `trial_NNNN.best.npz` beside its checkpoint. The final checkpoint is
+that trial's state to `trial_NNNN.best.npz` beside its checkpoint, without an fsync (a trial
+can improve every epoch); the file is synced once, when the job ends. The final checkpoint is
 still the last epoch's, which a promotion continues from; the best-epoch file is what
 `hpo best --export` and the tuner's `get_best_models` load.
 """
@@ -10,10 +11,21 @@ still the last epoch's, which a promotion continues from; the best-epoch file is
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from hpo.jobs import TrainTask
+
+
+def beats(value: float | None, best: float | None, maximize: bool) -> bool:
+    """Whether an epoch's objective `value` beats the best so far (None or not finite: none
+    yet); a missing or non-finite value beats nothing."""
+    if value is None or not math.isfinite(value):
+        return False
+    if best is None or not math.isfinite(best):
+        return True
+    return value > best if maximize else value < best
 
 
 def best_epoch_path(checkpoint: str | Path) -> Path:
@@ -36,8 +48,19 @@ class BestEpochs:
     def __init__(self, tasks: Sequence[TrainTask], replayed: Sequence[Sequence[tuple[int, Mapping]]]):
         self.tasks = tasks
         self.best: list[float | None] = [None] * len(tasks)
+        self._written: set[int] = set()
         for i, reports in enumerate(replayed):
             self.improved_at(i, [metrics for _, metrics in reports])
+
+    def saved(self, trials: Sequence[int]) -> None:
+        """`trials` had their best-epoch state written this job."""
+        self._written.update(trials)
+
+    def sync(self) -> None:
+        """Make this job's best-epoch files durable, as the final checkpoints are."""
+        for i in sorted(self._written):
+            with open(best_epoch_path(self.tasks[i].checkpoint_out), "rb") as handle:
+                os.fsync(handle.fileno())
 
     @property
     def active(self) -> bool:
@@ -53,10 +76,7 @@ class BestEpochs:
             return False
         for metrics in epochs:
             value = metrics.get(task.objective)
-            if value is None or not math.isfinite(value):
-                continue
-            best = self.best[i]
-            if best is None or (value > best if task.maximize else value < best):
+            if beats(value, self.best[i], task.maximize):
                 self.best[i], better = float(value), True
         return better
 

@@ -135,6 +135,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             improved = best.improved(metrics) if best.active else []
             if improved:
                 group.save_best(improved, epoch)
+                best.saved(improved)
             if progress_due(trainer.training.checkpoint_every, trainer.training.checkpoint_seconds,
                             epoch, end, last_saved):
                 group.save(epoch, durable=False, reports=reports)
@@ -146,6 +147,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
                 log.info("trial %d stopped after epoch %d of %d: %s", tasks[0].trial_id, epoch, end, stop)
                 break
         group.save(end, durable=True, reports=None)
+        best.sync()
         for i, (task, writer, trial_metrics) in enumerate(zip(tasks, writers, metrics)):
             if writer is not None:
                 write_scalars(writer, end, {OBJECTIVE_TAG: best.objective(i, trial_metrics[task.objective]),

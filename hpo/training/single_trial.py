@@ -49,7 +49,7 @@ class SingleTrial:
                     reports[0] if reports else ())
 
     def save_best(self, trials, epoch: int) -> None:
-        save_arrays(best_epoch_path(self.tasks[0].checkpoint_out), *self.program.host_state(), epoch)
+        save_arrays(best_epoch_path(self.tasks[0].checkpoint_out), *self.program.host_state(), epoch, durable=False)
 
 
 def resume_point(task: TrainTask) -> TrainTask:

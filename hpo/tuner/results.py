@@ -22,7 +22,8 @@ def trial_key(trial_id: int) -> str:
 @dataclass(frozen=True)
 class Trial:
     """One trial as Keras Tuner shows it: `trial_id`, `hyperparameters`, `score`, `status`,
-    `metrics` (its last epoch's values); and hpo's `budget` (epochs reached) and `continues`
+    `metrics` (the values of the epoch it is scored by: its best under `keep_best_epoch`, else
+    its last); and hpo's `budget` (epochs reached) and `continues`
     (the trial whose checkpoint it started from)."""
 
     trial_id: str
@@ -68,7 +69,7 @@ class Oracle:
 
 
 class Results(list):
-    """One dict per trial (config keys as `config.<name>`, last-epoch metrics as
+    """One dict per trial (config keys as `config.<name>`, the scored epoch's metrics as
     `metric.<name>`), in trial order; `to_pandas()` makes the DataFrame."""
 
     def to_pandas(self):

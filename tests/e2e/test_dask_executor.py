@@ -1,5 +1,7 @@
 """The dask backend on a LocalCluster of two worker processes, loopback only."""
 
+import os
+
 from hpo.study import Study
 from tests.support.cli import SMOKE, hpo_here
 from tests.support.faults import assert_parallel_smoke_run, query
@@ -40,6 +42,12 @@ def test_cancelling_one_trial_of_a_fused_share_lets_the_others_finish(tmp_path):
                                          "execution.backend=dask"])
     executor = DaskExecutor(experiment, tmp_path, workers=1)
     try:
+        # The worker's share of the cores sizes TensorFlow's pools and OpenMP's alike, unless
+        # the environment already says (the suite's conftest sets TensorFlow's to 1).
+        names = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
+        expected = [os.environ.get(name, str(os.cpu_count() or 1)) for name in names]
+        pools = executor.client.run(lambda: [os.environ.get(name) for name in names])
+        assert list(pools.values()) == [expected], pools
         assert executor.free_slots() == 4
         for i in range(3):
             executor.submit(TrainTask(trial_id=i, config={"learning_rate": 0.01 * (i + 1), "dropout": 0.1},

@@ -19,6 +19,15 @@ space:
 search: {algorithm: random, max_trials: 1, max_budget: 1}
 """
 
+# The study the lock tests lock (tests/support/study_lock_holder.py holds it from another process).
+LOCKED = """\
+name: locked
+data: {dataset: digits, limit: 100}
+space:
+  units: {type: int, low: 8, high: 16}
+search: {algorithm: random, max_trials: 2, max_budget: 1}
+"""
+
 # A loader of tests/support/data_tasks.py by name (str.format: loader=...).
 DATA_TASK = """\
 name: t

@@ -1,11 +1,11 @@
-"""Another driver for lock tests: a process that holds a study's lock, and a tiny experiment."""
+"""Another driver for lock tests: a process that holds a study's lock (the experiment it
+locks: tests.support.experiments.LOCKED)."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT, cli_env
 
 
 def hold_lock(folder: Path) -> subprocess.Popen:
@@ -13,15 +13,6 @@ def hold_lock(folder: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from hpo.study.lock import acquire; acquire(sys.argv[1]); "
          "print('held', flush=True); time.sleep(120)", str(folder)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        stdout=subprocess.PIPE, text=True, cwd=ROOT, env=cli_env())
     assert proc.stdout.readline().strip() == "held"
     return proc
-
-
-EXPERIMENT = """\
-name: locked
-data: {dataset: digits, limit: 100}
-space:
-  units: {type: int, low: 8, high: 16}
-search: {algorithm: random, max_trials: 2, max_budget: 1}
-"""

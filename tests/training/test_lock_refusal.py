@@ -11,7 +11,8 @@ from hpo.cli import main
 from hpo.config import load_experiment
 from hpo.study.resume import prepare_study
 from hpo.trial import Job, TrialResult
-from tests.support.study_lock_holder import EXPERIMENT, hold_lock
+from tests.support.experiments import LOCKED as EXPERIMENT
+from tests.support.study_lock_holder import hold_lock
 
 
 def _digests(folder: Path) -> dict[str, str]:

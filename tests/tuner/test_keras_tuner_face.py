@@ -82,9 +82,24 @@ def test_the_tuner_directory_is_an_hpo_study(cnn_search, capsys):
     assert one.returncode == 0 and "conv_layers" in one.stdout
     exported = hpo_here(capsys, "export", folder, "--format", "json")
     assert exported.returncode == 0 and '"filters_1"' in exported.stdout
+    best = hpo_here(capsys, "best", folder)
+    assert best.returncode == 0 and f"trial {tuner_best(cnn_search)}" in best.stdout.lower(), best.stdout
+    report = hpo_here(capsys, "report", folder)
+    assert report.returncode == 0, report.stderr
+    assert "Parameter importance" in (folder / "report" / "report.html").read_text()
+    # A model file needs build_model and the data, which live in the script: a clear refusal
+    # that says what to do instead, and nothing written.
+    refused = hpo_here(capsys, "best", folder, "--export", folder.parent / "best.keras")
+    assert refused.returncode == 2 and "get_best_models(1)[0].save" in refused.stderr, refused.stderr
+    assert not (folder.parent / "best.keras").exists()
     assert (folder / "tensorboard" / "search").is_dir() and (folder / "hpo.log").exists()
     log = (folder / "hpo.log").read_text()
     assert "compiled engine" in log          # which engine trained the trials, and why
+
+
+def tuner_best(cnn_search) -> int:
+    tuner, _ = cnn_search
+    return int(tuner.oracle.get_best_trials(1)[0].trial_id)
 
 
 def test_running_the_script_again_resumes_and_overwrite_moves_the_study_aside(cnn_search, digits):

@@ -31,6 +31,8 @@ def documented_default(cell: str):
         return None
     if cell == "{}":
         return {}
+    if cell in ("true", "false"):
+        return cell == "true"
     if cell.startswith("[") and cell.endswith("]"):
         return tuple(item.strip() for item in cell[1:-1].split(",") if item.strip())
     try:

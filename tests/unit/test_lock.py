@@ -12,7 +12,8 @@ from hpo.config import load_experiment
 from hpo.study import lock as study_lock
 from hpo.study.lock import StudyLocked
 from hpo.study.resume import prepare_study
-from tests.support.study_lock_holder import EXPERIMENT, hold_lock
+from tests.support.experiments import LOCKED as EXPERIMENT
+from tests.support.study_lock_holder import hold_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 200
