@@ -142,9 +142,10 @@ class BOHB(Hyperband):
     num_samples, random_fraction, bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
     num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
-    'uniform'); for 'gp' those and fit_on ('joint', 'top' or 'ranking'), incumbent
-    ('observed' or 'mean'), learn_noise. With several `objectives` or `constraints` the model
-    is `hpo.search.multiobjective.pareto_tpe`'s (option `split`).
+    'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
+    Gaussian process's, on normal scores; None: by the number of rows). With several
+    `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
+    (option `split`).
 
     `climbers` (model 'gp' or 'tpe', one objective, at least three budgets): the size of the
     climbing bracket, which opens the search in place of the first iteration's full-budget

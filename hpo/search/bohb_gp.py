@@ -3,30 +3,29 @@
 Everything but the proposal is the multi-fidelity TPE's (`hpo.search.tpe`): the ranking
 across budgets, the rung-agreement guards and the brackets BOHB skips, the climbing bracket,
 the Latin hypercube opening, the probes. Where the TPE would draw from l(x) and take the
-best l(x) / g(x), this model fits a Gaussian process (`ConfigGP`: Matern 5/2, one
-lengthscale per dimension by marginal likelihood, on normal scores of ranks; a copy of
-`hpo.search.config_gp`'s, FreezeThaw's, with a faster kernel) and proposes the config of the
-largest expected improvement among GP_RANDOM_CANDIDATES uniform draws and
-GP_LOCAL_CANDIDATES neighbours of the LOCAL_TOP best configs (SMAC's local search around its
-incumbents, as candidates). What it is fitted on (`fit_on`):
+best l(x) / g(x), this model fits a Gaussian process (`hpo.search.config_gp.ConfigGP`,
+FreezeThaw's: Matern 5/2, one lengthscale per dimension by marginal likelihood, on normal
+scores of ranks) and proposes the config of the largest expected improvement among uniform
+draws and neighbours of the best configs (`config_gp.expected_improvement_candidates`, SMAC's
+local search around its incumbents, as candidates). What it is fitted on (`fit_on`):
 
-- "joint" (default): every result at a trusted budget, with the budget (log scale, 0 to 1
-  over the trusted budgets with results) as one more input; EI is taken at the top budget
-  against the best result there. Results at lower budgets of configs proposed since the top
-  budget last changed move the process, so one bracket's proposals do not pile into one
-  region.
-- "top": the losses at the largest budget with at least `n_startup` results (until then the
-  TPE proposes). A bracket's proposals all come from the same process and cluster: it lost
-  branin_mf and MFHartmann at 132 full-budget evaluations (benchmarks/RESULTS.md).
+- "top" (default): the losses at the largest budget with at least `n_startup` results
+  (until then the TPE proposes).
+- "joint": every result at a trusted budget, with the budget (log scale, 0 to 1 over the
+  trusted budgets with results) as one more input; EI is taken at the top budget against
+  the best result there. Where the rung agreement trusts no lower budget (MFHartmann) it
+  fits the top budget's rows; on the two LCBench tasks measured at 132 it did no better.
 - "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
   budget after the better half of every budget, untrusted budgets left out).
 
-`incumbent="mean"` takes EI below the best posterior mean at the rows instead of the best
-observed score; `learn_noise` fits the noise by marginal likelihood too (else 0.1 on the
-normal scores). A conditional space keeps the TPE's proposals (the Gaussian process would
-read an inactive value as the middle of its range), and so does a space with priors (their
-learnt share was measured with the TPE: with the process, a wrong prior cost more than
-`tests/unit/test_priors.py` allows).
+`noise`: the noise variance of every row in the normal scores' units; by default large
+while there are few rows (exploration: LCBench's best configs sit on edges of the cube) and
+small once there are many, so the process goes through the best results and expected
+improvement refines around them (with FreezeThaw's 0.1 throughout it drifted to the edges
+of the cube and never refined; see NOISE). A conditional space keeps the TPE's proposals
+(the Gaussian process would read an inactive value as the middle of its range), and so does
+a space with priors (their learnt share was measured with the TPE: with the process, a wrong
+prior cost more than `tests/unit/test_priors.py` allows).
 
 ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
 the latest half), refactored only when a result arrived, and its lengthscales are refitted
@@ -39,109 +38,41 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
-from scipy.optimize import minimize
-from scipy.special import ndtri
 
 from hpo.search.base import config_key
+from hpo.search.config_gp import ConfigGP, expected_improvement_candidates
 from hpo.search.kde import Dimension
-from hpo.search.learning_curves import expected_improvement
 from hpo.search.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 
-GP_RANDOM_CANDIDATES = 256
-GP_LOCAL_CANDIDATES = 256
-LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
+# The noise variance of every row, in the normal scores' units, by default: NOISE_FEW while
+# the process has FEW_ROWS rows or fewer, then falling as 1 / rows^4 to NOISE (reached at 32
+# rows). FreezeThaw's 0.1 throughout smoothed the best results away at 132 full-budget
+# evaluations: on MFHartmann the posterior mean at the best row sat about 1.1 above its
+# score, expected improvement below that score was largest where the process knew least, on
+# the edges of the cube, and the search never refined. 1e-3 throughout fixed that but cost
+# LCBench at 20 the exploration 0.1 bought there; 0.1 up to 20 rows cost branin_mf and
+# noisy_branin, and falling as 1 / rows^2 from there, MFHartmann at 132 (benchmarks/RESULTS.md,
+# "BOHB's Gaussian process: why it lost MFHartmann").
+NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
 MAX_GP_ROWS = 150
 REFIT_GROWTH = 1.25
 BOUND_MARGIN = 1e-9
 FIT_ON = ("ranking", "top", "joint")
 
 
-class ConfigGP:
-    """A Gaussian process over unit-cube configurations, on normal scores of the ranks of
-    the values it is given (robust to diverged runs' losses): Matern 5/2 with one lengthscale
-    per dimension (a choice: 0 or 1 apart), fitted by marginal likelihood with a weak prior
-    around 0.5. `hpo.search.config_gp`'s (FreezeThaw's) process, with the squared distances of
-    the numeric dimensions from one matrix product, so that an ask stays in the milliseconds."""
-
-    NOISE = 0.1
-    NOISE_BOUNDS = (1e-3, 1.0)
-
-    def __init__(self, vectors: np.ndarray, values: np.ndarray, dims, log_scales: np.ndarray | None,
-                 learn_noise: bool = False):
-        self.unordered = np.array([d.kind == "u" for d in dims])
-        self.x = np.where(np.isnan(vectors), 0.5, vectors)
-        n = len(values)
-        ranks = np.argsort(np.argsort(values, kind="stable"), kind="stable")
-        self.y = ndtri((ranks + 0.5) / n)
-        self.learn_noise = learn_noise
-        if log_scales is None:
-            start = np.full(len(dims) + learn_noise, math.log(0.3))
-            if learn_noise:
-                start[-1] = math.log(self.NOISE)
-            log_scales = self._fit(start)
-        self.log_scales = log_scales        # with learn_noise, the log noise last
-        self.noise = math.exp(log_scales[-1]) if learn_noise else self.NOISE
-        k = self._kernel(self.x, self.x)
-        self._chol = np.linalg.cholesky(k + self.noise * np.eye(n))
-        self._alpha = cho_solve((self._chol, True), self.y)
-        self.best = float(self.y.min())
-        self.best_mean = float((k @ self._alpha).min())   # the posterior's at the rows
-
-    def _kernel(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None) -> np.ndarray:
-        inverse = np.exp(-(self.log_scales if log_scales is None else log_scales))[:len(self.unordered)]
-        numeric = ~self.unordered
-        sa, sb = a[:, numeric] * inverse[numeric], b[:, numeric] * inverse[numeric]
-        squared = (sa * sa).sum(axis=1)[:, None] + (sb * sb).sum(axis=1)[None, :] - 2.0 * sa @ sb.T
-        np.maximum(squared, 0.0, out=squared)
-        for j in np.flatnonzero(self.unordered):
-            squared += (np.abs(a[:, j, None] - b[None, :, j]) > 1e-9) * (inverse[j] * inverse[j])
-        r = np.sqrt(5.0 * squared)
-        return (1.0 + r + r * r / 3.0) * np.exp(-r)
-
-    def _nll(self, params: np.ndarray) -> float:
-        n = len(self.y)
-        noise = math.exp(params[-1]) if self.learn_noise else self.NOISE
-        k = self._kernel(self.x, self.x, params) + noise * np.eye(n)
-        try:
-            chol = np.linalg.cholesky(k)
-        except np.linalg.LinAlgError:
-            return 1e10
-        alpha = cho_solve((chol, True), self.y)
-        # A weak log-normal prior around 0.5 (sd 1.5 in log) keeps a lengthscale off its bounds.
-        scales = params[:len(self.unordered)]
-        prior = 0.5 * ((scales - math.log(0.5)) ** 2).sum() / 1.5 ** 2
-        return float(0.5 * self.y @ alpha + np.log(np.diag(chol)).sum() + prior)
-
-    def _fit(self, start: np.ndarray) -> np.ndarray:
-        bounds = [(math.log(0.03), math.log(10.0))] * len(self.unordered)
-        if self.learn_noise:
-            bounds.append(tuple(math.log(b) for b in self.NOISE_BOUNDS))
-        return minimize(self._nll, start, method="L-BFGS-B", bounds=bounds, options={"maxiter": 30}).x
-
-    def expected_improvement(self, points: np.ndarray, best: float | None = None) -> np.ndarray:
-        """EI below `best` (default: the best row's normal score), per unit-cube row of `points`."""
-        points = np.where(np.isnan(points), 0.5, points)
-        ks = self._kernel(points, self.x)
-        mean = ks @ self._alpha
-        v = solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
-        std = np.sqrt(np.maximum(1.0 + 1e-9 - (v * v).sum(axis=0), 1e-12))
-        return expected_improvement(mean, std, self.best if best is None else best)
-
-
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
-    `fit_on` ('ranking' or 'top')."""
+    `fit_on` ('top', 'joint' or 'ranking') and `noise` (> 0, fixed; None: by the rows' number)."""
 
-    def __init__(self, space: SearchSpace, *, fit_on: str = "joint", incumbent: str = "observed",
-                 learn_noise: bool = False, **options):
+    def __init__(self, space: SearchSpace, *, fit_on: str = "top", noise: float | None = None, **options):
         super().__init__(space, **options)
         if fit_on not in FIT_ON:
             raise ValueError(f"fit_on must be one of {list(FIT_ON)}, got {fit_on!r}")
+        if noise is not None and not noise > 0:
+            raise ValueError(f"noise must be > 0, got {noise!r}")
         self.fit_on = fit_on
-        self.incumbent = incumbent
-        self.learn_noise = learn_noise
+        self.noise = None if noise is None else float(noise)
         self._gp: tuple[tuple, ConfigGP, np.ndarray] | None = None    # (data key, model, its rows' vectors by rank)
         self._scales: tuple[int, np.ndarray] | None = None          # (configs when they were fitted, log lengthscales)
 
@@ -152,21 +83,17 @@ class GPSampler(MultiFidelityTPESampler):
         if fitted is None:
             return super()._best_candidate(rng, pending)
         model, ranked = fitted
-        d = len(self.dims)
-        uniform = rng.random((GP_RANDOM_CANDIDATES, d))
-        for j, dim in enumerate(self.dims):
-            if dim.kind != "c":
-                uniform[:, j] = dim.levels[dim.snap(uniform[:, j])]
-        candidates = np.concatenate([uniform, self._neighbours(rng, ranked[:LOCAL_TOP])])
+        if self.fit_on == "joint":      # scored at the top budget, against the best result there
+            def score(points):
+                return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
+        else:
+            score = model.expected_improvement
+        # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
+        candidates, scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
         # A candidate on a bound is decoded from just inside it (exp of a log bound can round past it).
         inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
-        best = model.best_mean if self.incumbent == "mean" else None
-        if self.fit_on == "joint":      # scored at the top budget, against the best result there
-            candidates = np.column_stack([candidates, np.ones(len(candidates))])
-            best = self._joint_best
-        score = model.expected_improvement(candidates, best)
         taken = self.taken(pending)
-        for index in np.argsort(-score, kind="stable"):
+        for index in np.argsort(-scores, kind="stable"):
             config = self.space.from_unit(inside[index])
             if config_key(config) not in taken:
                 return config
@@ -190,7 +117,7 @@ class GPSampler(MultiFidelityTPESampler):
         if self._scales is not None and total < REFIT_GROWTH * self._scales[0]:
             scales = self._scales[1]
         dims = self.dims + [Dimension("c")] if self.fit_on == "joint" else self.dims
-        model = ConfigGP(vectors, scores, dims, scales, self.learn_noise)
+        model = ConfigGP(vectors, scores, dims, scales, base_noise=self.row_noise(len(scores)))
         if scales is None:
             self._scales = (total, model.log_scales)
         if self.fit_on == "joint":
@@ -204,6 +131,13 @@ class GPSampler(MultiFidelityTPESampler):
         ranked = vectors[np.argsort(scores, kind="stable")]
         self._gp = (key, model, ranked)
         return model, ranked
+
+    def row_noise(self, rows: int) -> float:
+        """The noise variance of each of `rows` rows: `noise` where given, else NOISE_FEW up to
+        FEW_ROWS rows, falling as 1 / rows^4 to NOISE."""
+        if self.noise is not None:
+            return self.noise
+        return max(NOISE, NOISE_FEW * min(1.0, (FEW_ROWS / rows) ** 4))
 
     def _rows_to_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(vectors, scores to minimise) in the order the rows were first observed (latest last)."""
@@ -246,24 +180,6 @@ class GPSampler(MultiFidelityTPESampler):
                 order.append(self._rows[key] + (b == budgets[-1]) * len(self._rows))
         keep = np.argsort(order, kind="stable")     # older configs first, the top budget's rows last
         return np.array(vectors)[keep], np.array(losses)[keep]
-
-    def _neighbours(self, rng: np.random.Generator, base_rows: np.ndarray) -> np.ndarray:
-        """GP_LOCAL_CANDIDATES neighbours of `base_rows`: each numeric value moved by a Gaussian
-        step with probability LOCAL_MOVES / dimensions (a step past a bound lands on it), a
-        choice redrawn with that probability."""
-        m, d = GP_LOCAL_CANDIDATES, len(self.dims)
-        base = base_rows[rng.integers(0, len(base_rows), size=m)]
-        move = rng.random((m, d)) < min(1.0, LOCAL_MOVES / d)
-        out = base.copy()
-        for j, dim in enumerate(self.dims):
-            if dim.kind == "u":
-                moved = dim.levels[rng.integers(0, len(dim.levels), size=m)]
-            else:
-                moved = np.clip(base[:, j] + rng.normal(0.0, LOCAL_SD, size=m), 0.0, 1.0)
-                if dim.kind == "o":
-                    moved = dim.levels[dim.snap(moved)]
-            out[:, j] = np.where(move[:, j], moved, base[:, j])
-        return out
 
     def stats(self) -> dict[str, float]:
         stats = super().stats()
