@@ -114,8 +114,9 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
     one (job, value, budget spent so far) per evaluation, `keep["searcher"]` the searcher."""
     def run(problem: Problem, seed: int, total: float) -> Trace:
         trace = Trace(problem, seed, total)
+        options = harness.BOHB_OPTIONS if algorithm == "bohb" else {}
         searcher = HPO_SEARCHERS[algorithm](problem.space, seed=seed, min_budget=harness.MIN_BUDGET,
-                                            max_budget=harness.MAX_BUDGET, eta=harness.ETA)
+                                            max_budget=harness.MAX_BUDGET, eta=harness.ETA, **options)
         if keep is not None:
             keep["searcher"] = searcher
         trained: dict[str, int] = {}          # config -> the highest fidelity it trained to
@@ -218,6 +219,8 @@ class Cache(PeerCache):
 
     def _file(self, name: str, problem: str) -> Path:
         tagged = f"{name} {self.ours_tag}" if name in OUR_RUNNERS else name
+        if name == DEFAULT and harness.BOHB_OPTIONS:     # a variant (HPO_BOHB_OPTIONS) is cached apart
+            tagged += " " + hashlib.sha1(json.dumps(harness.BOHB_OPTIONS, sort_keys=True).encode()).hexdigest()[:8]
         return super()._file(tagged, problem)
 
     def cached(self, name: str, problem: Problem, seeds: range, total: float) -> list[Outcome]:

@@ -1,6 +1,7 @@
 """BOHB: Hyperband's budgets with a model-based choice of new configs
 (Falkner, Klein and Hutter, ICML 2018). This module holds the paper's KDE model
-(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`.
+(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`, and
+`model="gp"` (`hpo.search.bohb_gp`) that TPE with its proposals from a Gaussian process.
 
 Observations are kept per budget. New configs are modelled on the largest budget that has
 at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
@@ -112,18 +113,21 @@ class KDESampler(ConfigSampler):
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
-    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`) or 'kde' (the paper's); with
-    several objectives or constraints, the multi-objective TPE of `hpo.search.multiobjective.pareto_tpe`."""
+    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
+    'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
+    `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
+    from hpo.search.bohb_gp import GPSampler
     from hpo.search.multiobjective.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
     goals = Goals.build(objectives, constraints, direction)
     if goals.ranked:
+        model = "tpe" if model == "gp" else model      # only the TPE ranks points
         from hpo.search.multiobjective.pareto_tpe import make_pareto_model
         # The points' model keeps per-dimension kernels and uniform first configs
         # (`kernels="auto"` and the Latin hypercube were measured on one objective only).
         return make_pareto_model(space, model, {"kernels": "independent", "initial_design": "uniform", **options},
                                  goals, tie_break)
-    models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler}
+    models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
     if model not in models:
         raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
     return models[model](space, **options)
@@ -131,15 +135,19 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
 
 class BOHB(Hyperband):
     """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
-    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`) or 'kde' (the
-    paper's KDE on the largest budget with enough results). `model_options` go to it: for
-    'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
-    bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, num_samples, random_fraction,
-    min_bandwidth, n_startup, rungs ('reliable' or 'deepest'), probe_budgets, kernels ('auto',
-    'joint' or 'independent'), initial_design ('latin' or 'uniform'). With several
-    `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s (option `split`).
+    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`), 'gp' (the TPE's
+    budget guards, new configs by expected improvement under a Gaussian process,
+    `hpo.search.bohb_gp`) or 'kde' (the paper's KDE on the largest budget with enough
+    results). `model_options` go to it: for 'kde' min_points_in_model, top_n_percent,
+    num_samples, random_fraction, bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
+    num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
+    probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
+    'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
+    Gaussian process's, on normal scores; None: by the number of rows). With several
+    `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
+    (option `split`).
 
-    `climbers` (default tpe model, one objective, at least three budgets): the size of the
+    `climbers` (model 'gp' or 'tpe', one objective, at least three budgets): the size of the
     climbing bracket, which opens the search in place of the first iteration's full-budget
     bracket (None: the number of top-budget results the rung agreement needs,
     `tpe.MIN_TOP_RESULTS`, at least the full-budget bracket's size; 0: Hyperband's
@@ -172,7 +180,7 @@ class BOHB(Hyperband):
         climbs = self.sampler.judges_budgets and not self.goals.ranked and len(self.brackets) > 2
         if climbers and not climbs:
             # Asked for by name, a climbing bracket that would silently not run is an error.
-            raise ValueError(f"climbers={climbers} needs the default model (model='tpe'), one objective and no "
+            raise ValueError(f"climbers={climbers} needs model='tpe' (the default) or model='gp', one objective and no "
                              f"constraint, and at least three budgets (here {len(self.brackets)}: min_budget "
                              f"{min_budget}, max_budget {max_budget}, eta {eta})")
         if climbs:

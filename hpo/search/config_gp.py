@@ -1,11 +1,17 @@
 """A Gaussian process over configurations, for proposing new ones by expected improvement:
-what `FreezeThaw` proposes from (its `model="gp"`), fitted to its lineages' predicted final
-losses. Configurations are unit-cube vectors (`hpo.search.kde.dimensions_of`); numpy and
-scipy only."""
+what `FreezeThaw` proposes from (its `model="gp"`, fitted to its lineages' predicted final
+losses) and BOHB's `model="gp"` (`hpo.search.bohb_gp`, fitted to results at a budget).
+Configurations are unit-cube vectors (`hpo.search.kde.dimensions_of`); numpy and scipy only.
+
+`expected_improvement_candidates` is the search both run over the process: uniform draws
+and neighbours of the best configs (SMAC's local search around its incumbents, as
+candidates; a step past a bound lands on it), then, for FreezeThaw, a finer round around
+the candidates of the largest expected improvement."""
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
@@ -14,25 +20,39 @@ from scipy.special import ndtri
 
 from hpo.search.learning_curves import expected_improvement
 
+# The candidates: GP_RANDOM_CANDIDATES uniform draws and GP_LOCAL_CANDIDATES neighbours of
+# the best configs given (at most LOCAL_TOP), LOCAL_MOVES numeric values moved on average by
+# N(0, LOCAL_SD) in the unit cube; then REFINE_CANDIDATES neighbours, moved by N(0,
+# REFINE_SD), of the REFINE_TOP candidates of the largest expected improvement (one step of
+# SMAC3's local search: it helped FreezeThaw on LCBench and MFHartmann, and cost BOHB's
+# process on LCBench; benchmarks/RESULTS.md, "Freeze-thaw's Gaussian process: uncertain
+# lineages and a finer round" and "BOHB's Gaussian process: why it lost MFHartmann").
+GP_RANDOM_CANDIDATES = 256
+GP_LOCAL_CANDIDATES = 256
+LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
+REFINE_TOP, REFINE_CANDIDATES, REFINE_SD = 8, 128, 0.05
+
 
 class ConfigGP:
-    """A Gaussian process over configurations (unit-cube vectors) of the lineages' predicted
-    final losses, rank-transformed to normal scores (robust to diverged runs' losses):
-    Matern 5/2 with one lengthscale per dimension (a choice: 0 or 1 apart), fitted by
-    marginal likelihood (refitted as the rows grow by a quarter, warm-started). `noise`: per
-    row, added to NOISE, in the normal scores' units (how uncertain each row's loss is: a
-    lineage's predicted final loss against one observed there)."""
+    """A Gaussian process over configurations (unit-cube vectors) of losses rank-transformed
+    to normal scores (robust to diverged runs' losses): Matern 5/2 with one lengthscale per
+    dimension (a choice: 0 or 1 apart), fitted by marginal likelihood with a weak prior
+    around 0.5 (refitted by the caller as the rows grow, warm-started from `log_scales`).
+    `base_noise`: the noise variance every row has, in the normal scores' units (default
+    NOISE); `noise`: per row, added to it (FreezeThaw: how uncertain a lineage's predicted
+    final loss is against one observed there)."""
 
     NOISE = 0.1
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None,
-                 noise: np.ndarray | None = None):
+                 noise: np.ndarray | None = None, base_noise: float | None = None):
         self.unordered = np.array([d.kind == "u" for d in dims])
         self.x = np.where(np.isnan(vectors), 0.5, vectors)
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
-        self.noise = np.full(n, self.NOISE) if noise is None else self.NOISE + np.asarray(noise, dtype=float)
+        base = self.NOISE if base_noise is None else float(base_noise)
+        self.noise = np.full(n, base) if noise is None else base + np.asarray(noise, dtype=float)
         if log_scales is None:
             log_scales = self._fit(np.full(len(dims), math.log(0.3)))
         self.log_scales = log_scales
@@ -76,11 +96,52 @@ class ConfigGP:
                           options={"maxiter": 30})
         return result.x
 
-    def expected_improvement(self, points: np.ndarray) -> np.ndarray:
-        """EI below the best row's normal score, per unit-cube row of `points`."""
+    def expected_improvement(self, points: np.ndarray, best: float | None = None) -> np.ndarray:
+        """EI below `best` (default: the best row's normal score), per unit-cube row of `points`."""
         points = np.where(np.isnan(points), 0.5, points)
         ks = self._kernel(points, self.x)
         mean = ks @ self._alpha
-        v = solve_triangular(self._chol, ks.T, lower=True)
+        v = solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
         std = np.sqrt(np.maximum(1.0 + 1e-9 - (v * v).sum(axis=0), 1e-12))
-        return expected_improvement(mean, std, self.best)
+        return expected_improvement(mean, std, self.best if best is None else best)
+
+
+def neighbours(rng: np.random.Generator, vectors: np.ndarray, dims, m: int, sd: float) -> np.ndarray:
+    """m neighbours of the unit-cube rows `vectors` (each from one drawn at random): each
+    numeric dimension moved by N(0, sd) with probability LOCAL_MOVES / dimensions, clipped to
+    the unit cube (a step past a bound lands on it), a choice redrawn with that probability."""
+    base = vectors[rng.integers(0, len(vectors), size=m)]
+    d = len(dims)
+    move = rng.random((m, d)) < min(1.0, LOCAL_MOVES / d)
+    out = base.copy()
+    for j, dim in enumerate(dims):
+        if dim.kind == "u":
+            moved = dim.levels[rng.integers(0, len(dim.levels), size=m)]
+        else:
+            moved = np.clip(base[:, j] + rng.normal(0.0, sd, size=m), 0.0, 1.0)
+            if dim.kind == "o":
+                moved = dim.levels[dim.snap(moved)]
+        out[:, j] = np.where(move[:, j], moved, base[:, j])
+    return out
+
+
+def expected_improvement_candidates(rng: np.random.Generator, dims, best_rows: np.ndarray,
+                                    score: Callable[[np.ndarray], np.ndarray],
+                                    refine: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, their scores): GP_RANDOM_CANDIDATES uniform draws and GP_LOCAL_CANDIDATES
+    neighbours of the unit-cube rows `best_rows` (the best configs, best first; the first
+    LOCAL_TOP are used), scored by `score` (the expected improvement of unit-cube rows); with
+    `refine`, then REFINE_CANDIDATES finer neighbours of the REFINE_TOP candidates of the
+    highest score."""
+    uniform = rng.random((GP_RANDOM_CANDIDATES, len(dims)))
+    for j, dim in enumerate(dims):
+        if dim.kind != "c":
+            uniform[:, j] = dim.levels[dim.snap(uniform[:, j])]
+    candidates = np.concatenate([uniform, neighbours(rng, best_rows[:LOCAL_TOP], dims, GP_LOCAL_CANDIDATES,
+                                                     LOCAL_SD)])
+    scores = score(candidates)
+    if not refine:
+        return candidates, scores
+    top = candidates[np.argsort(-scores, kind="stable")[:REFINE_TOP]]
+    finer = neighbours(rng, top, dims, REFINE_CANDIDATES, REFINE_SD)
+    return np.concatenate([candidates, finer]), np.concatenate([scores, score(finer)])

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
-from hpo.search.config_gp import ConfigGP
+from hpo.search.config_gp import LOCAL_TOP, ConfigGP, expected_improvement_candidates
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
 from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
@@ -100,15 +100,6 @@ def step_budgets(min_budget: float, max_budget: float, growth: float) -> list[fl
 # the probes (`FreezeThaw.probes`).
 MIN_TOP_RESULTS = 4
 MODELS = ("gp", "tpe")    # what proposes new configurations (`FreezeThaw.model`)
-# The Gaussian process's candidates: uniform draws, and neighbours of the LOCAL_TOP best
-# lineages with LOCAL_MOVES numeric values moved on average by N(0, LOCAL_SD) in the unit
-# cube (SMAC's local search around its incumbents, as candidates).
-GP_RANDOM_CANDIDATES = 256
-GP_LOCAL_CANDIDATES = 256
-LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
-# Then REFINE_CANDIDATES neighbours, moved by N(0, REFINE_SD), of the REFINE_TOP candidates of
-# the largest expected improvement.
-REFINE_TOP, REFINE_CANDIDATES, REFINE_SD = 8, 128, 0.05
 BOUND_MARGIN = 1e-9
 MAX_GP_ROWS = 200        # the best half and the latest half of these when there are more lineages
 MIN_MODEL_ROWS = 5    # lineages at trusted steps before the model proposes from them alone
@@ -457,18 +448,10 @@ class FreezeThaw(Searcher):
             fitted = len(rows) if scales is None else self._gp[2]
             self._gp = (self._version, model, fitted)
         model = self._gp[1]
-        d = len(self.dims)
-        uniform = self.rng.random((GP_RANDOM_CANDIDATES, d))
-        for j, dim in enumerate(self.dims):
-            if dim.kind != "c":
-                uniform[:, j] = dim.levels[dim.snap(uniform[:, j])]
-        candidates = np.concatenate([uniform, self._local_candidates(mean, told)])
-        scores = model.expected_improvement(candidates)
-        # A second, finer round around the best candidates (SMAC's local search, one step of it).
-        top = candidates[np.argsort(-scores, kind="stable")[:REFINE_TOP]]
-        finer = self._neighbours(top, REFINE_CANDIDATES, REFINE_SD)
-        candidates = np.concatenate([candidates, finer])
-        scores = np.concatenate([scores, model.expected_improvement(finer)])
+        # Uniform draws, neighbours of the best lineages, then finer neighbours of the best of
+        # those (`hpo.search.config_gp`, shared with BOHB's Gaussian process).
+        candidates, scores = expected_improvement_candidates(self.rng, self.dims, self._best_vectors(mean, told),
+                                                             model.expected_improvement)
         # A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high)
         # - log(low))) can round past `high`.
         inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
@@ -490,33 +473,11 @@ class FreezeThaw(Searcher):
                 return config
         return None
 
-    def _local_candidates(self, mean: np.ndarray, told: np.ndarray) -> np.ndarray:
-        """Neighbours of the best lineages by predicted final loss: each numeric dimension
-        moved by a Gaussian step with probability LOCAL_MOVES / dimensions, clipped to the
-        unit cube (a step past a bound lands on it), a choice redrawn with that probability."""
+    def _best_vectors(self, mean: np.ndarray, told: np.ndarray) -> np.ndarray:
+        """The unit-cube vectors of the LOCAL_TOP best lineages by predicted final loss, best first."""
         rows = np.flatnonzero(told & np.isfinite(mean))
         rows = rows[np.argsort(mean[rows], kind="stable")[:LOCAL_TOP]]
-        return self._neighbours(np.array([self.lineages[i].vector for i in rows]), GP_LOCAL_CANDIDATES, LOCAL_SD)
-
-    def _neighbours(self, vectors: np.ndarray, m: int, sd: float) -> np.ndarray:
-        """m neighbours of the unit-cube rows `vectors` (each from one drawn at random): each
-        numeric dimension moved by N(0, sd) with probability LOCAL_MOVES / dimensions, clipped
-        to the unit cube, a choice redrawn with that probability."""
-        base = vectors[self.rng.integers(0, len(vectors), size=m)]
-        d = len(self.dims)
-        move = self.rng.random((m, d)) < min(1.0, LOCAL_MOVES / d)
-        out = base.copy()
-        for j, dim in enumerate(self.dims):
-            if dim.kind == "u":
-                redraw = dim.levels[self.rng.integers(0, len(dim.levels), size=m)]
-                out[:, j] = np.where(move[:, j], redraw, base[:, j])
-            else:
-                step = self.rng.normal(0.0, sd, size=m)
-                moved = np.clip(base[:, j] + step, 0.0, 1.0)
-                if dim.kind == "o":
-                    moved = dim.levels[dim.snap(moved)]
-                out[:, j] = np.where(move[:, j], moved, base[:, j])
-        return out
+        return np.array([self.lineages[i].vector for i in rows])
 
     # --- telling --------------------------------------------------------------------------
     def _on_result(self, job: Job, loss: float) -> None:

@@ -1,0 +1,189 @@
+"""A Gaussian-process config model for BOHB (`BOHB(model="gp")`; the default stays "tpe").
+
+Everything but the proposal is the multi-fidelity TPE's (`hpo.search.tpe`): the ranking
+across budgets, the rung-agreement guards and the brackets BOHB skips, the climbing bracket,
+the Latin hypercube opening, the probes. Where the TPE would draw from l(x) and take the
+best l(x) / g(x), this model fits a Gaussian process (`hpo.search.config_gp.ConfigGP`,
+FreezeThaw's: Matern 5/2, one lengthscale per dimension by marginal likelihood, on normal
+scores of ranks) and proposes the config of the largest expected improvement among uniform
+draws and neighbours of the best configs (`config_gp.expected_improvement_candidates`, SMAC's
+local search around its incumbents, as candidates). What it is fitted on (`fit_on`):
+
+- "top" (default): the losses at the largest budget with at least `n_startup` results
+  (until then the TPE proposes).
+- "joint": every result at a trusted budget, with the budget (log scale, 0 to 1 over the
+  trusted budgets with results) as one more input; EI is taken at the top budget against
+  the best result there. Where the rung agreement trusts no lower budget (MFHartmann) it
+  fits the top budget's rows; on the two LCBench tasks measured at 132 it did no better.
+- "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
+  budget after the better half of every budget, untrusted budgets left out).
+
+`noise`: the noise variance of every row in the normal scores' units; by default large
+while there are few rows (exploration: LCBench's best configs sit on edges of the cube) and
+small once there are many, so the process goes through the best results and expected
+improvement refines around them (with FreezeThaw's 0.1 throughout it drifted to the edges
+of the cube and never refined; see NOISE). A conditional space keeps the TPE's proposals
+(the Gaussian process would read an inactive value as the middle of its range), and so does
+a space with priors (their learnt share was measured with the TPE: with the process, a wrong
+prior cost more than `tests/unit/test_priors.py` allows).
+
+ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
+the latest half), refactored only when a result arrived, and its lengthscales are refitted
+only when the rows it could be fitted on have grown by a quarter since the last fit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from hpo.search.base import config_key
+from hpo.search.config_gp import ConfigGP, expected_improvement_candidates
+from hpo.search.kde import Dimension
+from hpo.search.tpe import MultiFidelityTPESampler
+from hpo.space import SearchSpace
+
+# The noise variance of every row, in the normal scores' units, by default: NOISE_FEW while
+# the process has FEW_ROWS rows or fewer, then falling as 1 / rows^4 to NOISE (reached at 32
+# rows). FreezeThaw's 0.1 throughout smoothed the best results away at 132 full-budget
+# evaluations: on MFHartmann the posterior mean at the best row sat about 1.1 above its
+# score, expected improvement below that score was largest where the process knew least, on
+# the edges of the cube, and the search never refined. 1e-3 throughout fixed that but cost
+# LCBench at 20 the exploration 0.1 bought there; 0.1 up to 20 rows cost branin_mf and
+# noisy_branin, and falling as 1 / rows^2 from there, MFHartmann at 132 (benchmarks/RESULTS.md,
+# "BOHB's Gaussian process: why it lost MFHartmann").
+NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
+MAX_GP_ROWS = 150
+REFIT_GROWTH = 1.25
+BOUND_MARGIN = 1e-9
+FIT_ON = ("ranking", "top", "joint")
+
+
+class GPSampler(MultiFidelityTPESampler):
+    """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
+    `fit_on` ('top', 'joint' or 'ranking') and `noise` (> 0, fixed; None: by the rows' number)."""
+
+    def __init__(self, space: SearchSpace, *, fit_on: str = "top", noise: float | None = None, **options):
+        super().__init__(space, **options)
+        if fit_on not in FIT_ON:
+            raise ValueError(f"fit_on must be one of {list(FIT_ON)}, got {fit_on!r}")
+        if noise is not None and not noise > 0:
+            raise ValueError(f"noise must be > 0, got {noise!r}")
+        self.fit_on = fit_on
+        self.noise = None if noise is None else float(noise)
+        self._gp: tuple[tuple, ConfigGP, np.ndarray] | None = None    # (data key, model, its rows' vectors by rank)
+        self._scales: tuple[int, np.ndarray] | None = None          # (configs when they were fitted, log lengthscales)
+
+    def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
+        if self._conditional or self.priors.enabled:
+            return super()._best_candidate(rng, pending)
+        fitted = self._fit_gp()
+        if fitted is None:
+            return super()._best_candidate(rng, pending)
+        model, ranked = fitted
+        if self.fit_on == "joint":      # scored at the top budget, against the best result there
+            def score(points):
+                return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
+        else:
+            score = model.expected_improvement
+        # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
+        candidates, scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
+        # A candidate on a bound is decoded from just inside it (exp of a log bound can round past it).
+        inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
+        taken = self.taken(pending)
+        for index in np.argsort(-scores, kind="stable"):
+            config = self.space.from_unit(inside[index])
+            if config_key(config) not in taken:
+                return config
+        return None
+
+    def _fit_gp(self) -> tuple[ConfigGP, np.ndarray] | None:
+        """The process (refitted only when a result arrived) and its rows' vectors, best first."""
+        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        if self._gp is not None and self._gp[0] == key:
+            return self._gp[1], self._gp[2]
+        data = self._rows_to_fit()
+        if data is None:
+            return None
+        vectors, scores = data
+        total = len(scores)
+        if len(scores) > MAX_GP_ROWS:       # the best half, and the latest half of the rest
+            order = np.argsort(scores, kind="stable")
+            keep = np.concatenate([order[:MAX_GP_ROWS // 2], np.sort(order[MAX_GP_ROWS // 2:])[-(MAX_GP_ROWS // 2):]])
+            vectors, scores = vectors[keep], scores[keep]
+        scales = None
+        if self._scales is not None and total < REFIT_GROWTH * self._scales[0]:
+            scales = self._scales[1]
+        dims = self.dims + [Dimension("c")] if self.fit_on == "joint" else self.dims
+        model = ConfigGP(vectors, scores, dims, scales, base_noise=self.row_noise(len(scores)))
+        if scales is None:
+            self._scales = (total, model.log_scales)
+        if self.fit_on == "joint":
+            at_top = vectors[:, -1] >= 1.0
+            self._joint_best = float(model.y[at_top].min())
+            vectors = vectors[:, :-1]
+            order = np.lexsort((scores, ~at_top))      # the top budget's rows first, best first
+            ranked = vectors[order]
+            self._gp = (key, model, ranked)
+            return model, ranked
+        ranked = vectors[np.argsort(scores, kind="stable")]
+        self._gp = (key, model, ranked)
+        return model, ranked
+
+    def row_noise(self, rows: int) -> float:
+        """The noise variance of each of `rows` rows: `noise` where given, else NOISE_FEW up to
+        FEW_ROWS rows, falling as 1 / rows^4 to NOISE."""
+        if self.noise is not None:
+            return self.noise
+        return max(NOISE, NOISE_FEW * min(1.0, (FEW_ROWS / rows) ** 4))
+
+    def _rows_to_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(vectors, scores to minimise) in the order the rows were first observed (latest last)."""
+        table = self._table[:len(self._rows)]
+        budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
+        if self.fit_on == "joint":
+            return self._joint_rows()
+        if self.fit_on == "top":
+            enough = [b for b, results in self.by_budget.items() if len(results) >= self.n_startup]
+            if not enough:
+                return None
+            top = max(enough)
+            rows = [self._rows[key] for key in self.by_budget[top]]
+            return vectors[rows], np.array([loss for loss, _ in self.by_budget[top].values()])
+        losses = self.split_losses(budgets, losses)
+        order = self._ranked_reliable(budgets, losses) if self.rungs == "reliable" \
+            else np.lexsort((losses, -budgets))
+        if len(order) < 2:
+            return None
+        rank = np.full(len(budgets), np.nan)
+        rank[order] = np.arange(len(order))
+        rows = np.sort(order)
+        return vectors[rows], rank[rows]
+
+    def _joint_rows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every result at a trusted budget as a row: the config's vector and its budget (log
+        scale, 0 the lowest trusted budget with a result, 1 the highest), latest last; the
+        losses of every budget ranked together (the process learns the budget's shift)."""
+        trust = self._reliability() if self.rungs == "reliable" else {}
+        budgets = sorted(b for b in self.by_budget if trust.get(b, 1.0) > 0)
+        if not budgets or sum(len(self.by_budget[b]) for b in budgets) < 2:
+            return None
+        low, high = math.log(budgets[0]), math.log(budgets[-1])
+        vectors, losses, order = [], [], []
+        for b in budgets:
+            z = 1.0 if high == low else (math.log(b) - low) / (high - low)
+            for key, (loss, _) in self.by_budget[b].items():
+                vectors.append(np.append(self.deepest[key][2], z))
+                losses.append(loss)
+                order.append(self._rows[key] + (b == budgets[-1]) * len(self._rows))
+        keep = np.argsort(order, kind="stable")     # older configs first, the top budget's rows last
+        return np.array(vectors)[keep], np.array(losses)[keep]
+
+    def stats(self) -> dict[str, float]:
+        stats = super().stats()
+        if self._scales is not None:
+            stats["gp_rows_fitted"] = float(self._scales[0])
+        return stats
+
