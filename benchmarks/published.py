@@ -309,6 +309,8 @@ def main() -> None:
     every = published_problems(args.set, str(data))
     problems = [every[n] for n in (args.problems or every)]
     names = [n for n in (args.only or NAMES) if n in NAMES]
+    # The slow peers are reported from the cache whichever searchers run (run only when named).
+    names += [n for n in args.partial if n in NAMES and n not in names]
     unknown = set(args.only or ()) - set(NAMES)
     if unknown:
         parser.error(f"unknown searchers {sorted(unknown)}; expected some of {NAMES}")
