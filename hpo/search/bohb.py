@@ -1,8 +1,7 @@
 """BOHB: Hyperband's budgets with a model-based choice of new configs
 (Falkner, Klein and Hutter, ICML 2018). This module holds the paper's KDE model
-(`model="kde"`); `BOHB`'s default model is `model="gp"` (`hpo.search.bohb_gp`): the
-multi-fidelity TPE of `hpo.search.tpe` (`model="tpe"`, `AsyncBOHB`'s default) with its
-proposals from a Gaussian process.
+(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`, and
+`model="gp"` (`hpo.search.bohb_gp`) that TPE with its proposals from a Gaussian process.
 
 Observations are kept per budget. New configs are modelled on the largest budget that has
 at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
@@ -114,8 +113,8 @@ class KDESampler(ConfigSampler):
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
-    """BOHB's config model: 'gp' (`hpo.search.bohb_gp`), 'tpe' (`hpo.search.tpe`) or 'kde'
-    (the paper's); with several objectives or constraints, the multi-objective TPE of
+    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
+    'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
     from hpo.search.bohb_gp import GPSampler
     from hpo.search.multiobjective.objectives import Goals
@@ -135,10 +134,10 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
 
 
 class BOHB(Hyperband):
-    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'gp' (default: the
-    multi-fidelity TPE's budget guards, new configs by expected improvement under a Gaussian
-    process, `hpo.search.bohb_gp`; a conditional space or one with priors keeps the TPE's
-    proposals), 'tpe' (a multi-fidelity TPE that learns from every budget, `hpo.search.tpe`)
+    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
+    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`), 'gp' (the TPE's
+    budget guards, new configs by expected improvement under a Gaussian process,
+    `hpo.search.bohb_gp`; a conditional space or one with priors keeps the TPE's proposals)
     or 'kde' (the paper's KDE on the largest budget with enough results). `model_options`
     go to it: for 'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
@@ -157,7 +156,7 @@ class BOHB(Hyperband):
     brackets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", climbers: int | None = None, **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
@@ -239,10 +238,9 @@ class BOHB(Hyperband):
 
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
-    `model` and `model_options` as for `BOHB`, but the default model is 'tpe': the Gaussian
-    process was chosen on synchronous brackets, where each config is proposed after the
-    results it follows; with several workers asking at once, its expected improvement has no
-    term for the configs still running (the TPE's draws from l(x) spread them)."""
+    `model` and `model_options` as for `BOHB` ('gp' was measured on synchronous brackets
+    only: with several workers asking at once, its expected improvement has no term for the
+    configs still running, where the TPE's draws from l(x) spread them)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,

@@ -1,4 +1,4 @@
-"""A Gaussian-process config model for BOHB (`BOHB(model="gp")`, its default; `AsyncBOHB`'s is "tpe").
+"""A Gaussian-process config model for BOHB (`BOHB(model="gp")`; the default stays "tpe").
 
 Everything but the proposal is the multi-fidelity TPE's (`hpo.search.tpe`): the ranking
 across budgets, the rung-agreement guards and the brackets BOHB skips, the climbing bracket,
