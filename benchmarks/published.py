@@ -212,15 +212,17 @@ def make_runner(problems: Mapping[str, Published]):
 class Cache(PeerCache):
     """searchers.py's cache; ours go in under a name carrying the hash of hpo's searchers."""
 
-    def __init__(self, folder, problems, ours_tag: str):
+    def __init__(self, folder, problems, ours_tag: str, bohb_options: dict | None = None):
+        """`bohb_options`: the BOHB variant "hpo bohb" names (default: HPO_BOHB_OPTIONS)."""
         super().__init__(folder, run=make_runner(problems), peers=NAMES)
         self.ours_tag = ours_tag
+        self.bohb_options = harness.BOHB_OPTIONS if bohb_options is None else bohb_options
         self._only: set[str] = set()
 
     def _file(self, name: str, problem: str) -> Path:
         tagged = f"{name} {self.ours_tag}" if name in OUR_RUNNERS else name
-        if name == DEFAULT and harness.BOHB_OPTIONS:     # a variant (HPO_BOHB_OPTIONS) is cached apart
-            tagged += " " + hashlib.sha1(json.dumps(harness.BOHB_OPTIONS, sort_keys=True).encode()).hexdigest()[:8]
+        if name == DEFAULT and self.bohb_options:     # a variant (HPO_BOHB_OPTIONS) is cached apart
+            tagged += " " + hashlib.sha1(json.dumps(self.bohb_options, sort_keys=True).encode()).hexdigest()[:8]
         return super()._file(tagged, problem)
 
     def cached(self, name: str, problem: Problem, seeds: range, total: float) -> list[Outcome]:
