@@ -123,12 +123,9 @@ class GPSampler(MultiFidelityTPESampler):
         if self.fit_on == "joint":
             at_top = vectors[:, -1] >= 1.0
             self._joint_best = float(model.y[at_top].min())
-            vectors = vectors[:, :-1]
-            order = np.lexsort((scores, ~at_top))      # the top budget's rows first, best first
-            ranked = vectors[order]
-            self._gp = (key, model, ranked)
-            return model, ranked
-        ranked = vectors[np.argsort(scores, kind="stable")]
+            ranked = vectors[np.lexsort((scores, ~at_top)), :-1]     # the top budget's rows first, best first
+        else:
+            ranked = vectors[np.argsort(scores, kind="stable")]
         self._gp = (key, model, ranked)
         return model, ranked
 
@@ -141,10 +138,10 @@ class GPSampler(MultiFidelityTPESampler):
 
     def _rows_to_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(vectors, scores to minimise) in the order the rows were first observed (latest last)."""
-        table = self._table[:len(self._rows)]
-        budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
         if self.fit_on == "joint":
             return self._joint_rows()
+        table = self._table[:len(self._rows)]
+        budgets, losses, vectors = table[:, 0], table[:, 1], table[:, 2:]
         if self.fit_on == "top":
             enough = [b for b, results in self.by_budget.items() if len(results) >= self.n_startup]
             if not enough:
