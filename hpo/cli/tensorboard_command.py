@@ -1,5 +1,6 @@
 """`hpo tensorboard STUDY`: TensorBoard on the study's logs (or on a view of them that
-counts a dead driver's trials as interrupted), refreshed while it runs."""
+counts a dead driver's trials as interrupted), refreshed while it runs; the server is
+`hpo.cli.tensorboard_server`, TensorBoard without TensorFlow imported."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
             logdir = logdir_to_show(study, Path(scratch))
         finally:
             study.close()
-        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *args.extra]
+        command = [sys.executable, "-m", "hpo.cli.tensorboard_server", "--logdir", str(logdir), *args.extra]
         log.info("running: %s", " ".join(command))
         if logdir == own:
             return subprocess.call(command)

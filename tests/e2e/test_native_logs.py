@@ -65,15 +65,17 @@ def test_importing_tensorflow_through_it_prints_no_info_records():
     assert b"absl::InitializeLog" not in done.stderr
 
 
-def test_no_tensorflow_start_up_line_reaches_the_console_from_a_process_the_cli_starts(tmp_path):
-    """`hpo tensorboard` runs TensorBoard, which imports TensorFlow, in a process of its own.
-    (`hpo search` and `hpo best --export` are checked on tests/e2e/test_study_outputs.py's study.)"""
+def test_hpo_tensorboard_serves_without_importing_tensorflow(tmp_path):
+    """`hpo tensorboard` runs TensorBoard in a process of its own that never imports
+    TensorFlow: even under -v, which lets TensorFlow's own records through, none appears, and
+    TensorBoard's "installation not found" notice is not printed either. (`hpo search` and
+    `hpo best --export`, which do import it, are checked on tests/e2e/test_study_outputs.py's
+    study; that file's dashboard tests read this same server.)"""
     from hpo.study import Study
     Study.create(tmp_path / "study", {"name": "empty"}).close()
-    done = user_cli("tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
     import tensorboard
-    assert done.returncode == 0 and done.stdout.strip() == tensorboard.__version__, done.stderr[-3000:]
-    assert not startup_lines(done), done.stderr[-3000:]
-    verbose = user_cli("-v", "tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
-    assert verbose.returncode == 0, verbose.stderr[-3000:]
-    assert "Could not find cuda drivers" in verbose.stderr              # -v shows TensorFlow's records
+    for verbosity in ([], ["-v"]):
+        done = user_cli(*verbosity, "tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout.strip() == tensorboard.__version__, done.stderr[-3000:]
+        assert not startup_lines(done), done.stderr[-3000:]
+        assert "TensorFlow installation not found" not in done.stderr, done.stderr[-3000:]

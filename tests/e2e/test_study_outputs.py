@@ -63,8 +63,10 @@ def board(study_dir):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(study_dir / "tensorboard"),
-                               "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],
+    # The server `hpo tensorboard` starts (TensorBoard without TensorFlow imported).
+    server = subprocess.Popen([sys.executable, "-m", "hpo.cli.tensorboard_server",
+                               "--logdir", str(study_dir / "tensorboard"), "--host", "127.0.0.1", "--port", str(port),
+                               "--reload_interval", "1"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
