@@ -492,13 +492,19 @@ def test_gp_proposals_repeat_for_a_seed_and_differ_between_seeds():
     assert run(3) == run(3) != run(4)
 
 
-def test_gp_model_keeps_the_tpe_in_a_conditional_space_and_checks_fit_on():
+def test_gp_model_keeps_the_tpe_in_a_conditional_space_or_one_with_a_choice_and_checks_fit_on():
     from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
                                    "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
     searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
     drive(searcher, 80, told=lambda j: j.config.get("x", 0.5))
     assert searcher.sampler._gp is None            # never fitted: the TPE proposed
+    # An unordered choice, unconditional: the TPE proposes too (numeric and ordered spaces only).
+    flat = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b", "c"]},
+                                  "x": {"type": "float", "low": 0, "high": 1}})
+    searcher = BOHB(flat, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
+    drive(searcher, 80, told=lambda j: j.config["x"] + (j.config["kind"] != "b"))
+    assert searcher.sampler._gp is None
     with pytest.raises(ValueError, match="fit_on"):
         GPSampler(SearchSpace.coerce(SPACE), fit_on="everything")
     with pytest.raises(ValueError, match="noise"):
