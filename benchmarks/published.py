@@ -268,17 +268,18 @@ def shifted(outcomes: list[Outcome], reference: float) -> list[Outcome]:
 
 # --- report ----------------------------------------------------------------------------------
 
-def compare(published: Published, runs: Mapping[str, list[Outcome]]) -> dict[str, Any] | None:
-    """The default searcher against the best peer (lowest mean final regret) on one problem."""
-    if DEFAULT not in runs:
+def compare(published: Published, runs: Mapping[str, list[Outcome]], searcher: str = DEFAULT) -> dict[str, Any] | None:
+    """`searcher` (default: the default searcher) against the best peer (lowest mean final
+    regret) on one problem."""
+    if searcher not in runs:
         return None
     peers = {name: mean_final(r) for name, r in runs.items() if name in PEER_RUNNERS}
     if not peers:
         return None
     best = min(peers, key=peers.get)
-    ours = mean_final(runs[DEFAULT])
+    ours = mean_final(runs[searcher])
     ratio = float(regret_ratio(ours, peers[best]))
-    low, high = ratio_interval(runs[DEFAULT], runs[best])
+    low, high = ratio_interval(runs[searcher], runs[best])
     within = published.family == "lcbench" and ours - peers[best] <= LCBENCH_TOLERANCE
     return {"ours": ours, "best": best, "peer": peers[best], "ratio": ratio, "low": low, "high": high,
             "within": within}
@@ -391,6 +392,20 @@ def report(problems: list[Published], budgets, names, shown) -> None:
                 overhead = statistics.median(o.overhead_ms for o in runs[name])
                 print(f"| {name} | {len(runs[name])} | " + " | ".join(cells) + f" | {overhead:.3f} |")
             print()
+
+    print("Each of ours against the best peer: geometric mean over problems of the ratio of mean final "
+          "regrets (worst problem):")
+    for name in (n for n in names if n in OUR_RUNNERS):
+        cells = []
+        for total_evals in budgets:
+            found = [(result["ratio"], published.name) for published in problems
+                     if (result := compare(published, shown[published.name, total_evals], name)) is not None]
+            if found:
+                worst = max(found)
+                cells.append(f"at {total_evals}: {geomean_of([r for r, _ in found]):.3f} ({worst[0]:.3f} {worst[1]})")
+        if cells:
+            print(f"  {name}: " + "; ".join(cells))
+    print()
 
     ratios, passed, by_budget = [], 0, {}
     print(f"{DEFAULT} against the best peer (ratio of mean final regrets, 95% bootstrap interval):")

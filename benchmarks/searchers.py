@@ -611,7 +611,20 @@ def main() -> None:
     if args.png:
         _plot(outcomes, names, problems, total, args.png)
 
-    print("Every problem:")
+    print("Each of ours against the best peer measured: geometric mean over problems of the ratio of mean "
+          "final regrets (the worst three):")
+    for name in (n for n in names if n.startswith("hpo ")):
+        found = []
+        for problem in problems:
+            peers = [mean_final(outcomes[problem.name, p]) for p in PEERS if (problem.name, p) in outcomes]
+            if (problem.name, name) in outcomes and peers:
+                found.append((float(regret_ratio(mean_final(outcomes[problem.name, name]), min(peers))), problem.name))
+        if found:
+            finite = [r for r, _ in found if 0 < r < math.inf]
+            geomean = math.exp(statistics.fmean(math.log(r) for r in finite)) if finite else math.nan
+            worst = ", ".join(f"{p} {r:.2f}" for r, p in sorted(found, reverse=True)[:3])
+            print(f"  {name}: {geomean:.3f} ({worst})")
+    print("\nEvery problem:")
     overall = worst_ratio(problems, names, outcomes)
     print("\nThe first held-out set (looked at since):")
     first = worst_ratio([p for p in problems if p.name in HELD_OUT_PROBLEMS], names, outcomes)

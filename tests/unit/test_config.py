@@ -17,17 +17,17 @@ def write(tmp_path, text):
 
 def test_minimal_experiment_gets_defaults():
     e = experiment_from_dict(MINIMAL)
-    assert e.search.algorithm == "hyperband"
+    assert e.search.algorithm == "bohb"
     assert e.search.direction == "maximize"   # val_accuracy is maximised by default
     assert e.training.compile == "auto"
     assert str(e.study_dir) == "runs/t"
 
 
 def test_parallel_backends_default_to_asynchronous_scheduling():
-    # Synchronous Hyperband would leave workers idle at its rung barriers.
+    # Synchronous BOHB would leave workers idle at its rung barriers.
     for backend in ("local", "dask"):
         assert experiment_from_dict({**MINIMAL, "execution": {"backend": backend}}).search.algorithm == \
-            "async_hyperband"
+            "async_bohb"
     explicit = {**MINIMAL, "execution": {"backend": "local"}, "search": {"algorithm": "hyperband"}}
     assert experiment_from_dict(explicit).search.algorithm == "hyperband"
 
