@@ -137,7 +137,8 @@ class BOHB(Hyperband):
     """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
     multi-fidelity TPE that learns from every budget, `hpo.search.tpe`), 'gp' (the TPE's
     budget guards, new configs by expected improvement under a Gaussian process,
-    `hpo.search.bohb_gp`; a conditional space or one with priors keeps the TPE's proposals)
+    `hpo.search.bohb_gp`; a conditional space, one with an unordered choice or one with
+    priors keeps the TPE's proposals)
     or 'kde' (the paper's KDE on the largest budget with enough results). `model_options`
     go to it: for 'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,

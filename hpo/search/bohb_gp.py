@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.base import config_key
-from hpo.search.config_gp import ConfigGP, expected_improvement_candidates
+from hpo.search.config_gp import ConfigGP, expected_improvement_candidates, first_unseen, inside_bounds
 from hpo.search.kde import Dimension
 from hpo.search.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
@@ -60,7 +59,6 @@ from hpo.space import SearchSpace
 NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
 MAX_GP_ROWS = 150
 REFIT_GROWTH = 1.25
-BOUND_MARGIN = 1e-9
 FIT_ON = ("ranking", "top", "joint")
 
 
@@ -96,14 +94,7 @@ class GPSampler(MultiFidelityTPESampler):
             score = model.expected_improvement
         # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
         candidates, scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
-        # A candidate on a bound is decoded from just inside it (exp of a log bound can round past it).
-        inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
-        taken = self.taken(pending)
-        for index in np.argsort(-scores, kind="stable"):
-            config = self.space.from_unit(inside[index])
-            if config_key(config) not in taken:
-                return config
-        return None
+        return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
 
     def _fit_gp(self) -> tuple[ConfigGP, np.ndarray] | None:
         """The process (refitted only when a result arrived) and its rows' vectors, best first."""

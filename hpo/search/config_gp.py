@@ -6,18 +6,20 @@ Configurations are unit-cube vectors (`hpo.search.kde.dimensions_of`); numpy and
 `expected_improvement_candidates` is the search both run over the process: uniform draws
 and neighbours of the best configs (SMAC's local search around its incumbents, as
 candidates; a step past a bound lands on it), then, for FreezeThaw, a finer round around
-the candidates of the largest expected improvement."""
+the candidates of the largest expected improvement. `inside_bounds` and `first_unseen`
+turn the scored candidates into the config both propose."""
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
+from hpo.search.base import config_key
 from hpo.search.learning_curves import expected_improvement
 
 # The candidates: GP_RANDOM_CANDIDATES uniform draws and GP_LOCAL_CANDIDATES neighbours of
@@ -31,6 +33,9 @@ GP_RANDOM_CANDIDATES = 256
 GP_LOCAL_CANDIDATES = 256
 LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
 REFINE_TOP, REFINE_CANDIDATES, REFINE_SD = 8, 128, 0.05
+# A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high) -
+# log(low))) can round past `high`.
+BOUND_MARGIN = 1e-9
 
 
 class ConfigGP:
@@ -145,3 +150,19 @@ def expected_improvement_candidates(rng: np.random.Generator, dims, best_rows: n
     top = candidates[np.argsort(-scores, kind="stable")[:REFINE_TOP]]
     finer = neighbours(rng, top, dims, REFINE_CANDIDATES, REFINE_SD)
     return np.concatenate([candidates, finer]), np.concatenate([scores, score(finer)])
+
+
+def inside_bounds(candidates: np.ndarray) -> np.ndarray:
+    """Unit-cube candidates moved just inside the cube's bounds, to be decoded into configs."""
+    return np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
+
+
+def first_unseen(space, decoded: np.ndarray, scores: np.ndarray, taken, configs=None) -> dict[str, Any] | None:
+    """The config of the highest score whose key is not in `taken`: candidate i is
+    `configs[i]` where given, else `space.from_unit(decoded[i])` (decoded only as far as
+    needed). None when every candidate is taken."""
+    for index in np.argsort(-scores, kind="stable"):
+        config = configs[index] if configs is not None else space.from_unit(decoded[index])
+        if config_key(config) not in taken:
+            return config
+    return None

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
-from hpo.search.config_gp import LOCAL_TOP, ConfigGP, expected_improvement_candidates
+from hpo.search.config_gp import LOCAL_TOP, ConfigGP, expected_improvement_candidates, first_unseen, inside_bounds
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
 from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
@@ -100,7 +100,6 @@ def step_budgets(min_budget: float, max_budget: float, growth: float) -> list[fl
 # the probes (`FreezeThaw.probes`).
 MIN_TOP_RESULTS = 4
 MODELS = ("gp", "tpe")    # what proposes new configurations (`FreezeThaw.model`)
-BOUND_MARGIN = 1e-9
 MAX_GP_ROWS = 200        # the best half and the latest half of these when there are more lineages
 MIN_MODEL_ROWS = 5    # lineages at trusted steps before the model proposes from them alone
 
@@ -452,10 +451,7 @@ class FreezeThaw(Searcher):
         # those (`hpo.search.config_gp`, shared with BOHB's Gaussian process).
         candidates, scores = expected_improvement_candidates(self.rng, self.dims, self._best_vectors(mean, told),
                                                              model.expected_improvement)
-        # A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high)
-        # - log(low))) can round past `high`.
-        inside = np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
-        return self._best_unseen(candidates, inside, lambda _: scores, pending)
+        return self._best_unseen(candidates, inside_bounds(candidates), lambda _: scores, pending)
 
     def _best_unseen(self, scored: np.ndarray, decoded: np.ndarray, score, pending) -> dict[str, Any] | None:
         """The config of the highest `score` among the candidates (unit-cube rows: `scored` as
@@ -466,12 +462,7 @@ class FreezeThaw(Searcher):
         if self._conditional:
             configs = [self.space.from_unit(row) for row in decoded]
             scored = np.array([self.space.to_unit(c) for c in configs])
-        taken = self.sampler.taken(pending)
-        for index in np.argsort(-score(scored), kind="stable"):
-            config = configs[index] if configs is not None else self.space.from_unit(decoded[index])
-            if config_key(config) not in taken:
-                return config
-        return None
+        return first_unseen(self.space, decoded, score(scored), self.sampler.taken(pending), configs)
 
     def _best_vectors(self, mean: np.ndarray, told: np.ndarray) -> np.ndarray:
         """The unit-cube vectors of the LOCAL_TOP best lineages by predicted final loss, best first."""
