@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.config_gp import ConfigGP, expected_improvement_candidates, first_unseen, inside_bounds
+from hpo.search.config_gp import ConfigGP, best_and_latest, expected_improvement_candidates, first_unseen, inside_bounds
 from hpo.search.kde import Dimension
 from hpo.search.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
@@ -106,10 +106,8 @@ class GPSampler(MultiFidelityTPESampler):
             return None
         vectors, scores = data
         total = len(scores)
-        if len(scores) > MAX_GP_ROWS:       # the best half, and the latest half of the rest
-            order = np.argsort(scores, kind="stable")
-            keep = np.concatenate([order[:MAX_GP_ROWS // 2], np.sort(order[MAX_GP_ROWS // 2:])[-(MAX_GP_ROWS // 2):]])
-            vectors, scores = vectors[keep], scores[keep]
+        keep = best_and_latest(scores, MAX_GP_ROWS)
+        vectors, scores = vectors[keep], scores[keep]
         scales = None
         if self._scales is not None and total < REFIT_GROWTH * self._scales[0]:
             scales = self._scales[1]

@@ -152,6 +152,15 @@ def expected_improvement_candidates(rng: np.random.Generator, dims, best_rows: n
     return np.concatenate([candidates, finer]), np.concatenate([scores, score(finer)])
 
 
+def best_and_latest(scores: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of at most `limit` of the rows scored `scores` (oldest first, lower is better):
+    all of them where they fit, else the best half by score and the latest half of the rest,
+    in that order (the process keeps its incumbents and follows where the search is now)."""
+    if len(scores) <= limit:
+        return np.arange(len(scores))
+    order = np.argsort(scores, kind="stable")
+    return np.concatenate([order[:limit // 2], np.sort(order[limit // 2:])[-(limit // 2):]])
+
 def inside_bounds(candidates: np.ndarray) -> np.ndarray:
     """Unit-cube candidates moved just inside the cube's bounds, to be decoded into configs."""
     return np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)

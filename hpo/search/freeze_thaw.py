@@ -74,7 +74,14 @@ from typing import Any
 import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
-from hpo.search.config_gp import LOCAL_TOP, ConfigGP, expected_improvement_candidates, first_unseen, inside_bounds
+from hpo.search.config_gp import (
+    LOCAL_TOP,
+    ConfigGP,
+    best_and_latest,
+    expected_improvement_candidates,
+    first_unseen,
+    inside_bounds,
+)
 from hpo.search.kde import dimensions_of
 from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
 from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
@@ -429,10 +436,7 @@ class FreezeThaw(Searcher):
 
     def _gp_config(self, mean: np.ndarray, told: np.ndarray, pending) -> dict[str, Any] | None:
         rows = np.flatnonzero(told & np.isfinite(mean))
-        if len(rows) > MAX_GP_ROWS:
-            order = rows[np.argsort(mean[rows], kind="stable")]
-            best, rest = order[:MAX_GP_ROWS // 2], np.sort(order[MAX_GP_ROWS // 2:])[-MAX_GP_ROWS // 2:]
-            rows = np.concatenate([best, rest])
+        rows = rows[best_and_latest(mean[rows], MAX_GP_ROWS)]
         if self._gp is None or self._gp[0] != self._version:
             vectors = np.array([self.lineages[i].vector for i in rows])
             scales = None
