@@ -68,6 +68,7 @@ from benchmarks.searchers import (  # noqa: E402
     Outcome,
     PeerCache,
     Trace,
+    geomean_of,
     mean_final,
     ratio_interval,
     regret_ratio,
@@ -433,10 +434,6 @@ def report(problems: list[Published], budgets, names, shown) -> None:
               f"zero ratios left out of the geometric mean")
         print(f"published_geomean_ratio={geomean_of(ratios):.3f} published_worst_ratio={max(ratios):.3f}")
 
-
-def geomean_of(ratios: list[float]) -> float:
-    finite = [r for r in ratios if 0 < r < math.inf]
-    return math.exp(statistics.fmean(math.log(r) for r in finite)) if finite else math.nan
 
 
 if __name__ == "__main__":

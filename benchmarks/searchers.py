@@ -518,6 +518,12 @@ def ratio_interval(ours: list[Outcome], peer: list[Outcome], resamples: int = 20
     return float(low), float(high)
 
 
+def geomean_of(ratios: list[float]) -> float:
+    """The geometric mean of the finite, positive ratios (nan if there is none)."""
+    finite = [r for r in ratios if 0 < r < math.inf]
+    return math.exp(statistics.fmean(math.log(r) for r in finite)) if finite else math.nan
+
+
 def worst_ratio(problems, names, outcomes) -> float | None:
     """max over problems of mean final regret of hpo bohb / that of the best peer."""
     ratios = []
@@ -620,10 +626,8 @@ def main() -> None:
             if (problem.name, name) in outcomes and peers:
                 found.append((float(regret_ratio(mean_final(outcomes[problem.name, name]), min(peers))), problem.name))
         if found:
-            finite = [r for r, _ in found if 0 < r < math.inf]
-            geomean = math.exp(statistics.fmean(math.log(r) for r in finite)) if finite else math.nan
             worst = ", ".join(f"{p} {r:.2f}" for r, p in sorted(found, reverse=True)[:3])
-            print(f"  {name}: {geomean:.3f} ({worst})")
+            print(f"  {name}: {geomean_of([r for r, _ in found]):.3f} ({worst})")
     print("\nEvery problem:")
     overall = worst_ratio(problems, names, outcomes)
     print("\nThe first held-out set (looked at since):")
