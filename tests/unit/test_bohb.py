@@ -7,7 +7,7 @@ from hpo.search import BOHB, AsyncBOHB, RandomSearch
 from hpo.search.kde import KDE, Dimension, dimensions_of, impute
 from hpo.search.tpe import RHO_MIN
 from hpo.space import SearchSpace
-from tests.support.searcher_harness import SPACE, drive
+from tests.support.searcher_harness import SPACE, drive, objective
 
 
 def test_continuous_density_integrates_to_one_inside_the_bounds():
@@ -61,6 +61,8 @@ def test_kde_model_is_fitted_on_the_largest_budget_with_enough_points():
                                             ("gp", {"n_startup": 5})])
 def test_no_duplicate_proposals_while_jobs_are_pending(levels, model, options):
     space = {"a": {"type": "choice", "values": list(range(levels))}, "b": {"type": "choice", "values": [0, 1, 2]}}
+    if model == "gp":       # the process proposes in ordered spaces only (a choice keeps the TPE's proposals)
+        space = {"a": {"type": "int", "low": 0, "high": levels - 1}, "b": {"type": "int", "low": 0, "high": 2}}
     searcher = AsyncBOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model=model, **options)
     for _ in range(30):  # warm the model at budget 1
         job = searcher.ask()
@@ -71,19 +73,35 @@ def test_no_duplicate_proposals_while_jobs_are_pending(levels, model, options):
         if job.continues is None:
             pending.append(tuple(sorted(job.config.items())))
     assert len(pending) == len(set(pending))
+    if model == "gp":
+        assert searcher.sampler._gp is not None      # the process was fitted and asked
+
+
+# The Gaussian process proposes in numeric and ordered spaces only (a choice or a condition
+# keeps the TPE's proposals), so its tests search the harness space's numeric part.
+NUMERIC_SPACE = {name: SPACE[name] for name in ("x", "lr", "n")}
+
+
+def numeric_objective(job):
+    return objective({**job.config, "opt": "adam"}, job.budget)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["gp", "tpe", "kde"])
 def test_bohb_beats_random_search_on_a_smooth_problem(model):
     """Mean best value over 8 seeds after 150 jobs at matched budgets (deterministic seeds)."""
+    space, told = (NUMERIC_SPACE, numeric_objective) if model == "gp" else (SPACE, None)
+
     def best_at_max(searcher):
-        log = drive(searcher, 150)
+        log = drive(searcher, 150, told=told)
         return min(r.value for j, r in log if r.ok and j.budget == 27)
 
-    bohb = [best_at_max(BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=s, model=model)) for s in range(8)]
-    rand = [best_at_max(RandomSearch(SPACE, min_budget=1, max_budget=27, eta=3, seed=s)) for s in range(8)]
-    assert np.mean(bohb) < np.mean(rand)
+    bohb = [BOHB(space, min_budget=1, max_budget=27, eta=3, seed=s, model=model) for s in range(8)]
+    bohb_best = [best_at_max(searcher) for searcher in bohb]
+    rand = [best_at_max(RandomSearch(space, min_budget=1, max_budget=27, eta=3, seed=s)) for s in range(8)]
+    assert np.mean(bohb_best) < np.mean(rand)
+    if model == "gp":
+        assert all(searcher.sampler._gp is not None for searcher in bohb)     # the process proposed
 
 
 # --- the multi-fidelity TPE model (BOHB's default) --------------------------------------------
@@ -487,8 +505,10 @@ def test_gp_noise_is_large_with_few_rows_and_small_with_many_unless_fixed():
 
 def test_gp_proposals_repeat_for_a_seed_and_differ_between_seeds():
     def run(seed):
-        searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=seed, model="gp")
-        return [tuple(sorted(j.config.items())) for j, _ in drive(searcher, 80)]
+        searcher = BOHB(NUMERIC_SPACE, min_budget=1, max_budget=27, eta=3, seed=seed, model="gp")
+        configs = [tuple(sorted(j.config.items())) for j, _ in drive(searcher, 80, told=numeric_objective)]
+        assert searcher.sampler._gp is not None          # the process proposed
+        return configs
     assert run(3) == run(3) != run(4)
 
 

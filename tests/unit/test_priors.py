@@ -68,9 +68,8 @@ def test_sampling_around_a_prior_concentrates_by_confidence():
 @pytest.mark.parametrize("cls, jobs, dims", [pytest.param(partial(BOHB, model="tpe"), 80, 8, marks=pytest.mark.slow,
                                                           id="BOHB-tpe-80-8"), (Hyperband, 120, 4)])
 def test_a_good_prior_speeds_the_search_and_a_wrong_one_costs_little(cls, jobs, dims):
-    """BOHB's priors live in its TPE (a space with priors keeps the TPE's proposals under the
-    default Gaussian-process model too), so the cost of a prior is measured against the TPE
-    without one."""
+    """BOHB's priors live in its TPE (a space with priors keeps the TPE's proposals under
+    `model="gp"` too), so the cost of a prior is measured against the TPE without one."""
     # 30 seeds: the best of 80 jobs varies so much between seeds that 10 leave the ratios noisy.
     none = mean_best(cls, space(dims=dims), jobs, seeds=30)
     good = mean_best(cls, space(0.8, dims=dims), jobs, seeds=30)
