@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks.published as pub  # noqa: E402
-from benchmarks.searchers import mean_final, regret_ratio  # noqa: E402
+from benchmarks.searchers import geomean_of, mean_final, regret_ratio  # noqa: E402
 
 
 def main() -> None:
@@ -68,10 +67,8 @@ def main() -> None:
             ratios.append(ratio)
             print(f"  {published.name:16s} {ours:.5f} ({len(runs[args.searcher])} seeds) against {best} "
                   f"{others[best]:.5f} ({len(runs[best])}): {ratio:.3f}")
-        finite = [r for r in ratios if 0 < r < math.inf]
-        if finite:
-            geomean = math.exp(sum(map(math.log, finite)) / len(finite))
-            print(f"  geometric mean {geomean:.3f}, worst {max(ratios):.3f}, "
+        if ratios:
+            print(f"  geometric mean {geomean_of(ratios):.3f}, worst {max(ratios):.3f}, "
                   f"best of all on {sum(r <= 1 for r in ratios)} of {len(ratios)}")
 
 
