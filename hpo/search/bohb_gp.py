@@ -42,7 +42,14 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.config_gp import ConfigGP, best_and_latest, expected_improvement_candidates, first_unseen, inside_bounds
+from hpo.search.config_gp import (
+    REFIT_GROWTH,
+    ConfigGP,
+    best_and_latest,
+    expected_improvement_candidates,
+    first_unseen,
+    inside_bounds,
+)
 from hpo.search.kde import Dimension
 from hpo.search.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
@@ -58,7 +65,6 @@ from hpo.space import SearchSpace
 # "BOHB's Gaussian process: why it lost MFHartmann").
 NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
 MAX_GP_ROWS = 150
-REFIT_GROWTH = 1.25
 FIT_ON = ("ranking", "top", "joint")
 
 

@@ -33,6 +33,9 @@ GP_RANDOM_CANDIDATES = 256
 GP_LOCAL_CANDIDATES = 256
 LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15
 REFINE_TOP, REFINE_CANDIDATES, REFINE_SD = 8, 128, 0.05
+# A caller refits the lengthscales only once its rows have grown by this factor since the
+# last fit (between refits the process is refactored on the kept lengthscales).
+REFIT_GROWTH = 1.25
 # A candidate on a bound is decoded from just inside it: exp(log(low) + 1.0 * (log(high) -
 # log(low))) can round past `high`.
 BOUND_MARGIN = 1e-9

@@ -76,6 +76,7 @@ import numpy as np
 from hpo.search.base import Searcher, config_key, latin_hypercube
 from hpo.search.config_gp import (
     LOCAL_TOP,
+    REFIT_GROWTH,
     ConfigGP,
     best_and_latest,
     expected_improvement_candidates,
@@ -440,7 +441,7 @@ class FreezeThaw(Searcher):
         if self._gp is None or self._gp[0] != self._version:
             vectors = np.array([self.lineages[i].vector for i in rows])
             scales = None
-            if self._gp is not None and len(rows) < 1.25 * self._gp[2]:
+            if self._gp is not None and len(rows) < REFIT_GROWTH * self._gp[2]:
                 scales = self._gp[1].log_scales
             # A lineage's loss at max_budget is predicted with a spread (0 where observed): its
             # row's noise, in the normal scores' units (the spread over the rows' IQR scale).
