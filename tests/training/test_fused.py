@@ -54,8 +54,10 @@ def run_unfused(trainer, tasks):
     return [list(epoch) for epoch in zip(*per_trial)]
 
 
+# Under XLA, AdamW and not Adam: both update through `single_pass_adam`, AdamW with its decay
+# term too (XLA compiles are the slow part; Adam's step without decay is the unfused one's too).
 @pytest.mark.parametrize("optimizer, mode", [("adam", "graph"), ("adamw", "graph"), ("sgd", "graph"),
-                                             ("adam", "xla"), ("adamw", "xla"), ("sgd", "xla")])
+                                             ("adamw", "xla"), ("sgd", "xla")])
 def test_fused_mlp_matches_trials_run_one_by_one(digits, tmp_path, optimizer, mode):
     """Under XLA both sides update in one pass (`single_pass_adam`, `single_pass_momentum`)."""
     configs = [{**c, "optimizer": optimizer, "momentum": 0.5 + 0.2 * i, "weight_decay": 0.01 * i}
