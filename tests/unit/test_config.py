@@ -94,6 +94,20 @@ def test_yaml_syntax_error_gives_line_and_column(tmp_path):
         load_experiment(path)
 
 
+def test_deep_brackets_are_refused_at_their_line_and_quoted_or_commented_ones_do_not_count(tmp_path):
+    from hpo.config.yaml_source import MAX_FLOW_DEPTH, parse_yaml
+
+    deep = "[" * (MAX_FLOW_DEPTH + 1) + "]" * (MAX_FLOW_DEPTH + 1)
+    path = write(tmp_path, f"name: t\ndata: {{dataset: digits}}\nextra: {deep}\n")
+    with pytest.raises(ConfigError, match=f"nested too deeply: more than {MAX_FLOW_DEPTH} levels .* at line 3"):
+        load_experiment(path)
+    at_the_limit = "[" * MAX_FLOW_DEPTH + "]" * MAX_FLOW_DEPTH
+    assert parse_yaml(f"x: {at_the_limit}") is not None
+    many = "[" * (2 * MAX_FLOW_DEPTH)
+    assert parse_yaml(f"a: '{many}'\nb: \"{many}\\\"\"\nc: 1  # {many}\nd: it's [fine]\n") == {
+        "a": many, "b": many + '"', "c": 1, "d": "it's [fine]"}
+
+
 @pytest.mark.parametrize("section, value, fragment", [
     ({"search": {"algorithm": "bohbb"}}, None, "did you mean 'bohb'"),
     ({"model": {"builder": "resnet"}}, None, "'mlp', 'cnn'"),
