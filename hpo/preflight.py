@@ -58,6 +58,11 @@ def _check(experiment: Experiment) -> PreflightFindings:
         raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
                           f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
+    else:
+        # The searcher, built once as the driver will build it: an option it refuses
+        # (`search.options: {model: gpp}`) is found here, not after the study folder exists.
+        from hpo.runner import searcher_for
+        searcher_for(experiment)
     _check_device(experiment)
     _check_scheduler(experiment)
     dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)

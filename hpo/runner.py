@@ -384,6 +384,9 @@ def searcher_for(experiment: Experiment) -> Searcher:
     except TypeError as exc:
         raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
                           source=experiment.source) from None
+    except ValueError as exc:
+        raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
+                          source=experiment.source) from None
 
 
 def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:

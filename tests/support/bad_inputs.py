@@ -328,6 +328,10 @@ CASES += [
          ["search.algorithm=bohb", "search.options={model: kde}"],
          ["search.objectives", "'bohb' cannot take several objectives", "model 'kde' takes one objective"],
          text=MULTI_OBJECTIVE),
+    case("a searcher option's value it refuses", PREFLIGHT, ["search.algorithm=bohb", "search.options={model: gpp}"],
+         ["key 'search.options'", "bohb refused an option's value", "model must be one of"]),
+    case("an option the searcher does not take", PREFLIGHT, ["search.algorithm=random", "search.options={model: gp}"],
+         ["key 'search.options'", "not accepted by random", "'model'"]),
 ]
 
 
