@@ -145,7 +145,8 @@ class BOHB(Hyperband):
     num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
     'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
-    Gaussian process's, on normal scores; None: by the number of rows). With several
+    Gaussian process's, on normal scores; None: by the number of rows), candidates
+    ('uniform' or 'tpe': what expected improvement chooses among). With several
     `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
     (option `split`).
 

@@ -547,3 +547,22 @@ def test_gp_is_fitted_on_a_capped_number_of_rows_and_refits_its_lengthscales_rar
         bohb_gp.ConfigGP._fit = original
     assert searcher.sampler._gp[1].x.shape[0] == bohb_gp.MAX_GP_ROWS
     assert 3 <= len(fits) <= 20
+
+
+def test_gp_can_choose_among_draws_from_the_tpe_good_density():
+    """`candidates="tpe"`: expected improvement over the better half, by l(x) / g(x), of draws
+    from the TPE's l(x); it finds the optimum and repeats itself for a seed."""
+    from hpo.search.bohb_gp import GPSampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "y": {"type": "float", "low": 0, "high": 1}})
+
+    def run(seed):
+        searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=seed, model="gp", candidates="tpe")
+        log = drive(searcher, 200, told=lambda j: (j.config["x"] - 0.7) ** 2 + (j.config["y"] - 0.2) ** 2)
+        assert searcher.sampler._gp is not None
+        best, _ = searcher.best
+        assert abs(best.config["x"] - 0.7) + abs(best.config["y"] - 0.2) < 0.05
+        return [tuple(sorted(j.config.items())) for j, _ in log]
+    assert run(3) == run(3)
+    with pytest.raises(ValueError, match="candidates"):
+        GPSampler(SearchSpace.coerce(SPACE), candidates="everything")
