@@ -164,6 +164,7 @@ def best_and_latest(scores: np.ndarray, limit: int) -> np.ndarray:
     order = np.argsort(scores, kind="stable")
     return np.concatenate([order[:limit // 2], np.sort(order[limit // 2:])[-(limit // 2):]])
 
+
 def inside_bounds(candidates: np.ndarray) -> np.ndarray:
     """Unit-cube candidates moved just inside the cube's bounds, to be decoded into configs."""
     return np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
