@@ -1,7 +1,8 @@
 """BOHB: Hyperband's budgets with a model-based choice of new configs
 (Falkner, Klein and Hutter, ICML 2018). This module holds the paper's KDE model
-(`model="kde"`); the default model is the multi-fidelity TPE of `hpo.search.tpe`, and
-`model="gp"` (`hpo.search.bohb_gp`) that TPE with its proposals from a Gaussian process.
+(`model="kde"`); `BOHB`'s default model, `model="gp"` (`hpo.search.bohb_gp`), is the
+multi-fidelity TPE of `hpo.search.tpe` (`model="tpe"`, `AsyncBOHB`'s default) with its
+proposals chosen by a Gaussian process.
 
 Observations are kept per budget. New configs are modelled on the largest budget that has
 at least `min_points_in_model + 2` results: the best `top_n_percent` form l(x), the rest
@@ -10,7 +11,7 @@ candidates are drawn from l(x) with bandwidths widened by `bandwidth_factor`, an
 maximising l(x) / g(x) is proposed. A `random_fraction` of proposals stay uniform, which
 keeps the convergence guarantee of Hyperband.
 
-`BOHB` schedules like synchronous Hyperband, except that with the default model (one
+`BOHB` schedules like synchronous Hyperband, except that with model 'gp' or 'tpe' (one
 objective) the search opens with a climbing bracket, whose configs climb every rung
 instead of starting at the top, in place of the first iteration's full-budget bracket; and
 a bracket whose first budget misleads (its ranking disagrees with the top budget's, see
@@ -113,7 +114,7 @@ class KDESampler(ConfigSampler):
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
-    """BOHB's config model: 'tpe' (default, `hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
+    """BOHB's config model: 'tpe' (`hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
     'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
     from hpo.search.bohb_gp import GPSampler
@@ -134,19 +135,19 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
 
 
 class BOHB(Hyperband):
-    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'tpe' (default: a
-    multi-fidelity TPE that learns from every budget, `hpo.search.tpe`), 'gp' (the TPE's
-    budget guards, new configs by expected improvement under a Gaussian process,
-    `hpo.search.bohb_gp`; a conditional space, one with an unordered choice or one with
-    priors keeps the TPE's proposals)
-    or 'kde' (the paper's KDE on the largest budget with enough results). `model_options`
+    """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'gp' (default: the
+    TPE's budget guards, new configs by expected improvement under a Gaussian process among
+    the TPE's candidates, `hpo.search.bohb_gp`; a conditional space, one with an unordered
+    choice or one with priors keeps the TPE's proposals), 'tpe' (a multi-fidelity TPE that
+    learns from every budget, `hpo.search.tpe`) or 'kde' (the paper's KDE on the largest
+    budget with enough results). `model_options`
     go to it: for 'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
     num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
     'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
     Gaussian process's, on normal scores; None: by the number of rows), candidates
-    ('uniform' or 'tpe': what expected improvement chooses among). With several
+    ('tpe', the default, or 'uniform': what expected improvement chooses among). With several
     `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
     (option `split`).
 
@@ -158,7 +159,7 @@ class BOHB(Hyperband):
     brackets."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", climbers: int | None = None, **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
@@ -183,7 +184,7 @@ class BOHB(Hyperband):
         climbs = self.sampler.judges_budgets and not self.goals.ranked and len(self.brackets) > 2
         if climbers and not climbs:
             # Asked for by name, a climbing bracket that would silently not run is an error.
-            raise ValueError(f"climbers={climbers} needs model='tpe' (the default) or model='gp', one objective and no "
+            raise ValueError(f"climbers={climbers} needs model='gp' (the default) or model='tpe', one objective and no "
                              f"constraint, and at least three budgets (here {len(self.brackets)}: min_budget "
                              f"{min_budget}, max_budget {max_budget}, eta {eta})")
         if climbs:
@@ -240,8 +241,8 @@ class BOHB(Hyperband):
 
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
-    `model` and `model_options` as for `BOHB` ('gp' was measured on synchronous brackets
-    only: with several workers asking at once, its expected improvement has no term for the
+    `model` and `model_options` as for `BOHB`, but the default model is 'tpe' ('gp' was
+    measured on synchronous brackets only: with several workers asking at once, its expected improvement has no term for the
     configs still running, where the TPE's draws from l(x) spread them)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,

@@ -1,4 +1,5 @@
-"""A multi-fidelity TPE model for BOHB's new configurations (BOHB's default `model="tpe"`).
+"""A multi-fidelity TPE model for BOHB's new configurations (`model="tpe"`, AsyncBOHB's default;
+BOHB's default `model="gp"` keeps everything here but the final choice of a proposal).
 
 BOHB's paper model (`hpo.search.kde`, `model="kde"`) fits a multivariate KDE on the largest
 budget that has enough results. Early in a search that is budget 1 only, and later a

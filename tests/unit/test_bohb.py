@@ -463,11 +463,12 @@ def test_bohb_asks_its_sampler_through_the_declared_contract_only():
 
 # --- the Gaussian-process proposals (model="gp") ------------------------------------
 
-def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results():
+@pytest.mark.parametrize("candidates", ["tpe", "uniform"])
+def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results(candidates):
     from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
-    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
+    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", candidates=candidates)
     assert isinstance(searcher.sampler, GPSampler) and searcher.sampler.fit_on == "top"
     # 200 jobs: the process fits the top budget's results only, about 35 of them here.
     drive(searcher, 200, told=lambda j: (j.config["x"] - 0.7) ** 2 + (j.config["y"] - 0.2) ** 2)
@@ -549,15 +550,20 @@ def test_gp_is_fitted_on_a_capped_number_of_rows_and_refits_its_lengthscales_rar
     assert 3 <= len(fits) <= 20
 
 
-def test_gp_can_choose_among_draws_from_the_tpe_good_density():
-    """`candidates="tpe"`: expected improvement over the better half, by l(x) / g(x), of draws
-    from the TPE's l(x); it finds the optimum and repeats itself for a seed."""
+def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density():
+    """BOHB's default model: expected improvement over the better half, by l(x) / g(x), of
+    draws from the TPE's l(x); it finds the optimum and repeats itself for a seed. AsyncBOHB
+    keeps the TPE."""
     from hpo.search.bohb_gp import GPSampler
+    from hpo.search.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
+    default = BOHB(space, min_budget=1, max_budget=9, eta=3).sampler
+    assert isinstance(default, GPSampler) and default.candidates == "tpe" and default.fit_on == "top"
+    assert type(AsyncBOHB(space, min_budget=1, max_budget=9, eta=3).sampler) is MultiFidelityTPESampler
 
     def run(seed):
-        searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=seed, model="gp", candidates="tpe")
+        searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=seed)
         log = drive(searcher, 200, told=lambda j: (j.config["x"] - 0.7) ** 2 + (j.config["y"] - 0.2) ** 2)
         assert searcher.sampler._gp is not None
         best, _ = searcher.best
