@@ -242,8 +242,9 @@ class BOHB(Hyperband):
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
     `model` and `model_options` as for `BOHB`, but the default model is 'tpe' ('gp' was
-    measured on synchronous brackets only: with several workers asking at once, its expected improvement has no term for the
-    configs still running, where the TPE's draws from l(x) spread them)."""
+    measured on synchronous brackets only: with several workers asking at once, its
+    expected improvement has no term for the configs still running, where the TPE's draws
+    from l(x) spread them)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
