@@ -57,10 +57,11 @@ def final_regret(make, name: str, seed: int) -> float:
 
 
 def main(seeds: int = 20) -> None:
-    makers = {"random": RandomSearch, "hyperband": Hyperband, "bohb (default, tpe)": BOHB,
-              "bohb (tpe, no climbing)": lambda *a, **k: BOHB(*a, climbers=0, **k),
+    makers = {"random": RandomSearch, "hyperband": Hyperband, "bohb (default, gp)": BOHB,
+              "bohb (tpe)": lambda *a, **k: BOHB(*a, model="tpe", **k),
+              "bohb (tpe, no climbing)": lambda *a, **k: BOHB(*a, model="tpe", climbers=0, **k),
               "bohb (tpe, deepest-first, no probes)":
-                  lambda *a, **k: BOHB(*a, rungs="deepest", probe_budgets=False, climbers=0, **k),
+                  lambda *a, **k: BOHB(*a, model="tpe", rungs="deepest", probe_budgets=False, climbers=0, **k),
               "bohb (paper kde)": lambda *a, **k: BOHB(*a, model="kde", **k)}
     print("| searcher | " + " | ".join(PROBLEMS) + " |")
     print("| --- | " + " | ".join("---" for _ in PROBLEMS) + " |")

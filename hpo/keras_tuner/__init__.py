@@ -130,15 +130,18 @@ class RandomSearch(_KerasTunerFace):
 
 
 class BayesianOptimization(RandomSearch):
-    """`kt.BayesianOptimization`'s signature. The model is hpo's TPE (BOHB's, at one budget),
-    not Keras Tuner's Gaussian process: said in the log when the search starts."""
+    """`kt.BayesianOptimization`'s signature. The model is BOHB's at one budget, not Keras
+    Tuner's: a Gaussian process choosing, by expected improvement, among its TPE's draws
+    (the TPE alone in a space with a choice, a condition or priors); said in the log when
+    the search starts."""
 
     algorithm_name = "bohb"
 
     def search(self, *args, **kwargs) -> None:
         import logging
-        logging.getLogger("hpo.tuner").info("BayesianOptimization: configurations come from hpo's TPE model "
-                                            "(BOHB at one budget), not a Gaussian process")
+        logging.getLogger("hpo.tuner").info("BayesianOptimization: configurations come from hpo's BOHB model at "
+                                            "one budget (a Gaussian process over its TPE's draws; the TPE alone "
+                                            "where the space has a choice, a condition or priors)")
         super().search(*args, **kwargs)
 
 

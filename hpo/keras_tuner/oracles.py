@@ -195,7 +195,7 @@ class HyperbandOracle(SearcherOracle):
 
 
 class BOHBOracle(SearcherOracle):
-    """BOHB: Hyperband's budgets, configurations from a KDE model of the good ones."""
+    """BOHB: Hyperband's budgets, configurations from BOHB's default model (`hpo.search.BOHB`)."""
     algorithm = "bohb"
 
 

@@ -112,6 +112,10 @@ class KDESampler(ConfigSampler):
         return self.fresh(rng, pending)
 
 
+# The options only model 'gp' takes (`hpo.search.bohb_gp.GPSampler`), refused by name elsewhere.
+GP_ONLY_OPTIONS = frozenset({"candidates", "fit_on", "noise"})
+
+
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
     """BOHB's config model: 'tpe' (`hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
@@ -121,6 +125,10 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
     from hpo.search.multiobjective.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
     goals = Goals.build(objectives, constraints, direction)
+    gp_only = sorted(set(options) & GP_ONLY_OPTIONS)
+    if gp_only and (model != "gp" or goals.ranked):
+        raise ValueError(f"{', '.join(gp_only)}: options of model 'gp' with one objective and no constraint "
+                         f"(here model {model!r}" + (", several objectives or constraints)" if goals.ranked else ")"))
     if goals.ranked:
         model = "tpe" if model == "gp" else model      # only the TPE ranks points
         from hpo.search.multiobjective.pareto_tpe import make_pareto_model
@@ -242,9 +250,9 @@ class BOHB(Hyperband):
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
     `model` and `model_options` as for `BOHB`, but the default model is 'tpe' ('gp' was
-    measured on synchronous brackets only: with several workers asking at once, its
-    expected improvement has no term for the configs still running, where the TPE's draws
-    from l(x) spread them)."""
+    measured on synchronous brackets, one worker at a time, only: with several workers
+    asking at once, its expected improvement has no term for the configs still running,
+    where the TPE's draws from l(x) spread them)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,

@@ -332,6 +332,13 @@ CASES += [
          ["key 'search.options'", "bohb refused an option's value", "model must be one of"]),
     case("an option the searcher does not take", PREFLIGHT, ["search.algorithm=random", "search.options={model: gp}"],
          ["key 'search.options'", "not accepted by random", "'model'"]),
+    case("a Gaussian-process option on async BOHB's TPE", PREFLIGHT,
+         ["search.algorithm=async_bohb", "search.options={candidates: uniform}"],
+         ["key 'search.options'", "candidates: options of model 'gp'", "here model 'tpe'"]),
+    case("a Gaussian-process option with several objectives", PREFLIGHT,
+         ["search.algorithm=bohb", "search.options={fit_on: joint}"],
+         ["key 'search.objectives'", "fit_on: options of model 'gp'", "several objectives or constraints"],
+         text=MULTI_OBJECTIVE),
 ]
 
 

@@ -104,7 +104,7 @@ def test_bohb_beats_random_search_on_a_smooth_problem(model):
         assert all(searcher.sampler._gp is not None for searcher in bohb)     # the process proposed
 
 
-# --- the multi-fidelity TPE model (BOHB's default) --------------------------------------------
+# --- the multi-fidelity TPE model (model="tpe"; the default "gp" shares all but its proposals) --
 
 def test_parzen_density_integrates_to_one_and_keeps_a_prior():
     from hpo.search.tpe import ParzenEstimator
@@ -321,12 +321,13 @@ def _trap(config, budget, reversal):
 
 
 @pytest.mark.slow
-def test_bohb_skips_brackets_that_start_where_the_ranking_misleads():
+@pytest.mark.parametrize("model", ["gp", "tpe"])
+def test_bohb_skips_brackets_that_start_where_the_ranking_misleads(model):
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
     for seed in range(3):
         late_starts_at_one = {}
         for reversal in (False, True):
-            searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed)
+            searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed, model=model)
             log = []
             for _ in range(420):
                 job = searcher.ask()
@@ -346,12 +347,13 @@ def test_bohb_skips_brackets_that_start_where_the_ranking_misleads():
         assert late_starts_at_one[True] < late_starts_at_one[False]
 
 
-def test_where_every_lower_budget_misleads_new_configs_start_at_the_top():
+@pytest.mark.parametrize("model", ["gp", "tpe"])
+def test_where_every_lower_budget_misleads_new_configs_start_at_the_top(model):
     """After the opening climb shows every budget below 27 reversed, no bracket starts below
     the top (none of Hyperband's, in this iteration or the next): only the full-budget bracket
     of the second iteration runs, each config starting at 27, where its result informs the next."""
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
-    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0)
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, model=model)
     log = []
     for _ in range(24 + 30):
         job = searcher.ask()
@@ -403,12 +405,13 @@ def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     assert BOHB(space, seed=0, max_budget=3).ask().continues is None and BOHB(space, max_budget=3)._climb is None
 
 
-def test_a_reversal_is_found_by_the_first_climbing_bracket():
+@pytest.mark.parametrize("model", ["gp", "tpe"])
+def test_a_reversal_is_found_by_the_first_climbing_bracket(model):
     """The climbers' own ranks at budget 1 against their results at the top show the
     reversal before any aggressive bracket runs: the next new config does not start at 1."""
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
     for seed in range(3):
-        searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed)
+        searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed, model=model)
         for _ in range(24):
             job = searcher.ask()
             searcher.tell(job, _trap(job.config, job.budget, True))
@@ -438,10 +441,12 @@ def test_the_first_random_configs_are_a_latin_hypercube():
     assert BOHB(space, objectives=two).sampler.initial_design == "uniform"
 
 
-def test_bohb_asks_its_sampler_through_the_declared_contract_only():
+@pytest.mark.parametrize("model", ["gp", "tpe"])
+def test_bohb_asks_its_sampler_through_the_declared_contract_only(model):
     """What BOHB asks of a sampler is declared on `ConfigSampler`: a sampler that judges no
-    budget (the paper's KDE) gets no climbing bracket and trusts every start; the default
-    model is told of the climb, and a budget it distrusts starts no bracket."""
+    budget (the paper's KDE) gets no climbing bracket and trusts every start; the TPE, and
+    the Gaussian process built on it, are told of the climb, and a budget they distrust
+    starts no bracket."""
     from hpo.search.base import ConfigSampler
 
     space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -449,7 +454,7 @@ def test_bohb_asks_its_sampler_through_the_declared_contract_only():
     assert type(kde.sampler).judges_budgets is ConfigSampler.judges_budgets is False
     assert kde.sampler.trusted_start(1.0) and kde._climb is None
 
-    tpe = BOHB(space, seed=0, min_budget=1, max_budget=9, eta=3)
+    tpe = BOHB(space, seed=0, min_budget=1, max_budget=9, eta=3, model=model)
     assert tpe.sampler.judges_budgets and tpe.sampler.climbing and tpe._climb is not None
     tpe.sampler.trusted_start = lambda budget: budget > 1.0        # the lowest budget misleads
     climb = [tpe.ask() for _ in range(tpe._climb.rungs[0].n_configs)]
@@ -572,3 +577,20 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
     assert run(3) == run(3)
     with pytest.raises(ValueError, match="candidates"):
         GPSampler(SearchSpace.coerce(SPACE), candidates="everything")
+
+
+@pytest.mark.parametrize("model, options, goals, fragment", [
+    ("tpe", {"candidates": "uniform"}, {}, "candidates: options of model 'gp' with one objective and no constraint "
+                                           "(here model 'tpe')"),
+    ("kde", {"fit_on": "joint", "noise": 0.1}, {}, "fit_on, noise: options of model 'gp'"),
+    ("gp", {"candidates": "uniform"}, {"objectives": [{"name": "a", "direction": "minimize"},
+                                                      {"name": "b", "direction": "minimize"}]},
+     "several objectives or constraints"),
+])
+def test_gaussian_process_options_elsewhere_are_refused_by_name(model, options, goals, fragment):
+    """`candidates`, `fit_on` and `noise` belong to model 'gp' with one objective: another
+    model, or several objectives (where 'gp' is the multi-objective TPE), names them."""
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        BOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, model=model, **options, **goals)
+    with pytest.raises(ValueError, match="options of model 'gp'"):
+        AsyncBOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, **options)
