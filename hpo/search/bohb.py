@@ -112,16 +112,12 @@ class KDESampler(ConfigSampler):
         return self.fresh(rng, pending)
 
 
-# The options only model 'gp' takes (`hpo.search.bohb_gp.GPSampler`), refused by name elsewhere.
-GP_ONLY_OPTIONS = frozenset({"candidates", "fit_on", "noise"})
-
-
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
     """BOHB's config model: 'tpe' (`hpo.search.tpe`), 'gp' (`hpo.search.bohb_gp`) or
     'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
-    from hpo.search.bohb_gp import GPSampler
+    from hpo.search.bohb_gp import GP_ONLY_OPTIONS, GPSampler
     from hpo.search.multiobjective.objectives import Goals
     from hpo.search.tpe import MultiFidelityTPESampler
     goals = Goals.build(objectives, constraints, direction)

@@ -77,6 +77,9 @@ FIT_ON = ("ranking", "top", "joint")
 # every budget points. 512 draws measured the same and cost 18-27 ms an ask with 1,000
 # finished trials (benchmarks/RESULTS.md, "BOHB's Gaussian process over the TPE's candidates").
 CANDIDATES = ("tpe", "uniform")
+# The keyword arguments GPSampler adds to the TPE's: BOHB refuses them by name for another
+# model or several objectives.
+GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates"})
 
 
 class GPSampler(MultiFidelityTPESampler):

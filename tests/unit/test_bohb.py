@@ -590,6 +590,10 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
 def test_gaussian_process_options_elsewhere_are_refused_by_name(model, options, goals, fragment):
     """`candidates`, `fit_on` and `noise` belong to model 'gp' with one objective: another
     model, or several objectives (where 'gp' is the multi-objective TPE), names them."""
+    import inspect
+
+    from hpo.search.bohb_gp import GP_ONLY_OPTIONS, GPSampler
+    assert GP_ONLY_OPTIONS == set(inspect.signature(GPSampler.__init__).parameters) - {"self", "space", "options"}
     with pytest.raises(ValueError, match=re.escape(fragment)):
         BOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, model=model, **options, **goals)
     with pytest.raises(ValueError, match="options of model 'gp'"):
