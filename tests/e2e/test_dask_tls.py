@@ -14,7 +14,6 @@ import time
 from hpo.study import Study
 from tests.support.cli import ROOT, SMOKE, cli_env
 
-
 # The smoke's first bracket trains 4 configurations at budget 1 and its fifth trial is the first
 # promotion: the least search with a continuation from a checkpoint and 4 TensorBoard runs.
 SMOKE_TRIALS = 5
