@@ -19,7 +19,7 @@ LONG_TRIALS = ["--set", "search.algorithm=random", "--set", f"search.min_budget=
 # A killed Dask worker's trials come back lost and run again the same way: the Dask kill points
 # of tests/e2e/test_random_kill.py, and a fused share restarted from its progress checkpoints in
 # tests/e2e/test_dask_executor.py.
-def test_a_worker_killed_mid_fused_group_loses_and_retries_only_its_group(tmp_path):
+def test_a_worker_killed_mid_fused_group_loses_and_retries_only_its_group(tmp_path, capsys):
     """Two local workers each fuse two of the four trials. One worker dies mid-group: both of its
     trials come back lost and run again from the group's progress checkpoints (written after
     every epoch), training only the epochs not yet checkpointed; the other worker's two trials
@@ -37,7 +37,7 @@ def test_a_worker_killed_mid_fused_group_loses_and_retries_only_its_group(tmp_pa
     for t in trials:
         if t.attempts == 2:
             assert t.epochs_trained <= EPOCHS - progress_at_kill.get(t.trial_id, 0), (t.trial_id, t.epochs_trained)
-    status = hpo("status", str(study_dir))
+    status = hpo_here(capsys, "status", str(study_dir))
     assert status.returncode == 0
 
 
