@@ -1,9 +1,11 @@
+import inspect
 import re
 
 import numpy as np
 import pytest
 
 from hpo.search import BOHB, AsyncBOHB, RandomSearch
+from hpo.search.bohb_gp import GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
 from hpo.search.kde import KDE, Dimension, dimensions_of, impute
 from hpo.search.tpe import RHO_MIN
 from hpo.space import SearchSpace
@@ -470,7 +472,6 @@ def test_bohb_asks_its_sampler_through_the_declared_contract_only(model):
 
 @pytest.mark.parametrize("candidates", ["tpe", "uniform"])
 def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results(candidates):
-    from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
     searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", candidates=candidates)
@@ -501,7 +502,6 @@ def test_gp_with_a_small_noise_refines_around_a_sharp_optimum_instead_of_explori
 
 
 def test_gp_noise_is_large_with_few_rows_and_small_with_many_unless_fixed():
-    from hpo.search.bohb_gp import NOISE, NOISE_FEW, GPSampler
     sampler = GPSampler(SearchSpace.coerce(SPACE))
     assert sampler.row_noise(10) == NOISE_FEW
     assert NOISE <= sampler.row_noise(132) < NOISE_FEW / 20
@@ -519,7 +519,6 @@ def test_gp_proposals_repeat_for_a_seed_and_differ_between_seeds():
 
 
 def test_gp_model_keeps_the_tpe_in_a_conditional_space_or_one_with_a_choice_and_checks_fit_on():
-    from hpo.search.bohb_gp import GPSampler
     space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
                                    "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
     searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
@@ -559,7 +558,6 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
     """BOHB's default model: expected improvement over the better half, by l(x) / g(x), of
     draws from the TPE's l(x); it finds the optimum and repeats itself for a seed. AsyncBOHB
     keeps the TPE."""
-    from hpo.search.bohb_gp import GPSampler
     from hpo.search.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
@@ -579,6 +577,10 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
         GPSampler(SearchSpace.coerce(SPACE), candidates="everything")
 
 
+def test_the_refused_options_are_exactly_the_keywords_the_gaussian_process_adds():
+    assert GP_ONLY_OPTIONS == set(inspect.signature(GPSampler.__init__).parameters) - {"self", "space", "options"}
+
+
 @pytest.mark.parametrize("model, options, goals, fragment", [
     ("tpe", {"candidates": "uniform"}, {}, "candidates: options of model 'gp' with one objective and no constraint "
                                            "(here model 'tpe')"),
@@ -590,10 +592,6 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
 def test_gaussian_process_options_elsewhere_are_refused_by_name(model, options, goals, fragment):
     """`candidates`, `fit_on` and `noise` belong to model 'gp' with one objective: another
     model, or several objectives (where 'gp' is the multi-objective TPE), names them."""
-    import inspect
-
-    from hpo.search.bohb_gp import GP_ONLY_OPTIONS, GPSampler
-    assert GP_ONLY_OPTIONS == set(inspect.signature(GPSampler.__init__).parameters) - {"self", "space", "options"}
     with pytest.raises(ValueError, match=re.escape(fragment)):
         BOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, model=model, **options, **goals)
     with pytest.raises(ValueError, match="options of model 'gp'"):
