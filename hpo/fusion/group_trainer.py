@@ -180,7 +180,7 @@ def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[l
     """Train `tasks` (one group key) as one fused program; any failure is `FusedGroupFailed`."""
     job_started = time.perf_counter()
     # An earlier attempt's progress checkpoints (a killed worker or driver): a group that
-    # wrote them together resumes together; one torn mid-write no longer shares a start
+    # wrote them together resumes together; one torn mid-write has no common start
     # epoch, and its tasks resume one by one through the unfused fallback.
     resumed = [resume_point(t) for t in tasks]
     replays = [r is not t and r.checkpoint_in == t.checkpoint_out for r, t in zip(resumed, tasks)]
