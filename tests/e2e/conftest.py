@@ -18,3 +18,20 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def tensorflow_with_logical_cpus(tf_logical_cpus):
     return tf_logical_cpus
+
+
+@pytest.fixture(scope="session")
+def smoke_study(tmp_path_factory):
+    """The study test_cli_e2e.py and test_study_outputs.py read (one test process runs both:
+    their xdist group SMOKE_STUDY_GROUP, tests/support/experiments.py). `hpo search` on
+    experiments/smoke.yaml with SMOKE_STUDY_ARGS, in a process of its own, as a user runs it:
+    TF_CPP_MIN_LOG_LEVEL unset. COLUMNS is fixed, as for every test that reads the console, so
+    that a long study path is never wrapped. Returns the study folder and the finished process."""
+    from tests.support.cli import SMOKE, cli_env, hpo
+    from tests.support.experiments import SMOKE_STUDY_ARGS
+
+    study = tmp_path_factory.mktemp("smoke") / "study"
+    done = hpo("search", SMOKE, "--study-dir", str(study), *SMOKE_STUDY_ARGS, cwd=study.parent,
+               env=cli_env(columns=200, tf_log_level=None))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return study, done

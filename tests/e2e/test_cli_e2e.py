@@ -1,21 +1,16 @@
-"""The real CLI, real TensorFlow, on experiments/smoke.yaml."""
+"""The real CLI, real TensorFlow, on experiments/smoke.yaml: the study of tests/e2e/conftest.py
+`smoke_study`, one `hpo search` process that test_study_outputs.py reads too."""
 
 import json
 
 import pytest
 
-from tests.support.cli import SMOKE, hpo, hpo_here
+from tests.support.cli import SMOKE, hpo_here
+from tests.support.experiments import SMOKE_STUDY_ARGS, SMOKE_STUDY_GROUP, SMOKE_STUDY_TRIALS
 
-# One worker runs this module, so its module-scoped fixtures run once (pytest-xdist --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("cli_e2e")
-
-
-@pytest.fixture(scope="module")
-def smoke_study(tmp_path_factory):
-    study = tmp_path_factory.mktemp("smoke") / "study"
-    done = hpo("search", SMOKE, "--study-dir", str(study))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return study, done
+# One worker runs this module and test_study_outputs.py, so their study is searched once
+# (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group(SMOKE_STUDY_GROUP)
 
 
 def test_search_records_every_trial(smoke_study):
@@ -23,9 +18,9 @@ def test_search_records_every_trial(smoke_study):
     study_dir, done = smoke_study
     study = Study.open(study_dir)
     trials = study.trials()
-    assert len(trials) == 8 and all(t.state.value == "complete" for t in trials)
+    assert len(trials) == SMOKE_STUDY_TRIALS and all(t.state.value == "complete" for t in trials)
     assert all(t.value is not None and 0 <= t.value <= 1 for t in trials)
-    assert any(t.continues is not None for t in trials)         # Hyperband promoted something
+    assert any(t.continues is not None for t in trials)         # BOHB's Hyperband brackets promoted something
     for t in trials:
         epochs = [e for _, e, _ in study.epochs(t.trial_id)]
         parent_epochs = 0 if t.continues is None else round(study.trial(t.continues).budget)
@@ -80,19 +75,20 @@ def test_export_json_and_csv(smoke_study, tmp_path, capsys):
     out = tmp_path / "trials.json"
     assert hpo_here(capsys, "export", study_dir, "--format", "json", "-o", out).returncode == 0
     rows = json.loads(out.read_text())
-    assert len(rows) == 8 and all(r["epochs"] for r in rows)
+    assert len(rows) == SMOKE_STUDY_TRIALS and all(r["epochs"] for r in rows)
     csv = hpo_here(capsys, "export", study_dir, "--format", "csv")
     header = csv.stdout.splitlines()[0].split(",")
     assert {"trial_id", "config.units", "epoch", "val_accuracy"} <= set(header)
     assert len(csv.stdout.splitlines()) - 1 == sum(len(r["epochs"]) for r in rows)
 
 
-def test_rerun_resumes_and_a_changed_experiment_is_refused(smoke_study, capsys):
+def test_a_rerun_with_a_changed_experiment_is_refused(smoke_study, capsys):
+    """(A rerun of the same experiment resumes and finds the study complete:
+    test_study_outputs.py `test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it`,
+    on this study.)"""
     study_dir, _ = smoke_study
-    # In this process: what is checked is what the commands do, not how a process starts.
-    again = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir)
-    assert again.returncode == 0 and "0 trial(s) finished" in again.stdout
-    changed = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, "--set", "search.eta=3")
+    # In this process: what is checked is what the command does, not how a process starts.
+    changed = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, *SMOKE_STUDY_ARGS, "--set", "search.eta=3")
     assert changed.returncode == 2
     assert "search.eta: 2.0 -> 3.0" in changed.stderr and "--fresh" in changed.stderr
     assert "Traceback" not in changed.stderr

@@ -16,23 +16,19 @@ import pytest
 from hpo.space import SearchSpace
 from hpo.study import Study
 from tests.support.cli import SMOKE, hpo, hpo_here, startup_lines, user_cli
+from tests.support.experiments import SMOKE_STUDY_ARGS, SMOKE_STUDY_GROUP
 
-# One worker runs this module, so its module-scoped fixtures run once (pytest-xdist --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("study_outputs")
+# One worker runs this module and test_cli_e2e.py, so the study they share (tests/e2e/conftest.py
+# `smoke_study`) is searched once, and this module's fixtures run once (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group(SMOKE_STUDY_GROUP)
 
 STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
 
 
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory):
+def searched(smoke_study):
     """The study every test here reads, and its `hpo search` run, as a user runs it."""
-    study = tmp_path_factory.mktemp("tb") / "study"
-    # No climbing bracket: it would spend the 12 trials on 6 configurations, and the report's
-    # importance needs 8 (the outputs are under test here, not BOHB's schedule).
-    done = user_cli("search", SMOKE, "--study-dir", str(study), "--set", "search.algorithm=bohb",
-                    "--set", "search.max_trials=12", "--set", "search.options={climbers: 0}", cwd=study.parent)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return study, done
+    return smoke_study
 
 
 @pytest.fixture(scope="module")
@@ -341,8 +337,7 @@ def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ran
 
 
 def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir, capsys):
-    done = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, "--set", "search.algorithm=bohb",
-                    "--set", "search.max_trials=12", "--set", "search.options={climbers: 0}")
+    done = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, *SMOKE_STUDY_ARGS)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0 trial(s) finished" in done.stdout
     assert "the study is complete" in done.stdout and "--set search.max_trials=24" in done.stdout

@@ -1,6 +1,16 @@
 """Experiment files that more than one test module writes: the searches that test them and
 the bad-input catalogue (tests/support/bad_inputs.py), which varies them one key at a time."""
 
+# The smoke study that tests/e2e/test_cli_e2e.py and test_study_outputs.py both read
+# (tests/e2e/conftest.py `smoke_study`): BOHB without a climbing bracket, so that its 12 trials
+# are 8 configurations (the report's importance needs 8), some of them promoted. Both modules
+# are in the xdist group SMOKE_STUDY_GROUP, so one test process runs them and searches once
+# (pytest-xdist --dist loadgroup): each `hpo search` process pays a TensorFlow import.
+SMOKE_STUDY_GROUP = "smoke_study"
+SMOKE_STUDY_TRIALS = 12
+SMOKE_STUDY_ARGS = ["--set", "search.algorithm=bohb", "--set", f"search.max_trials={SMOKE_STUDY_TRIALS}",
+                    "--set", "search.options={climbers: 0}"]
+
 # The pre-flight and the refusals on digits: a few seconds of real data, nothing trained.
 DIGITS = """\
 name: t
