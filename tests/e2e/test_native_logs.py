@@ -5,8 +5,14 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from hpo.native_logs import kept_lines
 from tests.support.cli import startup_lines, user_cli
+from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, tensorflow_then_xla
+
+# One worker runs this module and test_xla_fusion_process.py: they share one TensorFlow process.
+pytestmark = pytest.mark.xdist_group(TENSORFLOW_PROCESS_GROUP)
 
 NOISE = [b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
          b"I0000 00:00:1795398699.2 20999 port.cc:153] oneDNN custom operations are on.\n",
@@ -54,15 +60,13 @@ def test_the_filter_wraps_file_descriptor_2_and_restores_it_even_after_an_except
 
 
 def test_importing_tensorflow_through_it_prints_no_info_records():
-    done = _run("""
-        from hpo.native_logs import import_tensorflow
-        tf = import_tensorflow()
-        print(tf.reduce_sum(tf.constant([1, 2])).numpy())
-    """, "2")
+    # The process tests/e2e/test_xla_fusion_process.py reads too; this test reads its output up
+    # to the end of the import.
+    done, (out, err), _ = tensorflow_then_xla()
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == b"3"
-    assert not [line for line in done.stderr.splitlines() if line[:1] in (b"I", b"W") and line[1:5].isdigit()]
-    assert b"absl::InitializeLog" not in done.stderr
+    assert out.strip() == b"3"
+    assert not [line for line in err.splitlines() if line[:1] in (b"I", b"W") and line[1:5].isdigit()]
+    assert b"absl::InitializeLog" not in err
 
 
 def test_hpo_tensorboard_serves_without_importing_tensorflow(tmp_path):

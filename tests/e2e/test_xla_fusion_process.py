@@ -6,7 +6,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.cli import ROOT
+from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, tensorflow_then_xla
+
+# One worker runs this module and test_native_logs.py: they share one TensorFlow process.
+pytestmark = pytest.mark.xdist_group(TENSORFLOW_PROCESS_GROUP)
 
 
 def run_python(code: str) -> str:
@@ -34,8 +40,8 @@ def test_xla_fuses_the_update_into_one_loop_once_a_trainer_has_started():
 
 def test_a_process_that_compiled_xla_first_keeps_keras_form():
     """XLA read its flags before the engine could add the option: no fused loop, so the
-    three-loop form (faster then) is kept."""
-    assert run_python("import tensorflow as tf\n"
-                      "tf.function(lambda x: x * 2, jit_compile=True)(tf.ones(3))\n"
-                      "from hpo.training.xla_fusion import single_pass_update\n"
-                      "print(single_pass_update('xla', '/device:CPU:0'))") == "False"
+    three-loop form (faster then) is kept. (The process imported TensorFlow the CLI's way
+    first: test_native_logs.py reads that part of it.)"""
+    done, _, (out, _) = tensorflow_then_xla()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.strip().splitlines()[-1] == b"False"
