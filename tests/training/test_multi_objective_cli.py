@@ -17,7 +17,9 @@ from tests.support.experiments import MULTI_OBJECTIVE as EXPERIMENT
 from tests.support.experiments import PARAMS_BOUND
 
 # Slow (a search of 6 trials through the CLI, resumed and extended): left out of `-m "not slow"`.
-pytestmark = pytest.mark.slow
+# One worker runs this module, so its module-scoped search runs once, not once in each test
+# process that draws one of its tests (pytest-xdist --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multi_objective_cli")]
 
 
 def cli(capsys, *args):
