@@ -3,7 +3,12 @@ same search unfused (the fused engine itself: tests/training/test_fused.py)."""
 
 import pytest
 
+from tests.support.experiments import LOCAL_FORKSERVER_GROUP
 
+
+# In the xdist group of the other in-process local search (test_local_executor.py), so that
+# one test process runs both and they share its forkserver (see LOCAL_FORKSERVER_GROUP).
+@pytest.mark.xdist_group(LOCAL_FORKSERVER_GROUP)
 def test_hpo_search_with_fused_trials_matches_the_same_search_unfused(tmp_path, capsys):
     """The runner hands the inline executor (or each local worker) several jobs; those sharing
     an architecture, batch size and epochs train fused, and every trial's results equal an

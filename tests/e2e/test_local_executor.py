@@ -2,12 +2,18 @@
 
 import signal
 
+import pytest
+
 from hpo.study import Study
 from tests.support import crashing_builder
 from tests.support.cli import SMOKE, hpo_here, start_hpo
+from tests.support.experiments import LOCAL_FORKSERVER_GROUP
 from tests.support.faults import kill, query, wait_for, worker_processes
 
 
+# In the xdist group of the other in-process local search (test_fused_search.py), so that one
+# test process runs both and they share its forkserver (see LOCAL_FORKSERVER_GROUP).
+@pytest.mark.xdist_group(LOCAL_FORKSERVER_GROUP)
 def test_a_worker_that_dies_fails_only_its_trial(tmp_path, capsys):
     """Also the fit engine on the local backend: its worker trains every trial with Keras's
     `model.fit`, the engine line reaches the driver's log, and the study rows are complete.

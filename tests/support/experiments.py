@@ -11,6 +11,13 @@ SMOKE_STUDY_TRIALS = 12
 SMOKE_STUDY_ARGS = ["--set", "search.algorithm=bohb", "--set", f"search.max_trials={SMOKE_STUDY_TRIALS}",
                     "--set", "search.options={climbers: 0}"]
 
+# The tests whose driver runs in the test process on the local backend with its Keras trainer
+# (tests/e2e/test_fused_search.py, tests/e2e/test_local_executor.py). A driver process starts
+# one forkserver, which imports TensorFlow once, and forks every later worker from it
+# (hpo/executors/local.py `worker_start_context`); in one xdist group, one test process runs
+# them and that import is paid once, not once in each test process that draws one.
+LOCAL_FORKSERVER_GROUP = "local_forkserver"
+
 # The pre-flight and the refusals on digits: a few seconds of real data, nothing trained.
 DIGITS = """\
 name: t
