@@ -78,13 +78,13 @@ def test_a_reused_program_trains_exactly_like_a_fresh_one(digits, tmp_path):
 def test_changing_a_variable_hyperparameter_really_changes_training(digits, tmp_path, first, second):
     """The bug to rule out: a Python float baked into the first trace, silently reused."""
     shared = make_trainer(digits)
-    train(shared, tmp_path, {**BASE, **first}, "first", seed=3)
+    # The first config on the fresh trainer: what it trains alone.
+    first_alone = train(shared, tmp_path, {**BASE, **first}, "first", seed=3)
     on_shared = train(shared, tmp_path, {**BASE, **second}, "second", seed=3)
     alone = train(make_trainer(digits), tmp_path, {**BASE, **second}, "alone", seed=3)
     assert shared.traces == 1
     assert [r.metrics["loss"] for r in on_shared] == pytest.approx([r.metrics["loss"] for r in alone], rel=1e-5)
     # ...and the value matters at all: the first config's losses differ from the second's.
-    first_alone = train(make_trainer(digits), tmp_path, {**BASE, **first}, "first_alone", seed=3)
     assert first_alone[-1].metrics["loss"] != pytest.approx(on_shared[-1].metrics["loss"], rel=1e-3)
 
 
