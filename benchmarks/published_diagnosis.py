@@ -14,7 +14,8 @@ Parts (`--part`):
   value at the top, whatever budget it was run at), over the first quarter of the budget and
   the rest: how good the model's proposals are, apart from how the searcher spends budget.
 - `rho`: the Spearman rho BOHB's rung-agreement guard computes per budget at the end of the
-  run (and whether it trusts the budget: rho < 0.6 distrusts it), beside the true rank
+  run, per seed with the seed's final value (its loss at the top; regret on MFHartmann) and
+  over the seeds (and whether it trusts the budget: rho < 0.6 distrusts it), beside the true rank
   correlation of that budget with the top over 3,000 uniform configs, and over the best
   tenth of them at the top (the ranking among good configs is what promotions decide).
 - `corners`: where each searcher's final incumbents lie on LCBench (batch_size and
@@ -123,11 +124,15 @@ def rho_check(published, seeds, total) -> None:
     for seed in seeds:
         keep: dict = {}
         with fidelity_range(published):
-            run_hpo("bohb", published, keep=keep)(published.problem, seed, total)
+            trace = run_hpo("bohb", published, keep=keep)(published.problem, seed, total)
         sampler = keep["searcher"].sampler
         sampler._reliability()
-        for budget, rho in getattr(sampler, "rung_agreement", {}).items():
+        rhos = getattr(sampler, "rung_agreement", {})
+        for budget, rho in rhos.items():
             guard.setdefault(round(budget, 3), []).append(rho)
+        # Per seed, so a seed that ends far from the others can be told apart by what it trusted.
+        print(f"  {published.name} seed {seed}: final {trace.regret_at(1.0):.4f}, guard rho "
+              + ", ".join(f"{b:.3g}: {r:.2f}" for b, r in sorted(rhos.items())), flush=True)
     configs = sample_configs(published.problem.space, 3000, 12345)
     top = np.array([published.problem.evaluate(c, published.max_budget, 0) for c in configs])
     best_tenth = np.argsort(top)[: len(top) // 10]
