@@ -1,10 +1,12 @@
 """Searchers on published multi-fidelity benchmarks: LCBench (YAHPO Gym's surrogate) and
 MFHartmann (mf-prior-bench). `benchmarks/published_problems.py` has the problems.
 
-    bash benchmarks/setup_bench_env.sh        # once: the venvs (yahpo-gym, mf-prior-bench in both)
+    bash benchmarks/setup_bench_env.sh        # once: the venvs (yahpo-gym, mf-prior-bench in each)
     nice -n 19 .venv-bench/bin/python benchmarks/published.py --cache /tmp/published-cache
     nice -n 19 .venv-bench-smac/bin/python benchmarks/published.py --cache /tmp/published-cache \\
         --only 'smac3 hyperband+rf' --seeds 5       # SMAC3 lives in its own venv; slow: fewer seeds
+    nice -n 19 .venv-bench-neps/bin/python benchmarks/published.py --cache /tmp/published-cache \\
+        --only 'neps priorband' --seeds 5           # so does NePS (torch, CPU build)
 
 The harness, the budget accounting, the peers' drivers, the cache and the bootstrap intervals
 are `benchmarks/searchers.py`'s: every searcher gets the same total budget, counted as the sum
@@ -21,15 +23,16 @@ The reference only falls as runs are added (`references.json` in the cache), so 
 regret is a lower bound on the truth and the ratios are comparable within one report.
 
 Peers: Optuna TPE (full budget only) and TPE with its HyperbandPruner, DEHB, HpBandSter BOHB,
-SMAC3's multi-fidelity facade (`.venv-bench-smac`), random search at the full budget, and
-"screen then full": half the budget on as many configs at the minimum budget as it buys,
-the rest continuing the best of them to the full budget. Ours: `hpo.search.SEARCHERS`'
+SMAC3's multi-fidelity facade (`.venv-bench-smac`), NePS's PriorBand (`.venv-bench-neps`; its
+prior is the centre of the space, as no benchmark here defines one: `run_neps_priorband`),
+random search at the full budget, and "screen then full": half the budget on as many configs
+at the minimum budget as it buys, the rest continuing the best of them to the full budget. Ours: `hpo.search.SEARCHERS`'
 random, hyperband, bohb, and freeze_thaw where it exists. Our searchers are told a
 `TrialResult` with the learning curve of the job (the value at every integer fidelity the
 job trained through) in `metrics` ("curve/<fidelity>"), and in a `curve` field where
 `TrialResult` has one (`trial_result`).
 
-A peer that is too slow for every seed (`--partial NAME`, default SMAC3 and HpBandSter) is
+A peer that is too slow for every seed (`--partial NAME`, default SMAC3, HpBandSter and NePS) is
 reported over the seeds the cache holds for it (the table says how many). Ours are cached
 too, keyed by a hash of `hpo/search/`'s sources, so a change there reruns them.
 
@@ -173,18 +176,68 @@ def run_screen(problem: Problem, seed: int, total: float) -> Trace:
     return trace.finish()
 
 
+# --- NePS PriorBand ----------------------------------------------------------------------------
+
+def neps_space(problem: Problem, min_budget: float, max_budget: float, fidelity: str):
+    """The problem's space for NePS, each parameter's prior its centre as NePS defines it (the
+    midpoint, in log space where the parameter is log-scaled, rounded for integers; a
+    categorical's first value) at NePS's default confidence ("low"), and the budget as a float
+    fidelity over [min_budget, max_budget]."""
+    import neps
+
+    parameters: dict[str, Any] = {}
+    for name, spec in problem.space.items():
+        if spec["type"] == "choice":
+            parameters[name] = neps.Categorical(list(spec["values"]), prior=spec["values"][0])
+            continue
+        kind = neps.Integer if spec["type"] == "int" else neps.Float
+        centre = kind(spec["low"], spec["high"], log=spec.get("log", False)).center
+        parameters[name] = kind(spec["low"], spec["high"], log=spec.get("log", False), prior=centre)
+    parameters[fidelity] = neps.Float(float(min_budget), float(max_budget), is_fidelity=True)
+    return neps.SearchSpace(parameters)
+
+
+def run_neps_priorband(problem: Problem, seed: int, total: float) -> Trace:
+    """NePS's PriorBand (`neps.algorithms.priorband`, its defaults: Hyperband brackets, eta 3,
+    no BO), ask/tell. Its prior is the space's centre (`neps_space`): neither LCBench nor
+    MFHartmann comes with one here (mf-prior-bench's prior files are not in its wheel), and a
+    prior from the benchmark's good configs would tell it what the other searchers must find.
+    A promotion continues the config at the next rung: the trace counts the increment. NePS
+    draws from numpy's, torch's and Python's global generators: all three are seeded."""
+    import random
+
+    import torch
+    from neps import AskAndTell
+    from neps.optimizers.algorithms import priorband
+
+    fidelity = "__budget"
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    trace = Trace(problem, seed, total)
+    optimizer = AskAndTell(priorband(neps_space(problem, harness.MIN_BUDGET, harness.MAX_BUDGET, fidelity),
+                                     eta=harness.ETA))
+    while not trace.exhausted:
+        trial = optimizer.ask()
+        config = dict(trial.config)
+        budget = float(config.pop(fidelity))
+        optimizer.tell(trial, trace.evaluate(harness.typed(problem, config), budget))
+    return trace.finish()
+
+
 PEER_RUNNERS: dict[str, Callable[[Problem, int, float], Trace]] = {
     "optuna tpe": harness.SEARCHERS["optuna tpe"],
     "optuna tpe+hyperband": harness.SEARCHERS["optuna tpe+hyperband"],
     "dehb": harness.SEARCHERS["dehb"],
     "smac3 hyperband+rf": harness.SEARCHERS["smac3 hyperband+rf"],
     "hpbandster bohb": harness.SEARCHERS["hpbandster bohb"],
+    "neps priorband": run_neps_priorband,
     "random search": run_random,
     "screen then full": run_screen,
 }
 OUR_RUNNERS = {f"hpo {name}": name for name in OURS if name in HPO_SEARCHERS}
 NAMES = list(OUR_RUNNERS) + list(PEER_RUNNERS)
-PARTIAL = ("smac3 hyperband+rf", "hpbandster bohb")
+PARTIAL = ("smac3 hyperband+rf", "hpbandster bohb", "neps priorband")
 
 
 def hpo_source_hash() -> str:
