@@ -8,11 +8,12 @@
 # (yahpo-gym 1.0.1 with ConfigSpace 1.x, patched at import, and onnxruntime) and
 # mf-prior-bench's MFHartmann go into the first two venvs: both resolve there with numpy
 # 1.26 (SMAC 2.4 accepts it). The surrogate's data is read offline from
-# ../shared/benchmarks/yahpo_data. NePS's PriorBand (WITH_NEPS, published.py only) gets a fourth:
-# neural-pipeline-search 0.13.0, the newest that takes numpy<2 (mf-prior-bench 1.10 pins it;
-# 0.14+ want numpy>=2), and torch's CPU build, not PyPI's default torch with its CUDA wheels.
-# torch==2.13.0+cpu lies in this machine's pip find-links (/opt/wheels); elsewhere set
-# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu. The venv is about 1.7 GB.
+# ../shared/benchmarks/yahpo_data. NePS's PriorBand (published.py only) gets a fourth, on
+# request (WITH_NEPS=1): neural-pipeline-search 0.13.0, the newest that takes numpy<2
+# (mf-prior-bench 1.10 pins it; 0.14+ want numpy>=2), and torch's CPU build, not PyPI's
+# default torch with its CUDA wheels. torch==2.13.0+cpu is not on PyPI: pip needs
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu, or a find-links folder holding
+# the wheel. The venv is about 1.7 GB.
 PUBLISHED=(onnxruntime "yahpo-gym==1.0.1" "ConfigSpace>=1,<2" mf-prior-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ if [ "${WITH_SYNE:-1}" = 1 ]; then
   .venv-bench-syne/bin/pip install -q --no-deps -e .
   .venv-bench-syne/bin/pip install -q syne-tune scipy statsmodels PyYAML matplotlib
 fi
-if [ "${WITH_NEPS:-1}" = 1 ]; then
+if [ "${WITH_NEPS:-0}" = 1 ]; then
   python3 -m venv .venv-bench-neps
   .venv-bench-neps/bin/pip install -q --upgrade pip
   .venv-bench-neps/bin/pip install -q --no-deps -e .
@@ -43,4 +44,6 @@ echo "ready: nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick -
 echo "       nice -n 10 .venv-bench-smac/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'smac3 hyperband+rf'"
 echo "       nice -n 10 .venv-bench-syne/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'syne tune bohb'"
 echo "       nice -n 19 .venv-bench/bin/python benchmarks/published.py --quick --cache /tmp/published-cache"
-echo "       nice -n 19 .venv-bench-neps/bin/python benchmarks/published.py --quick --cache /tmp/published-cache --only 'neps priorband'"
+if [ "${WITH_NEPS:-0}" = 1 ]; then
+  echo "       nice -n 19 .venv-bench-neps/bin/python benchmarks/published.py --quick --cache /tmp/published-cache --only 'neps priorband'"
+fi
