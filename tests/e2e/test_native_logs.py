@@ -1,15 +1,13 @@
 """TensorFlow's start-up log lines are filtered by TF_CPP_MIN_LOG_LEVEL; nothing else is lost."""
 
-import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from hpo.native_logs import kept_lines
 from tests.support.cli import startup_lines, user_cli
-from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, tensorflow_then_xla
+from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, fresh_python, tensorflow_then_xla
 
 # One worker runs this module and test_xla_fusion_process.py: they share one TensorFlow process.
 pytestmark = pytest.mark.xdist_group(TENSORFLOW_PROCESS_GROUP)
@@ -36,8 +34,7 @@ def test_python_warnings_and_tracebacks_right_after_a_dropped_record_are_kept():
 
 
 def _run(code: str, level: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, env=env, timeout=300)
+    return fresh_python(textwrap.dedent(code), level)
 
 
 def test_the_filter_wraps_file_descriptor_2_and_restores_it_even_after_an_exception():

@@ -2,26 +2,19 @@
 fused loop is decided per process: checked in fresh interpreters (the update itself:
 tests/training/test_single_pass_updates.py)."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.support.cli import ROOT
-from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, tensorflow_then_xla
+from tests.support.tensorflow_process import TENSORFLOW_PROCESS_GROUP, fresh_python, tensorflow_then_xla
 
 # One worker runs this module and test_native_logs.py: they share one TensorFlow process.
 pytestmark = pytest.mark.xdist_group(TENSORFLOW_PROCESS_GROUP)
 
 
 def run_python(code: str) -> str:
-    """`code` in a fresh interpreter, without the XLA_FLAGS this process's trainers set."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    """The last line `code` prints in a fresh interpreter (`fresh_python`)."""
+    done = fresh_python(code, "3")
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()[-1]
+    return done.stdout.decode().strip().splitlines()[-1]
 
 
 def test_xla_fuses_the_update_into_one_loop_once_a_trainer_has_started():

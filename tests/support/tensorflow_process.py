@@ -34,13 +34,20 @@ CODE = textwrap.dedent(f"""
 """)
 
 
+def fresh_python(code: str, tf_log_level: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter at the repository root (bytes output), with
+    TF_CPP_MIN_LOG_LEVEL `tf_log_level` and without the XLA_FLAGS this test process's trainers
+    set: XLA reads its flags at a process's first compilation, so they would decide for it."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=300,
+                          env={**env, "TF_CPP_MIN_LOG_LEVEL": tf_log_level})
+
+
 @functools.cache
 def tensorflow_then_xla() -> tuple[subprocess.CompletedProcess, tuple[bytes, bytes], tuple[bytes, bytes]]:
-    """The process, and its (stdout, stderr) before XLA_PART and after it. TF_CPP_MIN_LOG_LEVEL
-    is 2, and XLA_FLAGS this test process's trainers set are not passed on."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    done = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, capture_output=True, timeout=300,
-                          env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    """The process (`fresh_python` at log level 2), and its (stdout, stderr) before XLA_PART and
+    after it."""
+    done = fresh_python(CODE, "2")
     mark = XLA_PART.encode() + b"\n"
     out_before, _, out_after = done.stdout.partition(mark)
     err_before, _, err_after = done.stderr.partition(mark)
