@@ -141,7 +141,8 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
 class BOHB(Hyperband):
     """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'gp' (default: the
     TPE's budget guards, new configs by expected improvement under a Gaussian process among
-    the TPE's candidates, `hpo.search.bohb_gp`; a conditional space, one with an unordered
+    the TPE's candidates, joined late in a long search by uniform and local ones,
+    `hpo.search.bohb_gp`; a conditional space, one with an unordered
     choice or one with priors keeps the TPE's proposals), 'tpe' (a multi-fidelity TPE that
     learns from every budget, `hpo.search.tpe`) or 'kde' (the paper's KDE on the largest
     budget with enough results). `model_options`
@@ -151,7 +152,9 @@ class BOHB(Hyperband):
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
     'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
     Gaussian process's, on normal scores; None: by the number of rows), candidates
-    ('tpe', the default, or 'uniform': what expected improvement chooses among). With several
+    ('tpe', the default, or 'uniform': what expected improvement chooses among),
+    explore_from (30: from that many rows, 'tpe' candidates are joined by uniform draws and
+    neighbours of the best configs; None: never). With several
     `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
     (option `split`).
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hpo.search import BOHB, AsyncBOHB, RandomSearch
-from hpo.search.bohb_gp import GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
+from hpo.search.bohb_gp import EXPLORE_FROM, GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
 from hpo.search.kde import KDE, Dimension, dimensions_of, impute
 from hpo.search.tpe import RHO_MIN
 from hpo.space import SearchSpace
@@ -575,6 +575,36 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
     assert run(3) == run(3)
     with pytest.raises(ValueError, match="candidates"):
         GPSampler(SearchSpace.coerce(SPACE), candidates="everything")
+
+
+def test_wide_candidates_late_in_a_search_leave_a_basin_the_tpe_draws_lock_onto():
+    """A broad basin (0.1 at its centre) and, at a vertex of the cube, a well the first random
+    configs almost never hit (0 at the vertex): the TPE's draws stay in the basin in every
+    seed; once the process has `explore_from` rows, uniform draws and neighbours of the best
+    configs join them, and expected improvement finds the well in some seeds."""
+    names = "abcd"
+    space = SearchSpace.from_dict({n: {"type": "float", "low": 0, "high": 1} for n in names})
+
+    def told(job):
+        x = np.array([job.config[n] for n in names])
+        well = 0.3 * float(np.sqrt(((1 - x) ** 2).sum()))
+        return well if well < 0.1 else 0.3 - 0.2 * float(np.exp(-8 * ((x - 0.3) ** 2).sum()))
+
+    def escapes(explore_from):
+        found = 0
+        for seed in range(6):
+            searcher = BOHB(space, min_budget=1, max_budget=1, eta=3, seed=seed, explore_from=explore_from)
+            found += min(r.value for _, r in drive(searcher, 60, told=told)) < 0.09
+        return found
+    assert escapes(None) == 0 and escapes(20) >= 2
+
+
+def test_explore_from_defaults_to_thirty_rows_and_is_checked():
+    assert GPSampler(SearchSpace.coerce(SPACE)).explore_from == EXPLORE_FROM == 30
+    assert GPSampler(SearchSpace.coerce(SPACE), explore_from=None).explore_from is None
+    for bad in (-1, 2.5, "30", True):
+        with pytest.raises(ValueError, match="explore_from must be an integer >= 0 or None"):
+            GPSampler(SearchSpace.coerce(SPACE), explore_from=bad)
 
 
 def test_the_refused_options_are_exactly_the_keywords_the_gaussian_process_adds():
