@@ -153,8 +153,8 @@ class BOHB(Hyperband):
     'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
     Gaussian process's, on normal scores; None: by the number of rows), candidates
     ('tpe', the default, or 'uniform': what expected improvement chooses among),
-    explore_from (30: from that many rows, 'tpe' candidates are joined by uniform draws and
-    neighbours of the best configs; None: never). With several
+    explore_from (30: once the top budget holds that many results, 'tpe' candidates are
+    joined by uniform draws and neighbours of the best configs; None: never). With several
     `objectives` or `constraints` the model is `hpo.search.multiobjective.pareto_tpe`'s
     (option `split`).
 

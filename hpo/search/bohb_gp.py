@@ -7,8 +7,8 @@ best l(x) / g(x), this model fits a Gaussian process (`hpo.search.config_gp.Conf
 FreezeThaw's: Matern 5/2, one lengthscale per dimension by marginal likelihood, on normal
 scores of ranks) and proposes the config of the largest expected improvement among
 candidates (`candidates`): by default the better half, by l(x) / g(x), of the TPE's own
-draws from l(x), joined by uniform draws and neighbours of the best configs once the process
-has `explore_from` rows (see EXPLORE_FROM); or those wide candidates alone
+draws from l(x), joined by uniform draws and neighbours of the best configs once the top
+budget holds `explore_from` results (see EXPLORE_FROM); or those wide candidates alone
 (`config_gp.expected_improvement_candidates`, SMAC's local search around its incumbents).
 What it is fitted on (`fit_on`):
 
@@ -41,6 +41,7 @@ only when the rows it could be fitted on have grown by a quarter since the last 
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -78,18 +79,18 @@ FIT_ON = ("ranking", "top", "joint")
 # every budget points. 512 draws measured the same and cost 18-27 ms an ask with 1,000
 # finished trials (benchmarks/RESULTS.md, "BOHB's Gaussian process over the TPE's candidates").
 CANDIDATES = ("tpe", "uniform")
-# With candidates "tpe", from EXPLORE_FROM rows on (`explore_from`) the TPE's draws are joined
+# With candidates "tpe", once the largest budget reached holds EXPLORE_FROM results
+# (`explore_from`; with one budget, every result counts) the TPE's draws are joined
 # by the wide candidates: uniform draws and neighbours of the best configs, where a step past
 # a bound lands on it. The TPE's l(x) can lock onto the first good basin it finds; on
 # LCBench 126029 at 132 full-budget evaluations 11 of 40 seeds ended in a second basin, away
 # from the vertex of the cube the best configs sit at, and uniform draws let expected
-# improvement leave it (6 of 40 stuck with them from 30 rows). From the first fit on they
-# cost the synthetic traps (lr_trap5 went from 0.88 to 1.23 times the best peer's regret);
-# by 30 rows the process knows the space well enough that its expected improvement there
-# points at real gaps. The neighbours keep the incumbents refined: uniform draws alone cost
-# 167200 (benchmarks/RESULTS.md, "BOHB's wide candidates late in a long search"). With
-# `fit_on="top"` the rows are top-budget results, so a search of fewer than 30 full-budget
-# evaluations of budget never widens.
+# improvement leave it. From the process's first fit on they cost the synthetic traps
+# (lr_trap5 went from 0.88 to 1.23 times the best peer's regret); with 30 results at the top
+# the process knows the space well enough that its expected improvement there points at
+# real gaps. The neighbours keep the incumbents refined: uniform draws alone cost 167200
+# (benchmarks/RESULTS.md, "BOHB's wide candidates late in a long search"). Counted at the
+# top budget, a search of fewer than 30 full-budget evaluations of budget never widens.
 EXPLORE_FROM = 30
 # The keyword arguments GPSampler adds to the TPE's: BOHB refuses them by name for another
 # model or several objectives.
@@ -99,8 +100,9 @@ GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from"})
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
     `fit_on` ('top', 'joint' or 'ranking'), `noise` (> 0, fixed; None: by the rows' number)
-    `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (rows from which
-    'tpe' candidates are joined by uniform ones, see EXPLORE_FROM; None: never)."""
+    `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (results at the top
+    budget from which 'tpe' candidates are joined by the wide ones, see EXPLORE_FROM; None:
+    never; 'uniform' candidates are wide throughout)."""
 
     def __init__(self, space: SearchSpace, *, fit_on: str = "top", noise: float | None = None,
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM, **options):
@@ -108,10 +110,10 @@ class GPSampler(MultiFidelityTPESampler):
         if candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {list(CANDIDATES)}, got {candidates!r}")
         self.candidates = candidates
-        if explore_from is not None and (isinstance(explore_from, bool) or not isinstance(explore_from, int)
+        if explore_from is not None and (isinstance(explore_from, bool) or not isinstance(explore_from, Integral)
                                          or explore_from < 0):
             raise ValueError(f"explore_from must be an integer >= 0 or None, got {explore_from!r}")
-        self.explore_from = explore_from
+        self.explore_from = None if explore_from is None else int(explore_from)
         if fit_on not in FIT_ON:
             raise ValueError(f"fit_on must be one of {list(FIT_ON)}, got {fit_on!r}")
         if noise is not None and not noise > 0:
@@ -138,13 +140,18 @@ class GPSampler(MultiFidelityTPESampler):
             score = model.expected_improvement
         if self.candidates == "tpe":
             candidates, scores = self._good_half(rng, score)
-            if self.explore_from is not None and len(model.y) >= self.explore_from:
+            if self.explore_from is not None and self._results_at_top() >= self.explore_from:
                 wide, wide_scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
                 candidates, scores = np.concatenate([candidates, wide]), np.concatenate([scores, wide_scores])
         else:
             # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
             candidates, scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
         return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
+
+    def _results_at_top(self) -> int:
+        """How many results the largest budget reached so far holds (all budgets count while
+        none is larger: with one budget, every result)."""
+        return len(self.by_budget[max(self.by_budget)]) if self.by_budget else 0
 
     def _good_half(self, rng: np.random.Generator, score) -> tuple[np.ndarray, np.ndarray]:
         """(candidates, scores): `num_samples` draws from the TPE's l(x), scored by `score`

@@ -601,9 +601,23 @@ def test_wide_candidates_late_in_a_search_leave_a_basin_the_tpe_draws_lock_onto(
     assert escapes(None) == 0 and escapes(20) >= 2
 
 
-def test_explore_from_defaults_to_thirty_rows_and_is_checked():
+def test_the_wide_candidates_wait_for_results_at_the_top_budget():
+    """After the climbing bracket the top budget holds 6 results, fewer than n_startup, and the
+    next bracket's 27 configs at budget 1 give the process 33 rows there to be fitted on; the
+    wide candidates count the top budget's results only, so every proposal up to the
+    `explore_from`-th result there (the 8th: about the 80th job) is the TPE candidates' alone."""
+    def run(explore_from):
+        searcher = BOHB(NUMERIC_SPACE, min_budget=1, max_budget=27, eta=3, seed=0, explore_from=explore_from)
+        return [(tuple(sorted(j.config.items())), j.budget) for j, _ in drive(searcher, 160, told=numeric_objective)]
+    plain, widened = run(None), run(8)
+    eighth_at_top = [i for i, (_, budget) in enumerate(plain) if budget == 27][7]
+    assert widened[:eighth_at_top + 1] == plain[:eighth_at_top + 1] and widened != plain
+
+
+def test_explore_from_defaults_to_thirty_and_is_checked():
     assert GPSampler(SearchSpace.coerce(SPACE)).explore_from == EXPLORE_FROM == 30
     assert GPSampler(SearchSpace.coerce(SPACE), explore_from=None).explore_from is None
+    assert GPSampler(SearchSpace.coerce(SPACE), explore_from=np.int64(12)).explore_from == 12
     for bad in (-1, 2.5, "30", True):
         with pytest.raises(ValueError, match="explore_from must be an integer >= 0 or None"):
             GPSampler(SearchSpace.coerce(SPACE), explore_from=bad)
