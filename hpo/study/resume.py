@@ -125,7 +125,10 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
             stored = Job.from_dict(payload)
             if job is None or _canonical(job) != _canonical(stored):
                 raise ReplayMismatch(f"replaying the study: trial {trial_id} was stored as {payload}, "
-                                     f"but the searcher now asks {job and job.to_dict()}")
+                                     f"but the searcher now asks {job and job.to_dict()} (its options, seed "
+                                     f"or version differ from the study's: name the values the study ran "
+                                     f"with in search.options, e.g. a default that changed between versions "
+                                     f"such as BOHB's explore_from, or start anew with --fresh)")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
     return sorted(searcher.pending.values(), key=lambda j: j.trial_id)

@@ -76,7 +76,8 @@ def test_replay_refuses_a_history_the_searcher_does_not_reproduce(tmp_path):
     exp = experiment(tmp_path, "random", max_trials=3)
     _, study = run(exp, objective)
     other = make_searcher("random", exp.space, seed=99, direction="minimize", min_budget=1, max_budget=9, eta=3)
-    with pytest.raises(ReplayMismatch, match="trial 0"):
+    hint = r"name the values the study ran with in search\.options.*--fresh"
+    with pytest.raises(ReplayMismatch, match=r"trial 0 .*" + hint):
         replay(study, other)
 
 
