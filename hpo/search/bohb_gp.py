@@ -138,14 +138,12 @@ class GPSampler(MultiFidelityTPESampler):
                 return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
         else:
             score = model.expected_improvement
-        if self.candidates == "tpe":
-            candidates, scores = self._good_half(rng, score)
-            if self.explore_from is not None and self._results_at_top() >= self.explore_from:
-                wide, wide_scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
-                candidates, scores = np.concatenate([candidates, wide]), np.concatenate([scores, wide_scores])
-        else:
+        parts = [self._good_half(rng, score)] if self.candidates == "tpe" else []
+        if self.candidates == "uniform" or (self.explore_from is not None
+                                            and self._results_at_top() >= self.explore_from):
             # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
-            candidates, scores = expected_improvement_candidates(rng, self.dims, ranked, score, refine=False)
+            parts.append(expected_improvement_candidates(rng, self.dims, ranked, score, refine=False))
+        candidates, scores = (np.concatenate(column) for column in zip(*parts))
         return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
 
     def _results_at_top(self) -> int:

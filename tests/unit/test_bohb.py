@@ -582,8 +582,8 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
 def test_wide_candidates_late_in_a_search_leave_a_basin_the_tpe_draws_lock_onto():
     """A broad basin (0.1 at its centre) and, at a vertex of the cube, a well the first random
     configs almost never hit (0 at the vertex): the TPE's draws stay in the basin in every
-    seed; once the process has `explore_from` rows, uniform draws and neighbours of the best
-    configs join them, and expected improvement finds the well in some seeds."""
+    seed; once the (only) budget holds `explore_from` results, uniform draws and neighbours of
+    the best configs join them, and expected improvement finds the well in some seeds."""
     names = "abcd"
     space = SearchSpace.from_dict({n: {"type": "float", "low": 0, "high": 1} for n in names})
 
