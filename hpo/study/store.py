@@ -209,6 +209,11 @@ class Study:
     def checkpoint_dir(self) -> Path:
         return self.dir / "checkpoints"
 
+    def checkpoint(self, trial_id: int) -> Path:
+        """Where trial `trial_id`'s last epoch's state is kept (its best epoch's beside it:
+        `hpo.training.best_epoch`)."""
+        return self.checkpoint_dir / f"trial_{trial_id:04d}.npz"
+
     @property
     def log_path(self) -> Path:
         return self.dir / "hpo.log"
