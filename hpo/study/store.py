@@ -16,7 +16,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from hpo.errors import UserInputError
 from hpo.study import integrity as study_integrity
@@ -109,6 +109,8 @@ class Study:
         self._db = connection
         self.read_only = read_only
         self._lock: study_lock.DriverLock | None = None
+        # Where the trial and epoch timestamps come from: wall time, or a simulation's clock (hpo.clock).
+        self.clock: Callable[[], float] = time.time
         # Derived once, when reading: a driver that died (kill -9) never marked its trials.
         self._driver_gone = read_only and study_lock.holder(self.dir) is None
 
@@ -240,7 +242,7 @@ class Study:
             db.execute("INSERT INTO trials (trial_id, lineage, config, budget, continues, bracket, rung, state,"
                        " created_at) VALUES (?,?,?,?,?,?,?,?,?)",
                        (job.trial_id, lineage, json.dumps(dict(job.config), sort_keys=True), job.budget,
-                        job.continues, job.bracket, job.rung, TrialState.PENDING.value, time.time()))
+                        job.continues, job.bracket, job.rung, TrialState.PENDING.value, self.clock()))
             db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('ask', ?, ?)",
                        (job.trial_id, json.dumps(job.to_dict(), sort_keys=True)))
         return lineage
@@ -248,7 +250,7 @@ class Study:
     def mark_running(self, trial_id: int) -> None:
         with self._transaction() as db:
             db.execute("UPDATE trials SET state=?, started_at=?, attempts=attempts+1 "
-                       "WHERE trial_id=?", (TrialState.RUNNING.value, time.time(), trial_id))
+                       "WHERE trial_id=?", (TrialState.RUNNING.value, self.clock(), trial_id))
 
     def record_epoch(self, trial_id: int, epoch: int, metrics: Mapping[str, float]) -> None:
         """A rerun reports from where it restarted (its parent's or its own checkpoint):
@@ -256,7 +258,7 @@ class Study:
         with self._transaction() as db:
             db.execute("DELETE FROM epochs WHERE trial_id=? AND epoch>=?", (trial_id, epoch))
             db.execute("INSERT INTO epochs VALUES (?,?,?,?)",
-                       (trial_id, epoch, json.dumps(_finite(metrics)), time.time()))
+                       (trial_id, epoch, json.dumps(_finite(metrics)), self.clock()))
 
     def record_result(self, job: Job, result: TrialResult, epochs_trained: float = 0.0) -> None:
         """Finish a trial and append its 'tell' event atomically."""
@@ -265,7 +267,7 @@ class Study:
             db.execute("UPDATE trials SET state=?, value=?, metrics=?, error=?, epochs_trained=?, finished_at=? "
                        "WHERE trial_id=?",
                        (result.state.value, value, json.dumps(_finite(result.metrics)), result.error,
-                        epochs_trained, time.time(), job.trial_id))
+                        epochs_trained, self.clock(), job.trial_id))
             db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('tell', ?, ?)",
                        (job.trial_id, json.dumps(result.to_dict(), sort_keys=True)))
 
