@@ -119,6 +119,51 @@ def _is_kind(value: Any, kind: str) -> bool:
     raise ValueError(kind)
 
 
+def check_schedule(min_budget: float, max_budget: float, eta: float, max_trials: int | None = None, *,
+                   names: Mapping[str, str] | None = None, whole_budgets: bool = False) -> None:
+    """Budgets and a halving rate a search can run, checked before any study is written (a
+    schedule that cannot run would otherwise fail inside the searcher). One check for every
+    face: `hpo search` (the YAML keys), `hpo.optimize` and the tuners, each naming the setting
+    its user wrote through `names` ({'min_budget': 'min_epochs', 'eta': 'factor', ...}).
+    `whole_budgets`: budgets are epochs, whole numbers from 1. The ConfigError's key is the
+    field (`min_budget`, `max_budget`, `eta`, `max_trials`), which the caller locates."""
+    name = {field: field for field in ("min_budget", "max_budget", "eta", "max_trials")}
+    name.update(names or {})
+    for field, value in (("max_budget", max_budget), ("min_budget", min_budget)):
+        if whole_budgets and not (value >= 1 and float(value).is_integer()):
+            raise ConfigError(f"expected {name[field]} >= 1 (a whole number of epochs), got {value:g}: a search "
+                              f"needs epochs to train", key=field)
+        if not value > 0:
+            raise ConfigError(f"expected {name[field]} > 0, got {value:g}: a search needs a budget to train for",
+                              key=field)
+    if min_budget > max_budget:
+        raise ConfigError(f"expected {name['min_budget']} <= {name['max_budget']}, got {name['min_budget']}="
+                          f"{min_budget:g} and {name['max_budget']}={max_budget:g}", key="min_budget")
+    if not eta >= 2:
+        raise ConfigError(f"expected {name['eta']} >= 2 (the halving rate: each rung keeps 1/{name['eta']} of "
+                          f"its configurations), got {eta:g}", key="eta")
+    if max_trials is not None and max_trials < 1:
+        raise ConfigError(f"expected {name['max_trials']} >= 1, got {max_trials}: a search needs a trial to run",
+                          key="max_trials")
+
+
+def python_argument_error(exc: ConfigError, arguments: Mapping[str, str], face: str) -> ConfigError:
+    """A ConfigError raised at an experiment key, as the Python face that set the key names it:
+    `arguments` maps a key (or a key prefix) to the argument (`{"search.eta": "factor"}`), and
+    the error then reads `face, argument 'factor': ...` with no YAML key. An error in `space`
+    keeps its key, the path inside the `space` mapping. The type is kept (a ConfigTypeError
+    stays a TypeError)."""
+    kind = type(exc)
+    key = exc.key or ""
+    if key == "space" or key.startswith("space."):
+        return kind(exc.message, key=exc.key, source=f"{face}, argument 'space'")
+    argument = next((arg for prefix, arg in arguments.items() if key == prefix or key.startswith(prefix + ".")),
+                    None)
+    if argument is None:
+        return kind(exc.message, key=exc.key, source=face)
+    return kind(exc.message, source=f"{face}, argument {argument!r}")
+
+
 def registered_names() -> dict[str, tuple[str, ...]]:
     """The names each registry offers, read from the registries themselves."""
     return {"datasets": tuple(LOADERS), "builders": tuple(BUILDERS), "algorithms": tuple(SEARCHERS),
@@ -202,11 +247,11 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
                         choices=registered_names()["algorithms"]),
         objective=objective,
         direction=s.get("direction", "str", default_direction, choices=DIRECTIONS),
-        min_budget=s.get("min_budget", "number", minimum=1e-9),
-        max_budget=s.get("max_budget", "number", minimum=1e-9),
+        min_budget=s.get("min_budget", "number"),
+        max_budget=s.get("max_budget", "number"),
         eta=s.get("eta", "number"),
         # An explicit null means no limit: stop by time_limit (or Ctrl-C) instead.
-        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int", minimum=1),
+        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int"),
         time_limit=s.get("time_limit", "number", minimum=1),
         max_consecutive_failures=s.get("max_consecutive_failures", "int", minimum=1),
         options=dict(s.get("options", "mapping")),
@@ -214,11 +259,10 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
         objectives=objectives,
         constraints=constraints,
     )
-    if search.min_budget > search.max_budget:
-        raise ConfigError(f"expected min_budget <= max_budget, got min_budget={search.min_budget:g} "
-                          f"and max_budget={search.max_budget:g}", key="search.min_budget")
-    if search.eta < 2:
-        raise ConfigError(f"expected eta >= 2 (the halving rate), got {search.eta:g}", key="search.eta")
+    try:
+        check_schedule(search.min_budget, search.max_budget, search.eta, search.max_trials)
+    except ConfigError as err:
+        raise err.located(prefix="search") from None
 
     t = _Section(raw.get("training"), "training", TrainingConfig)
     training = TrainingConfig(

@@ -19,7 +19,15 @@ class Bracket:
 
 
 def max_bracket_index(min_budget: float, max_budget: float, eta: float) -> int:
-    """s_max = floor(log_eta(max_budget / min_budget)); the epsilon absorbs float error at exact powers."""
+    """s_max = floor(log_eta(max_budget / min_budget)); the epsilon absorbs float error at exact powers.
+    A schedule that cannot run (a budget of 0, min_budget above max_budget, eta <= 1) is a
+    ValueError saying which; the faces check their own arguments before this
+    (`hpo.config.validation.check_schedule`), so this guards direct callers."""
+    if not 0 < min_budget <= max_budget:
+        raise ValueError(f"a Hyperband schedule needs 0 < min_budget <= max_budget, got min_budget={min_budget} "
+                         f"and max_budget={max_budget}")
+    if not eta > 1:
+        raise ValueError(f"a Hyperband schedule needs eta > 1 (the halving rate), got eta={eta}")
     return int(math.floor(math.log(max_budget / min_budget) / math.log(eta) + 1e-9))
 
 

@@ -133,6 +133,21 @@ def test_a_wrong_searcher_names_the_argument_not_the_yaml_key():
     assert "search.algorithm" not in str(caught.value)
 
 
+@pytest.mark.parametrize("budgets, argument, message", [
+    ({"min_budget": 1, "max_budget": 0}, "max_budget", "expected max_budget > 0, got 0"),
+    ({"min_budget": 1, "max_budget": 9, "eta": 1}, "eta", "expected eta >= 2"),
+    ({"min_budget": 9, "max_budget": 3}, "min_budget", "expected min_budget <= max_budget"),
+    ({"min_budget": 1, "max_budget": 9, "max_trials": 0}, "max_trials", "expected max_trials >= 1"),
+])
+def test_a_schedule_that_cannot_run_is_refused_naming_the_argument_before_any_study(tmp_path, budgets, argument,
+                                                                                     message):
+    with pytest.raises(ConfigError) as caught:
+        hpo.optimize(bowl, SPACE, "hyperband", study_dir=tmp_path / "study", **budgets)
+    assert f"hpo.optimize(), argument {argument!r}: {message}" in str(caught.value)
+    assert "search." not in str(caught.value)
+    assert not (tmp_path / "study").exists()
+
+
 def test_a_changed_space_under_study_dir_says_to_pass_fresh_and_fresh_starts_anew(tmp_path):
     study = tmp_path / "study"
     hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=3, study_dir=study)

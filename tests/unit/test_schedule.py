@@ -87,3 +87,16 @@ def test_failed_configs_are_never_promoted():
         searcher.tell(job, float("nan") if i != 2 else 0.5)
     promoted = searcher.ask()
     assert promoted.continues == jobs[2].trial_id
+
+
+@pytest.mark.parametrize("budgets, message", [
+    ((0, 27, 3), "0 < min_budget <= max_budget, got min_budget=0"),
+    ((1, 0, 3), "0 < min_budget <= max_budget, got min_budget=1 and max_budget=0"),
+    ((9, 3, 3), "0 < min_budget <= max_budget"),
+    ((1, 27, 1), r"eta > 1 \(the halving rate\), got eta=1"),
+    ((1, 27, 0.5), "eta > 1"),
+])
+def test_a_schedule_that_cannot_run_is_a_value_error_saying_which(budgets, message):
+    for schedule in (hyperband_brackets, rung_budgets):
+        with pytest.raises(ValueError, match=message):
+            schedule(*budgets)
