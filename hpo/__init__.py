@@ -5,9 +5,10 @@ work for any objective.
 """
 
 from hpo.optimization import OptimizeResult, optimize
+from hpo.simulation import Simulation
 
 __version__ = "0.1.0"
-__all__ = ["OptimizeResult", "Tuner", "optimize"]
+__all__ = ["OptimizeResult", "Simulation", "Tuner", "optimize"]
 
 
 def __getattr__(name: str):

@@ -88,8 +88,10 @@ class EngineLines:
 
 class Runner:
     def __init__(self, experiment: Experiment, study: Study, searcher: Searcher, executor: Executor,
-                 on_progress: Callable[[Progress], None] | None = None):
+                 on_progress: Callable[[Progress], None] | None = None, clock: Callable[[], float] | None = None):
         self.experiment = experiment
+        # Elapsed time and search.time_limit: a simulation's clock (hpo.clock), or time.monotonic.
+        self.clock = clock if clock is not None else (lambda: time.monotonic())
         self.study = study
         self.searcher = searcher
         self.executor = executor
@@ -101,7 +103,7 @@ class Runner:
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
-        self._started = time.monotonic()
+        self._started = self.clock()
         self._engine_lines = EngineLines()
         # Every name an objective or constraint reads; the model measures among them are taken
         # after training, and a trial that reports none of one of them failed.
@@ -112,7 +114,7 @@ class Runner:
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
-        started = self._started = time.monotonic()
+        started = self._started = self.clock()
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
         if queue:
@@ -122,7 +124,7 @@ class Runner:
         stopped = "max_trials"
         try:
             while True:
-                if search.time_limit is not None and time.monotonic() - started > search.time_limit:
+                if search.time_limit is not None and self.clock() - started > search.time_limit:
                     stopped = "time_limit"
                     self._interrupt_running("time limit reached")
                     break
@@ -153,7 +155,7 @@ class Runner:
             if self.board is not None:
                 self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
-                             best=self.study.best(search.direction), wall_seconds=time.monotonic() - started)
+                             best=self.study.best(search.direction), wall_seconds=self.clock() - started)
 
     def _asked(self) -> int:
         return self.searcher.n_asked
@@ -265,7 +267,7 @@ class Runner:
         if self.board is not None:
             best = self.study.best(self.experiment.search.direction)
             self.board.trial_finished(event.epochs_trained, best.value if best else None,
-                                      time.monotonic() - self._started, trial_counts(self.study), self.searcher.stats())
+                                      self.clock() - self._started, trial_counts(self.study), self.searcher.stats())
             self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
@@ -317,7 +319,7 @@ class Runner:
         finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
         self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
                                   best_value=best.value if best else None,
-                                  running=self.executor.running(), elapsed=time.monotonic() - started))
+                                  running=self.executor.running(), elapsed=self.clock() - started))
 
 
 def logged_objective(experiment: Experiment) -> str:
@@ -330,10 +332,12 @@ def logged_objective(experiment: Experiment) -> str:
     return next((n for n in experiment.search.goal_names if maybe_logged(n, metrics)), "val_loss")
 
 
-def build_runner(experiment: Experiment, study: Study, executor: Executor) -> Runner:
+def build_runner(experiment: Experiment, study: Study, executor: Executor,
+                 clock: Callable[[], float] | None = None) -> Runner:
     """A runner for any executor: the experiment's searcher driving `executor` (a plain
-    Python objective's, or a test's), with no Keras-specific checks and no TensorBoard."""
-    return Runner(experiment, study, searcher_for(experiment), executor)
+    Python objective's, a simulation's, or a test's), with no Keras-specific checks and no
+    TensorBoard. `clock`: where it reads elapsed time (a simulation's `SimulatedClock`)."""
+    return Runner(experiment, study, searcher_for(experiment), executor, clock=clock)
 
 
 def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = (),

@@ -21,7 +21,7 @@ while not (ROOT / "hpo").is_dir():     # wherever this file sits under tests/
 # Lowest first. A module may import its own layer and those below it, never one above.
 LAYERS = [
     ("foundation", ["hpo.registry", "hpo.errors", "hpo.trial", "hpo.space", "hpo.metric_names",
-                    "hpo.references", "hpo.jobs", "hpo.native_logs"]),
+                    "hpo.references", "hpo.jobs", "hpo.native_logs", "hpo.clock"]),
     ("searchers", ["hpo.search"]),
     ("data and models", ["hpo.data", "hpo.models"]),
     ("experiment", ["hpo.config"]),
@@ -30,7 +30,7 @@ LAYERS = [
     ("fusion", ["hpo.fusion"]),
     ("executors", ["hpo.executors"]),
     ("driver", ["hpo.preflight", "hpo.runner", "hpo.console"]),
-    ("library", ["hpo.optimization", "hpo.tuner", "hpo.keras_tuner"]),
+    ("library", ["hpo.optimization", "hpo.simulation", "hpo.tuner", "hpo.keras_tuner"]),
     ("command line", ["hpo.cli", "hpo", "hpo.__main__"]),
 ]
 

@@ -1,0 +1,146 @@
+"""The simulated executor under the real driver (hpo.executors.simulated, hpo.simulation):
+trials take the simulated seconds their objective returns, and nothing else changes."""
+
+import math
+
+import pytest
+
+import hpo
+from hpo.clock import SimulatedClock
+from hpo.executors.simulated import SimulatedExecutor
+from hpo.jobs import EpochDone, TrainTask, TrialDone
+from hpo.trial import TrialState
+
+SPACE = {"x": {"type": "float", "low": -5.0, "high": 5.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
+
+
+def objective(config, budget):
+    """A value that improves with the budget, and a cost that grows with it and with y."""
+    value = (config["x"] - 1.0) ** 2 + config["y"] + 1.0 / budget
+    return {"objective": value, "cost": budget * (1.0 + 3.0 * config["y"])}
+
+
+def run(searcher="asha", workers=1, simulate=True, **kwargs):
+    kwargs.setdefault("max_trials", 40)
+    return hpo.optimize(objective, SPACE, searcher, min_budget=1, max_budget=9, seed=3, workers=workers,
+                        simulate=hpo.Simulation() if simulate else None, **kwargs)
+
+
+def jobs(result):
+    return [(t.trial_id, t.config, t.budget, t.continues, t.bracket, t.rung, t.value) for t in result.trials]
+
+
+def timestamps(result):
+    return [(t.created_at, t.started_at, t.finished_at) for t in result.trials]
+
+
+@pytest.mark.parametrize("searcher", ["random", "hyperband", "asha", "bohb", "async_bohb", "freeze_thaw"])
+def test_one_simulated_worker_asks_the_jobs_a_real_inline_run_asks(searcher):
+    assert jobs(run(searcher, simulate=True)) == jobs(run(searcher, simulate=False))
+
+
+@pytest.mark.parametrize("searcher", ["asha", "async_bohb"])
+def test_a_simulated_run_repeats_exactly_with_the_same_seed(searcher):
+    first, second = run(searcher, workers=8), run(searcher, workers=8)
+    assert jobs(first) == jobs(second)
+    assert timestamps(first) == timestamps(second)
+    assert (first.simulation.simulated_seconds, first.simulation.busy_seconds) == \
+        (second.simulation.simulated_seconds, second.simulation.busy_seconds)
+
+
+def test_the_study_records_simulated_seconds_from_zero():
+    result = run("random", workers=1, max_trials=5)
+    # One worker: each trial starts when the one before finishes, and lasts its cost.
+    clock = 0.0
+    for trial in result.trials:
+        assert trial.started_at == pytest.approx(clock)
+        assert trial.duration == pytest.approx(trial.metrics["cost"])
+        clock = trial.finished_at
+    assert result.simulation.simulated_seconds == pytest.approx(clock)
+
+
+def test_no_more_trials_overlap_than_there_are_workers_and_a_free_worker_starts_at_once():
+    result = run("random", workers=4, max_trials=30)
+    trials = result.trials
+    for trial in trials:
+        overlapping = [t for t in trials if t.started_at <= trial.started_at < t.finished_at]
+        assert len(overlapping) <= 4
+    # Random search never makes a worker wait: every start after the first four is a finish.
+    finishes = {round(t.finished_at, 9) for t in trials}
+    assert all(round(t.started_at, 9) in finishes for t in trials[4:])
+    assert result.simulation.utilisation < 1.0          # the last trials drain one by one
+    assert result.simulation.trials == 30
+
+
+def test_time_limit_counts_simulated_seconds():
+    result = run("asha", workers=4, max_trials=None, time_limit=60.0)
+    assert result.stopped_because == "time_limit"
+    assert all(t.started_at <= 60.0 for t in result.trials if t.started_at is not None)
+    assert all(t.finished_at <= 60.0 for t in result.trials if t.finished_at is not None)
+    # The driver reads the limit between events: the first event past it stops the search,
+    # and the trials still running are interrupted, as on real workers.
+    assert result.simulation.simulated_seconds > 60.0
+    assert any(t.state == TrialState.INTERRUPTED for t in result.trials)
+
+
+def test_utilisation_is_the_workers_busy_share_of_the_simulated_time():
+    result = run("hyperband", workers=4, max_trials=None, time_limit=200.0)
+    report = result.simulation
+    end = report.simulated_seconds
+    busy = sum((t.finished_at if t.finished_at is not None else end) - t.started_at
+               for t in result.trials if t.started_at is not None)
+    assert report.busy_seconds == pytest.approx(busy)
+    assert report.utilisation == pytest.approx(busy / (4 * end))
+    # Stopped by the time limit, so no drain at the end: random search never idles a worker.
+    random = run("random", workers=4, max_trials=None, time_limit=200.0).simulation
+    assert random.utilisation == pytest.approx(1.0)
+
+
+def test_the_driver_decision_after_every_finished_trial_is_measured():
+    report = run("asha", workers=4, max_trials=30).simulation
+    assert len(report.decision_seconds) >= 26
+    assert all(d >= 0 for d in report.decision_seconds)
+    assert report.median_decision_seconds is not None
+
+
+def test_a_resumed_promotion_costs_only_its_epochs_beyond_its_parents():
+    def by_budget(config, budget):
+        return {"objective": config["x"] ** 2 + 1 / budget, "cost": 10.0 * budget}
+
+    result = hpo.optimize(by_budget, SPACE, "asha", min_budget=1, max_budget=9, max_trials=30, seed=0,
+                          workers=2, simulate=hpo.Simulation(resumes=True))
+    rows = {t.trial_id: t for t in result.trials}
+    promoted = [t for t in result.trials if t.continues is not None and t.finished_at is not None]
+    assert promoted
+    for trial in promoted:
+        assert trial.duration == pytest.approx(10.0 * (trial.budget - rows[trial.continues].budget))
+
+
+def test_an_objective_without_a_cost_fails_its_trial_saying_what_is_missing():
+    def costless(config, budget):
+        return config["x"] ** 2
+
+    result = hpo.optimize(costless, SPACE, "random", min_budget=1, max_budget=9, max_trials=3,
+                          simulate=hpo.Simulation())
+    assert all(t.state == TrialState.FAILED for t in result.trials)
+    assert "'cost'" in result.trials[0].error
+
+
+def test_the_executor_hands_back_trials_in_the_order_they_finish():
+    clock = SimulatedClock()
+    executor = SimulatedExecutor(lambda config, budget: {"objective": 0.0, "cost": config["c"]}, workers=3,
+                                 clock=clock)
+    for trial_id, cost in enumerate([5.0, 1.0, 3.0]):
+        executor.submit(TrainTask(trial_id=trial_id, config={"c": cost}, start_epoch=0, end_epoch=1, seed=0,
+                                  checkpoint_out=""))
+    order = []
+    while executor.running():
+        event = executor.next_event()
+        if isinstance(event, TrialDone):
+            order.append((event.trial_id, clock()))
+        else:
+            assert isinstance(event, EpochDone)
+    assert order == [(1, 1.0), (2, 3.0), (0, 5.0)]
+    executor.close()
+    assert executor.report().utilisation == pytest.approx(9.0 / 15.0)
+    assert math.isclose(executor.report().busy_seconds, 9.0)
