@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError
 from hpo.search.multiobjective.objectives import Goals, Objective, suggest
+from hpo.simulation import Simulation, SimulationReport, simulated_executor
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
 from hpo.study.pareto import ParetoMember, pareto_set
@@ -58,6 +59,7 @@ class OptimizeResult:
     study_dir: Path | None              # None when the study lived in a temporary folder
     objectives: tuple[Objective, ...] = ()
     pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
+    simulation: SimulationReport | None = None   # with `simulate`: simulated time, utilisation (hpo.simulation)
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One flat dict per trial (config keys prefixed `config.`), for csv or a DataFrame."""
@@ -78,7 +80,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
              metric: str = "objective", options: Mapping[str, Any] | None = None,
              initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
-             constraints: Sequence[str] | None = None) -> OptimizeResult:
+             constraints: Sequence[str] | None = None, simulate: Simulation | None = None) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -95,6 +97,10 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     dict holding them. `constraints`: strings such as "params <= 20000" over the returned
     names; a trial breaking one is infeasible and ranks after every feasible one. The
     result's `pareto` is the Pareto set of the trials at the largest budget reached.
+
+    `simulate`: run on `workers` simulated workers, each trial taking the simulated seconds
+    the objective returns beside its value (`hpo.simulation`); `time_limit` is then in
+    simulated seconds and the result's `simulation` says how busy the workers were.
     """
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
@@ -127,7 +133,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         raise _argument_error(exc) from None
     if study_dir is not None and not fresh:
         _check_resumable(Path(study_dir), experiment)
-    executor = FunctionExecutor(_checked(objective, goals) if goals.ranked else objective, metric, workers=workers)
+    objective = _checked(objective, goals) if goals.ranked else objective
+    executor = FunctionExecutor(objective, metric, workers=workers) if simulate is None else None
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
         folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
         study = prepare_study(experiment, folder, fresh=fresh)
@@ -138,7 +145,9 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                     stack.enter_context(library_log_file(study.log_path))
                 stack.callback(study.release_driver_lock)   # prepare_study took it
                 try:
-                    summary = build_runner(experiment, study, executor).run()
+                    if simulate is not None:
+                        executor = simulated_executor(simulate, objective, metric, workers, study)
+                    summary = build_runner(experiment, study, executor, **_clock_of(executor)).run()
                 except ConfigError as exc:      # e.g. an option the searcher does not take
                     raise _argument_error(exc) from None
             trials = study.trials()
@@ -155,7 +164,12 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           stopped_because=summary.stopped_because,
                           study_dir=Path(study_dir) if study_dir is not None else None,
                           objectives=goals.objectives if objectives is not None else (),
-                          pareto=pareto)
+                          pareto=pareto, simulation=executor.report() if simulate is not None else None)
+
+
+def _clock_of(executor) -> dict[str, Any]:
+    clock = getattr(executor, "clock", None)
+    return {"clock": clock} if clock is not None else {}
 
 
 def _goals(objectives, constraints, metric: str, direction: str, options) -> Goals:
