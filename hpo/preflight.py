@@ -28,6 +28,7 @@ from hpo.data.nested import is_nested
 from hpo.errors import ConfigError, did_you_mean
 from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
 from hpo.models import BUILDERS
+from hpo.registry import OPTIMIZER_PARAMS
 from hpo.training.model_measures import MEASURES
 
 log = logging.getLogger("hpo.preflight")
@@ -142,14 +143,9 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     import keras
 
     from hpo.models import get_builder
-    from hpo.training.optimizers import OPTIMIZER_PARAMS
-
     ref = experiment.model.builder
     builder = get_builder(ref)
-    training = experiment.training
-    config = {"batch_size": training.batch_size, "optimizer": training.optimizer,
-              "learning_rate": training.learning_rate, **experiment.model.params,
-              **low_config(experiment.space)}
+    config = experiment.trial_params(low_config(experiment.space))
     recorder = ReadRecorder(config)
     if ref in BUILDERS and (isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape)):
         raise ConfigError(f"the built-in model {ref!r} takes one input array, but the loader "

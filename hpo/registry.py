@@ -4,22 +4,62 @@ compile modes and engines.
 Validation (`hpo.config`), its error messages, the docs' key table
 (`tests/unit/test_docs_contract.py`) and the code that acts on a choice all read these
 tables, so adding a choice here is the one edit that makes it valid everywhere. This module
-imports nothing, so any layer may read it. The open registries, which also accept a
+imports nothing of hpo's (the standard library only), so any layer may read it. The open registries, which also accept a
 `package.module:function` of the user's, live with their code: `hpo.data.LOADERS`,
 `hpo.models.BUILDERS` and `hpo.search.SEARCHERS`.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
 DIRECTIONS = ("minimize", "maximize")
 
-# The optimizers the built-in trainer makes (`optimizer` in the space or `training.optimizer`),
-# each with its numeric hyperparameters and their defaults (Keras's own). The compiled step
-# holds these in variables, so one traced step serves every value (hpo.training.optimizers).
-OPTIMIZERS: dict[str, dict[str, float]] = {
-    "adam": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
-    "adamw": {"learning_rate": 1e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "weight_decay": 0.004},
-    "sgd": {"learning_rate": 1e-2, "momentum": 0.0},
-    "rmsprop": {"learning_rate": 1e-3, "rho": 0.9, "epsilon": 1e-7},
+# `training.learning_rate`'s default, and every optimizer's when a trial names none.
+LEARNING_RATE = 1e-3
+
+
+@dataclass(frozen=True)
+class OptimizerRecord:
+    """One optimizer the built-in trainer makes (`optimizer` in the space or
+    `training.optimizer`): the class in `keras.optimizers` it trains as (and that
+    `hpo best --export` saves, and that a Keras Tuner script's compiled model names), its
+    numeric hyperparameters with their defaults, and its structural keys with theirs.
+
+    The compiled step holds the numeric hyperparameters in variables, so one traced step
+    serves every value (`hpo.training.optimizers`). Keras branches on the structural keys in
+    Python (SGD's `nesterov`, RMSprop's `momentum` > 0), so they go into the architecture
+    signature instead: trials that differ in them train different programs."""
+
+    keras_class: str
+    hyperparameters: Mapping[str, float]
+    structural: Mapping[str, Any]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Every parameter the optimizer consumes (none belongs to a model's architecture)."""
+        return frozenset(self.hyperparameters) | frozenset(self.structural)
+
+    def structure(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The structural keys' values in `params` (their defaults where absent), each of its
+        default's type: `nesterov` a bool, RMSprop's `momentum` a float."""
+        return {key: type(default)(params.get(key, default)) for key, default in self.structural.items()}
+
+
+# The defaults are Keras's own, but for the learning rate, which is the experiment's
+# (`LEARNING_RATE`) for every optimizer.
+OPTIMIZERS: dict[str, OptimizerRecord] = {
+    "adam": OptimizerRecord("Adam", {"learning_rate": LEARNING_RATE, "beta_1": 0.9, "beta_2": 0.999,
+                                     "epsilon": 1e-7}, {}),
+    "adamw": OptimizerRecord("AdamW", {"learning_rate": LEARNING_RATE, "beta_1": 0.9, "beta_2": 0.999,
+                                       "epsilon": 1e-7, "weight_decay": 0.004}, {}),
+    "sgd": OptimizerRecord("SGD", {"learning_rate": LEARNING_RATE, "momentum": 0.0}, {"nesterov": False}),
+    "rmsprop": OptimizerRecord("RMSprop", {"learning_rate": LEARNING_RATE, "rho": 0.9, "epsilon": 1e-7},
+                               {"momentum": 0.0}),
 }
+# Parameters the optimizers consume: none of them belongs in a model's architecture.
+OPTIMIZER_PARAMS = frozenset({"optimizer"}).union(*(record.keys for record in OPTIMIZERS.values()))
 
 # `execution.backend`, each with the algorithm a search takes when `search.algorithm` is not
 # given. BOHB, chosen by measurement on the published benchmarks' tuning set at both budgets

@@ -68,8 +68,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         raise UserInputError(f"{study_dir}: the experiment has no held-out test set (data.test_split 0, or a "
                              f"loader whose named splits have no 'test')")
     training = experiment.training
-    params = {"batch_size": training.batch_size, "optimizer": training.optimizer,
-              "learning_rate": training.learning_rate, **experiment.model.params, **best.config}
+    params = experiment.trial_params(best.config)
     seed_trial(0)
     model = get_builder(experiment.model.builder)(params, dataset.input_shape, dataset.num_classes)
     # The trainer's own optimizer reads the checkpoint (weights and optimizer state, in its order);
@@ -118,27 +117,18 @@ def stock_optimizer(tunable, params, variables):
     subclass Keras's; a file holding them would need hpo to load."""
     import keras
 
-    from hpo.training.optimizers import HYPERPARAMETERS
-
-    name = tunable.name
+    record = tunable.record
     values = {key: float(keras.ops.convert_to_numpy(v))
-              for key, v in zip(HYPERPARAMETERS[name], tunable.hyperparameter_variables)}
-    if name == "adam":
-        optimizer = keras.optimizers.Adam(**values)
-    elif name == "adamw":
-        optimizer = keras.optimizers.AdamW(**values)
-    elif name == "sgd":
-        optimizer = keras.optimizers.SGD(**values, nesterov=bool(params.get("nesterov", False)))
-    else:
-        optimizer = keras.optimizers.RMSprop(**values, momentum=float(params.get("momentum", 0.0)))
+              for key, v in zip(record.hyperparameters, tunable.hyperparameter_variables)}
+    optimizer = getattr(keras.optimizers, record.keras_class)(**values, **record.structure(params))
     optimizer.build(variables)
     hyper = tunable.hyperparameter_variables
     state = [v for v in tunable.optimizer.variables
              if not any(v is h for h in hyper) or v is tunable.optimizer.learning_rate]
     # Same layout: iteration, learning rate, then the slots per variable. SGD at momentum 0
     # has no slots in Keras; ours then hold nothing that carries over (m = -lr * gradient).
-    if len(optimizer.variables) != len(state) and not (name == "sgd" and len(optimizer.variables) == 2):
-        raise RuntimeError(f"cannot map {len(state)} {name} optimizer variables onto Keras's "
+    if len(optimizer.variables) != len(state) and not (tunable.name == "sgd" and len(optimizer.variables) == 2):
+        raise RuntimeError(f"cannot map {len(state)} {tunable.name} optimizer variables onto Keras's "
                            f"{len(optimizer.variables)}")
     for target, source in zip(optimizer.variables, state):
         if tuple(target.shape) != tuple(source.shape):

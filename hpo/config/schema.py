@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hpo import metric_names
-from hpo.registry import DEFAULT_BACKEND, default_algorithm
+from hpo.registry import DEFAULT_BACKEND, LEARNING_RATE, default_algorithm
 from hpo.search.multiobjective.objectives import Goals
 from hpo.space import SearchSpace
 
@@ -78,7 +78,7 @@ class TrainingConfig:
     device: str = "auto"
     batch_size: int = 64              # used when the space has no batch_size
     optimizer: str = "adam"           # used when the space has no optimizer
-    learning_rate: float = 1e-3       # used when the space has no learning_rate
+    learning_rate: float = LEARNING_RATE   # used when the space has no learning_rate
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)
     checkpoint_seconds: float = 10.0  # ...and at least this much training between them
@@ -94,6 +94,13 @@ class TrainingConfig:
     # A trial is scored by its best epoch (not its last) and that epoch's weights are its model:
     # Keras Tuner's rule. Promotions still continue from the last epoch's state.
     keep_best_epoch: bool = False
+
+    def trial_params(self, fixed_params: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """A trial's resolved parameters, what its model and optimizer are built from: its
+        config over the model's fixed params (`model.params`) over the training defaults
+        (`batch_size`, `optimizer`, `learning_rate`)."""
+        defaults = {"batch_size": self.batch_size, "optimizer": self.optimizer, "learning_rate": self.learning_rate}
+        return {**defaults, **dict(fixed_params), **dict(config)}
 
     @property
     def class_labels(self) -> bool:
@@ -135,6 +142,10 @@ class Experiment:
     execution: ExecutionConfig
     output: OutputConfig
     source: str = "<dict>"
+
+    def trial_params(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A trial's resolved parameters (`TrainingConfig.trial_params`)."""
+        return self.training.trial_params(self.model.params, config)
 
     @property
     def study_dir(self) -> Path:

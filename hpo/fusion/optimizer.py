@@ -14,20 +14,22 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpo.training.optimizers import HYPERPARAMETERS, single_pass_adam, single_pass_momentum, structural_signature
+from hpo.registry import OPTIMIZERS
+from hpo.training.optimizers import single_pass_adam, single_pass_momentum, structural_signature
 
 
 class FusedOptimizer:
     """Adam, AdamW, SGD with momentum or RMSprop over stacked variables, hyperparameters as [K]
     vectors, computed as Keras's own optimizers compute them. What Keras branches on in Python
-    (SGD's `nesterov`, RMSprop's `momentum`) is in the architecture signature, so a group
-    shares it and it stays a Python constant here too."""
+    (the registry's structural keys: SGD's `nesterov`, RMSprop's `momentum`) is in the
+    architecture signature, so a group shares it and it stays a Python constant here too."""
 
     def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
                  single_pass: bool = False):
         import keras
 
         self.kind = kind
+        self.rule = _RULES[kind]
         self.single_pass = single_pass          # `single_pass_adam` / `_momentum` (see xla_fusion)
         self.k = len(params)
         self.trial_axes = list(trial_axes)
@@ -35,16 +37,13 @@ class FusedOptimizer:
         structural = structural_signature(params[0])
         if any(structural_signature(p) != structural for p in params):
             raise ValueError(f"fused trials must share the optimizer's structure ({structural})")
-        self.nesterov = bool(structural.get("nesterov", False))
-        self.rmsprop_momentum = float(structural.get("momentum", 0.0)) if kind == "rmsprop" else 0.0
+        self.structure = OPTIMIZERS[kind].structure(params[0])
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
                                           trainable=False, name=f"fused_{key}")
-                      for key, default in HYPERPARAMETERS[kind].items()}
+                      for key, default in OPTIMIZERS[kind].hyperparameters.items()}
         self.iterations = keras.Variable(np.zeros(self.k, "int64"), trainable=False, name="fused_iterations")
-        # Keras's slots for the kind (RMSprop keeps momentum only when it is above 0).
-        names = {"sgd": ["momentum"], "rmsprop": ["velocity"] + ["momentum"] * (self.rmsprop_momentum > 0)}
         self.slots = {name: [keras.Variable(np.zeros(v.shape, "float32"), trainable=False) for v in variables]
-                      for name in names.get(kind, ["momentum", "velocity"])}
+                      for name in self.rule.slots(self.structure)}
 
     @property
     def state(self) -> list:
@@ -58,9 +57,9 @@ class FusedOptimizer:
 
     def hyperparameter_values(self, params: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
         return [np.array([float(p.get(key, default)) for p in params], "float32")
-                for key, default in HYPERPARAMETERS[self.kind].items()]
+                for key, default in OPTIMIZERS[self.kind].hyperparameters.items()]
 
-    def _per_trial(self, values, i: int):
+    def per_trial(self, values, i: int):
         """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""
         from keras import ops
         shape = [1] * len(self.shapes[i])
@@ -72,64 +71,12 @@ class FusedOptimizer:
 
         step = ops.cast(self.iterations + 1, "float32")                 # [K]
         for i, (g, var) in enumerate(zip(grads, variables)):
-            lr = self._per_trial(self.hyper["learning_rate"], i)
-            if self.kind == "rmsprop":
-                self._rmsprop(g, var, i, lr)
-                continue
-            if self.kind == "sgd":
-                m, momentum = self.slots["momentum"][i], self._per_trial(self.hyper["momentum"], i)
-                if self.nesterov:               # Keras's form: no single-pass variant was timed
-                    m.assign(m * momentum - g * lr)
-                    var.assign_add(m * momentum - g * lr)
-                    continue
-                if self.single_pass:
-                    for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
-                        target.assign(value)
-                    continue
-                m.assign(m * momentum - g * lr)
-                var.assign_add(m)
-                continue
-            if self.kind == "adamw" and not self.single_pass:
-                var.assign(var - var * self._per_trial(self.hyper["weight_decay"], i) * lr)
-            beta_1, beta_2 = self._per_trial(self.hyper["beta_1"], i), self._per_trial(self.hyper["beta_2"], i)
-            epsilon = self._per_trial(self.hyper["epsilon"], i)
-            power_1 = self._per_trial(ops.power(self.hyper["beta_1"], step), i)
-            power_2 = self._per_trial(ops.power(self.hyper["beta_2"], step), i)
-            alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
-            m, v = self.slots["momentum"][i], self.slots["velocity"][i]
-            if self.single_pass:
-                decay = self._per_trial(self.hyper["weight_decay"], i) if self.kind == "adamw" else None
-                updated = single_pass_adam(var.value, m.value, v.value, g, alpha, beta_1, beta_2, epsilon, decay, lr)
-                for target, value in zip((var, m, v), updated):
-                    target.assign(value)
-                continue
-            m.assign_add((g - m) * (1 - beta_1))
-            v.assign_add((ops.square(g) - v) * (1 - beta_2))
-            var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
+            self.rule.update(self, i, g, var, self.per_trial(self.hyper["learning_rate"], i), step)
         self.iterations.assign_add(ops.ones_like(self.iterations))
-
-    def _rmsprop(self, g, var, i: int, lr) -> None:
-        """Keras's RMSprop (uncentred), step by step; its momentum is one constant for the group."""
-        from keras import ops
-
-        rho, epsilon = self._per_trial(self.hyper["rho"], i), self._per_trial(self.hyper["epsilon"], i)
-        velocity = self.slots["velocity"][i]
-        velocity.assign(rho * velocity + (1 - rho) * ops.square(g))
-        increment = (lr * g) / ops.sqrt(velocity + epsilon)
-        if self.rmsprop_momentum > 0:
-            m = self.slots["momentum"][i]
-            m.assign(self.rmsprop_momentum * m + increment)
-            var.assign_sub(m)
-        else:
-            var.assign_sub(increment)
 
     def keras_slots(self, keras_optimizer) -> dict[str, list]:
         """The unfused Keras optimizer's slot lists that match `self.slots`, by name."""
-        if self.kind == "sgd":
-            lists = {"momentum": keras_optimizer.momentums}
-        else:
-            lists = {"momentum": keras_optimizer._momentums, "velocity": keras_optimizer._velocities}
-        return {name: lists[name] for name in self.slots}
+        return {name: getattr(keras_optimizer, self.rule.keras_slots[name]) for name in self.slots}
 
     def import_state(self, k: int, unfused_variables, keras_optimizer) -> None:
         """Trial k's step count and slots from an unfused Keras optimizer over `unfused_variables`
@@ -139,6 +86,100 @@ class FusedOptimizer:
         for name, stacked in self.slots.items():
             for fused, axis, unfused in zip(stacked, self.trial_axes, unfused_variables):
                 assign_trial_slice(fused, axis, k, slots[name][keras_optimizer._get_variable_index(unfused)].value)
+
+
+class _AdamRule:
+    """Keras's Adam and AdamW (decoupled weight decay first, as Keras applies it)."""
+
+    keras_slots = {"momentum": "_momentums", "velocity": "_velocities"}
+
+    @staticmethod
+    def slots(structure: Mapping[str, Any]) -> list[str]:
+        return ["momentum", "velocity"]
+
+    @staticmethod
+    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
+        from keras import ops
+
+        decay = opt.per_trial(opt.hyper["weight_decay"], i) if "weight_decay" in opt.hyper else None
+        if decay is not None and not opt.single_pass:
+            var.assign(var - var * decay * lr)
+        beta_1, beta_2 = opt.per_trial(opt.hyper["beta_1"], i), opt.per_trial(opt.hyper["beta_2"], i)
+        epsilon = opt.per_trial(opt.hyper["epsilon"], i)
+        power_1 = opt.per_trial(ops.power(opt.hyper["beta_1"], step), i)
+        power_2 = opt.per_trial(ops.power(opt.hyper["beta_2"], step), i)
+        alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
+        m, v = opt.slots["momentum"][i], opt.slots["velocity"][i]
+        if opt.single_pass:
+            updated = single_pass_adam(var.value, m.value, v.value, g, alpha, beta_1, beta_2, epsilon, decay, lr)
+            for target, value in zip((var, m, v), updated):
+                target.assign(value)
+            return
+        m.assign_add((g - m) * (1 - beta_1))
+        v.assign_add((ops.square(g) - v) * (1 - beta_2))
+        var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
+
+
+class _SGDRule:
+    """Keras's SGD with momentum, Nesterov's too (ours keeps the momentum slots at momentum 0)."""
+
+    keras_slots = {"momentum": "momentums"}
+
+    @staticmethod
+    def slots(structure: Mapping[str, Any]) -> list[str]:
+        return ["momentum"]
+
+    @staticmethod
+    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
+        m, momentum = opt.slots["momentum"][i], opt.per_trial(opt.hyper["momentum"], i)
+        if opt.structure["nesterov"]:           # Keras's form: no single-pass variant was timed
+            m.assign(m * momentum - g * lr)
+            var.assign_add(m * momentum - g * lr)
+            return
+        if opt.single_pass:
+            for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
+                target.assign(value)
+            return
+        m.assign(m * momentum - g * lr)
+        var.assign_add(m)
+
+
+class _RMSpropRule:
+    """Keras's RMSprop (uncentred), step by step; its momentum is one constant for the group,
+    and Keras keeps a momentum slot only when it is above 0."""
+
+    keras_slots = {"velocity": "_velocities", "momentum": "_momentums"}
+
+    @staticmethod
+    def slots(structure: Mapping[str, Any]) -> list[str]:
+        return ["velocity"] + ["momentum"] * (structure["momentum"] > 0)
+
+    @staticmethod
+    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
+        from keras import ops
+
+        rho, epsilon = opt.per_trial(opt.hyper["rho"], i), opt.per_trial(opt.hyper["epsilon"], i)
+        velocity = opt.slots["velocity"][i]
+        velocity.assign(rho * velocity + (1 - rho) * ops.square(g))
+        increment = (lr * g) / ops.sqrt(velocity + epsilon)
+        momentum = opt.structure["momentum"]
+        if momentum > 0:
+            m = opt.slots["momentum"][i]
+            m.assign(momentum * m + increment)
+            var.assign_sub(m)
+        else:
+            var.assign_sub(increment)
+
+
+# The fused update of each of the registry's optimizers, by its Keras class.
+_BY_KERAS_CLASS = {"Adam": _AdamRule, "AdamW": _AdamRule, "SGD": _SGDRule, "RMSprop": _RMSpropRule}
+_RULES = {name: _BY_KERAS_CLASS[record.keras_class] for name, record in OPTIMIZERS.items()
+          if record.keras_class in _BY_KERAS_CLASS}
+
+
+def fused_update_for(kind: str) -> bool:
+    """Whether the registry's optimizer `kind` has a fused update."""
+    return kind in _RULES
 
 
 def assign_trial_slice(variable, axis: int, k: int, value) -> None:

@@ -34,10 +34,9 @@ import keras
 import numpy as np
 
 from hpo.fusion.grouped_conv import trains_grouped_convolutions
-from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice
+from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice, fused_update_for
 from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.models.layers import inverted_dropout
-from hpo.registry import OPTIMIZERS
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import UPDATE_SCOPE
 from hpo.training.loss_metrics import output_activation
@@ -73,8 +72,8 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     activation = output_activation(model)
     if activation is not None:
         return f"the model ends in {activation}; the fused step's loss takes logits"
-    if optimizer_name(params) not in OPTIMIZERS:
-        return f"optimizer {optimizer_name(params)!r} has no fused update (only {', '.join(OPTIMIZERS)})"
+    if not fused_update_for(optimizer_name(params)):
+        return f"optimizer {optimizer_name(params)!r} has no fused update"
     previous = None
     for layer in model.layers:
         kind = type(layer).__name__

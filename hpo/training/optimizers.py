@@ -17,35 +17,27 @@ import tensorflow as tf
 from keras import ops
 
 from hpo.errors import TrialFailed
-from hpo.registry import OPTIMIZERS
+from hpo.registry import OPTIMIZER_PARAMS, OPTIMIZERS, OptimizerRecord
 
-# Every numeric hyperparameter per optimizer, with its default: the registry's table.
-HYPERPARAMETERS = OPTIMIZERS
-# Values that change the graph (Keras branches on them in Python).
-STRUCTURAL: dict[str, dict[str, Any]] = {
-    "adam": {}, "adamw": {}, "sgd": {"nesterov": False}, "rmsprop": {"momentum": 0.0},
-}
-# Parameters consumed by the optimizer: none of them belongs in a model's architecture.
-OPTIMIZER_PARAMS = frozenset({"optimizer"} | {k for d in HYPERPARAMETERS.values() for k in d}
-                             | {k for d in STRUCTURAL.values() for k in d})
+__all__ = ["OPTIMIZER_PARAMS", "TunableOptimizer", "optimizer_name", "record_of", "structural_signature"]
 
 
 def optimizer_name(params: Mapping[str, Any]) -> str:
     name = str(params.get("optimizer", "adam")).lower()
-    if name not in HYPERPARAMETERS:
-        raise TrialFailed(f"unknown optimizer {name!r}; expected {', '.join(HYPERPARAMETERS)}")
+    if name not in OPTIMIZERS:
+        raise TrialFailed(f"unknown optimizer {name!r}; expected {', '.join(OPTIMIZERS)}")
     return name
 
 
+def record_of(params: Mapping[str, Any]) -> OptimizerRecord:
+    """The registry's record of the optimizer `params` names."""
+    return OPTIMIZERS[optimizer_name(params)]
+
+
 def structural_signature(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The optimizer choices that need their own trace."""
-    name = optimizer_name(params)
-    out: dict[str, Any] = {"optimizer": name}
-    for key, default in STRUCTURAL[name].items():
-        value = params.get(key, default)
-        # RMSprop only branches on momentum > 0; its value is baked in, so it is structural whole.
-        out[key] = bool(value) if key == "nesterov" else float(value)
-    return out
+    """The optimizer choices that need their own trace (RMSprop only branches on momentum > 0,
+    but its value is baked in, so it is structural whole)."""
+    return {"optimizer": optimizer_name(params), **record_of(params).structure(params)}
 
 
 class TunableOptimizer:
@@ -53,15 +45,16 @@ class TunableOptimizer:
 
     def __init__(self, params: Mapping[str, Any], variables: list, single_pass: bool = False):
         self.name = optimizer_name(params)
+        self.record = OPTIMIZERS[self.name]
         # Keras keeps the learning rate in a variable of its own (set through its property);
         # the others become variables here.
         self.values = {key: keras.Variable(float(params.get(key, default)), dtype="float32", trainable=False,
                                            name=key)
-                       for key, default in HYPERPARAMETERS[self.name].items() if key != "learning_rate"}
-        self.optimizer = _make(self.name, params, self.values)
+                       for key, default in self.record.hyperparameters.items() if key != "learning_rate"}
+        self.optimizer = _make(self.record, params, self.values)
         # Adam(W) in one pass over memory; only worth it where XLA fuses the pass (xla_fusion).
         # (SGD keeps Keras's form unfused: see `single_pass_momentum`.)
-        self.optimizer.single_pass = single_pass and self.name in ("adam", "adamw")
+        self.optimizer.single_pass = single_pass and isinstance(self.optimizer, _SinglePassAdamMixin)
         self.optimizer.build(variables)
         # What a new trial zeroes: the step count and the slots (not the hyperparameters).
         hyper = self.hyperparameter_variables
@@ -76,37 +69,32 @@ class TunableOptimizer:
         """The variables holding the hyperparameters, in `hyperparameter_values` order (Keras
         keeps the learning rate in its own)."""
         return [self.optimizer.learning_rate if key == "learning_rate" else self.values[key]
-                for key in HYPERPARAMETERS[self.name]]
+                for key in self.record.hyperparameters]
 
     def hyperparameter_values(self, params: Mapping[str, Any]) -> list[np.ndarray]:
-        return [np.float32(params.get(key, default)) for key, default in HYPERPARAMETERS[self.name].items()]
+        return [np.float32(params.get(key, default)) for key, default in self.record.hyperparameters.items()]
 
     @property
     def learning_rate(self) -> float:
         return float(ops.convert_to_numpy(self.optimizer.learning_rate))
 
 
-def _make(name: str, params: Mapping[str, Any], values: Mapping[str, Any]) -> keras.optimizers.Optimizer:
-    lr = float(params.get("learning_rate", HYPERPARAMETERS[name]["learning_rate"]))
-    if name == "adam":
-        return _Adam(lr, beta_1=values["beta_1"], beta_2=values["beta_2"], epsilon=values["epsilon"], name="adam")
-    if name == "adamw":
-        return _AdamW(lr, weight_decay=values["weight_decay"], beta_1=values["beta_1"],
-                      beta_2=values["beta_2"], epsilon=values["epsilon"], name="adamw")
-    if name == "sgd":
-        return _MomentumSGD(lr, values["momentum"], nesterov=bool(params.get("nesterov", False)))
-    return keras.optimizers.RMSprop(lr, rho=values["rho"], epsilon=values["epsilon"],
-                                    momentum=float(params.get("momentum", 0.0)))
+def _make(record: OptimizerRecord, params: Mapping[str, Any], values: Mapping[str, Any]) -> keras.optimizers.Optimizer:
+    """The record's Keras optimizer (ours where `_TRAINING_CLASSES` has a subclass of it),
+    reading its numeric hyperparameters from `values` and named as Keras names it."""
+    lr = float(params.get("learning_rate", record.hyperparameters["learning_rate"]))
+    cls = _TRAINING_CLASSES.get(record.keras_class) or getattr(keras.optimizers, record.keras_class)
+    return cls(lr, **values, **record.structure(params), name=record.keras_class.lower())
 
 
 class _MomentumSGD(keras.optimizers.SGD):
     """SGD with the momentum in a variable. Keras's SGD tests `momentum != 0` in Python;
     here the momentum slots always exist, and momentum 0 reduces exactly to plain SGD."""
 
-    def __init__(self, learning_rate, momentum, nesterov: bool = False):
+    def __init__(self, learning_rate, momentum, nesterov: bool = False, name: str = "sgd"):
         # momentum nonzero: build() makes the slots; named as Keras names its SGD (a root name scope
         # may not start with "_", as the class name would give).
-        super().__init__(learning_rate, momentum=0.5, nesterov=nesterov, name="sgd")
+        super().__init__(learning_rate, momentum=0.5, nesterov=nesterov, name=name)
         self.momentum_value = momentum
 
     def update_step(self, gradient, variable, learning_rate):
@@ -222,3 +210,8 @@ class _Adam(_SinglePassAdamMixin, keras.optimizers.Adam):
 
 class _AdamW(_SinglePassAdamMixin, keras.optimizers.AdamW):
     pass
+
+
+# The registry's Keras classes that train as a subclass of ours (the others as Keras's own).
+_TRAINING_CLASSES = {"Adam": _Adam, "AdamW": _AdamW, "SGD": _MomentumSGD}
+assert set(_TRAINING_CLASSES) <= {record.keras_class for record in OPTIMIZERS.values()}

@@ -87,10 +87,8 @@ class Trainer:
         self.data = device_data(dataset, device)
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Trial config over fixed model params over the training defaults."""
-        defaults = {"batch_size": self.training.batch_size, "optimizer": self.training.optimizer,
-                    "learning_rate": self.training.learning_rate}
-        return {**defaults, **self.fixed_params, **dict(config)}
+        """The trial's resolved parameters (`TrainingConfig.trial_params`)."""
+        return self.training.trial_params(self.fixed_params, config)
 
     def build_model(self, params: Mapping[str, Any], seed: int):
         """A freshly initialised model on this trainer's device, seeded per trial."""

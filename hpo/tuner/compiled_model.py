@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hpo.training.optimizers import HYPERPARAMETERS, STRUCTURAL
+from hpo.registry import OPTIMIZERS
 
 # Keras's optimizer classes hpo's TunableOptimizer reproduces, by class name.
-_OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "RMSprop": "rmsprop"}
+_OPTIMIZERS = {record.keras_class: name for name, record in OPTIMIZERS.items()}
 # Optimizer settings that must hold their default for hpo to train as `fit` would.
 _MUST_BE_DEFAULT = {"clipnorm": None, "global_clipnorm": None, "clipvalue": None, "use_ema": False,
                     "loss_scale_factor": None, "gradient_accumulation_steps": None, "amsgrad": False,
@@ -56,15 +56,9 @@ def optimizer_params(model) -> dict[str, Any]:
     name = _OPTIMIZERS[kind]
     if name == "adam" and config.get("weight_decay"):
         raise UnsupportedModel("Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW")
-    params: dict[str, Any] = {"optimizer": name}
-    for key in HYPERPARAMETERS[name]:
-        params[key] = float(config[key])
-    for key in STRUCTURAL[name]:
-        value = config.get(key, STRUCTURAL[name][key])
-        params[key] = bool(value) if key == "nesterov" else float(value)
-    if name == "sgd":
-        params["nesterov"] = bool(config.get("nesterov", False))
-    return params
+    record = OPTIMIZERS[name]
+    return {"optimizer": name, **{key: float(config[key]) for key in record.hyperparameters},
+            **record.structure(config)}
 
 
 def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
