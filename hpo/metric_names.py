@@ -1,17 +1,21 @@
-"""Loss and metric identifiers, the names trials log under, and which way an objective points.
+"""Loss and metric identifiers, the names trials log under, which way an objective points,
+and the model measures an objective may name beside them.
 
 No TensorFlow here: `hpo.config` validates `training.loss`, `training.metrics` and infers
-`search.direction` from these tables when an experiment loads. The identifiers are the
-strings Keras's own `keras.losses.get` / `keras.metrics.get` accept
-(`tests/training/test_loss_metrics.py` checks each against Keras); `hpo.training.loss_metrics`
-builds the objects.
+`search.direction` from these tables when an experiment loads, and the runner compares epochs
+(`beats`) and adds a trial's model measures to its metrics (`with_measures`) without importing
+the trainer. The identifiers are the strings Keras's own `keras.losses.get` /
+`keras.metrics.get` accept (`tests/training/test_loss_metrics.py` checks each against Keras);
+`hpo.training.loss_metrics` builds the objects.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import math
+from typing import Iterable, Mapping, Sequence
 
 from hpo.references import REFERENCE
+from hpo.registry import MODEL_MEASURES
 
 DEFAULT_LOSS = "sparse_categorical_crossentropy"
 DEFAULT_METRICS = ("accuracy",)
@@ -123,3 +127,28 @@ def infer_direction(objective: str) -> str:
             or name.startswith(("precision_at", "recall_at", "sensitivity_at", "specificity_at")):
         return "maximize"
     return "minimize"
+
+
+def beats(value: float | None, best: float | None, maximize: bool) -> bool:
+    """Whether an epoch's objective `value` beats the best so far (None or not finite: none
+    yet); a missing or non-finite value beats nothing."""
+    if value is None or not math.isfinite(value):
+        return False
+    if best is None or not math.isfinite(best):
+        return True
+    return value > best if maximize else value < best
+
+
+# --- model measures ------------------------------------------------------------------------------
+# Values hpo computes once per trial after training (`registry.MODEL_MEASURES`, measured by
+# `hpo.training.model_measures`), which objectives and constraints may name beside the logged metrics.
+
+def model_measures_in(names: Iterable[str]) -> tuple[str, ...]:
+    """The model measures among `names`, in `MODEL_MEASURES` order."""
+    names = set(names)
+    return tuple(m for m in MODEL_MEASURES if m in names)
+
+
+def with_measures(metrics: Mapping[str, float], measures: Mapping[str, float]) -> dict[str, float]:
+    """A trial's metrics (its scored epoch's) with its model measures added."""
+    return {**dict(metrics), **dict(measures)}

@@ -28,8 +28,7 @@ from hpo.data.nested import is_nested
 from hpo.errors import ConfigError, did_you_mean
 from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
 from hpo.models import BUILDERS
-from hpo.registry import OPTIMIZER_PARAMS
-from hpo.training.model_measures import MEASURES
+from hpo.registry import MODEL_MEASURES, OPTIMIZER_PARAMS
 
 log = logging.getLogger("hpo.preflight")
 
@@ -94,7 +93,7 @@ def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
 
     search = experiment.search
     goals = search.goals()
-    known = reported + MEASURES
+    known = reported + MODEL_MEASURES
     for kind, names in (("objectives", goals.names), ("constraints", tuple(c.name for c in goals.constraints))):
         for name in names:
             if name not in known and not maybe_logged(name, experiment.training.metrics):
@@ -220,7 +219,7 @@ def _check_outputs(experiment: Experiment, model) -> tuple[str, ...]:
             raise ConfigError(f"{problem} of the builder {ref!r}'s model; its outputs are {', '.join(outputs)}"
                               f"{did_you_mean(unknown[0], outputs) if unknown else ''}", key=key)
     reported = objective_names(training.metrics, outputs)
-    known = reported + MEASURES
+    known = reported + MODEL_MEASURES
     named = [("search.objective", search.objective)] if not (search.objectives or search.constraints) else \
         [("search.objectives", n) for n in search.goals().names] + \
         [("search.constraints", c.name) for c in search.goals().constraints]

@@ -19,7 +19,8 @@ from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.executors import make_executor
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
-from hpo.metric_names import maybe_logged, named_outputs, objective_names
+from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names, with_measures
+from hpo.registry import MODEL_MEASURES
 from hpo.search import make_searcher
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
@@ -34,8 +35,6 @@ from hpo.tensorboard_logs import (
     write_hparams_config,
     write_run_scalars,
 )
-from hpo.training.best_epoch import beats
-from hpo.training.model_measures import MEASURES, merged, wanted
 from hpo.trial import Job, TrialResult, TrialState, config_text
 
 log = logging.getLogger("hpo.runner")
@@ -108,7 +107,7 @@ class Runner:
         # Every name an objective or constraint reads; the model measures among them are taken
         # after training, and a trial that reports none of one of them failed.
         self._goal_names = experiment.search.goal_names
-        self._measures = wanted(self._goal_names)
+        self._measures = model_measures_in(self._goal_names)
         self._logged_objective = logged_objective(experiment)
         self._goals = experiment.search.goals() if experiment.search.objectives else None
 
@@ -176,13 +175,13 @@ class Runner:
         if job.continues is not None:
             parent = self.study.trial(job.continues)
             start_epoch = epochs_for(parent.budget)
-            checkpoint_in = str(self._checkpoint(job.continues))
+            checkpoint_in = str(self.study.checkpoint(job.continues))
         end_epoch = max(epochs_for(job.budget), start_epoch + 1)
         hparams = trial_hparams(self.experiment.space, job.config, trial_id=run_name(lineage),
                                 bracket=-1 if job.bracket is None else job.bracket)
         task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,
                          end_epoch=end_epoch, seed=self._trial_seed(lineage),
-                         checkpoint_in=checkpoint_in, checkpoint_out=str(self._checkpoint(job.trial_id)),
+                         checkpoint_in=checkpoint_in, checkpoint_out=str(self.study.checkpoint(job.trial_id)),
                          tensorboard_run=str(self.study.tensorboard_dir / run_name(lineage)),
                          hparams=hparams, objective=self._logged_objective, budget=job.budget,
                          data_seed=self.experiment.seed, measures=self._measures,
@@ -197,9 +196,6 @@ class Runner:
     def _lineage(self, job: Job) -> int:
         row = self.study.trial(job.trial_id)
         return row.lineage if row is not None else job.trial_id
-
-    def _checkpoint(self, trial_id: int):
-        return self.study.checkpoint_dir / f"trial_{trial_id:04d}.npz"
 
     def _trial_seed(self, lineage: int) -> int:
         # One seed per configuration lineage: a promotion continues the same dropout stream.
@@ -232,7 +228,7 @@ class Runner:
         self._engine_lines.say(event)
         if event.lost and self._retry(job, event):
             return False
-        metrics = merged(self._scored_epoch.pop(event.trial_id, {}), event.measures)
+        metrics = with_measures(self._scored_epoch.pop(event.trial_id, {}), event.measures)
         by_epoch = self._curves.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         missing = [n for n in self._goal_names if n not in metrics]
@@ -326,7 +322,7 @@ def logged_objective(experiment: Experiment) -> str:
     """The objective the trainer writes as `hpo/objective`: `search.objective`, unless that is a
     model measure (taken after training), then the first goal logged per epoch, else the
     validation loss."""
-    if experiment.search.objective not in MEASURES:
+    if experiment.search.objective not in MODEL_MEASURES:
         return experiment.search.objective
     metrics = experiment.training.metrics
     return next((n for n in experiment.search.goal_names if maybe_logged(n, metrics)), "val_loss")
@@ -352,7 +348,7 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
     reported = objective_names(training.metrics,
                                tuple(output_names) or named_outputs(training.loss, training.metrics))
     # A model with several outputs logs `<output>_<metric>`: the pre-flight checked the names.
-    if not (maybe_logged(search.objective, experiment.training.metrics) or search.objective in MEASURES):
+    if not (maybe_logged(search.objective, experiment.training.metrics) or search.objective in MODEL_MEASURES):
         raise ConfigError(f"expected one of {', '.join(reported)}, got {search.objective!r}",
                           key="search.objective", source=experiment.source)
     searcher = searcher_for(experiment)

@@ -36,13 +36,14 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     try:
         stored = study.experiment()
         best = study.best(stored["search"]["direction"]) if trial_id is None else study.trial(trial_id)
-        checkpoint = model_checkpoint(study.checkpoint_dir / f"trial_{best.trial_id:04d}.npz") if best else None
+        checkpoint = study.checkpoint(best.trial_id) if best else None
     finally:
         study.close()
     if best is None:
         raise UserInputError(f"{study_dir}: no trial has completed yet, so there is no model to export")
-    if not checkpoint.exists():
-        raise UserInputError(f"{checkpoint}: the best trial's checkpoint is missing; it cannot be exported")
+    if not model_checkpoint(checkpoint).exists():
+        raise UserInputError(f"{model_checkpoint(checkpoint)}: the best trial's checkpoint is missing; it cannot be "
+                             f"exported")
     if stored.get("data", {}).get("dataset") == TUNER_DATA:
         raise UserInputError(f"{study_dir}: this study's model and data come from the Python script that ran "
                              f"tuner.search() (build_model and the arrays live there), so hpo cannot rebuild the "
@@ -55,11 +56,10 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     from hpo.config import experiment_from_dict
     from hpo.data import load_dataset
     from hpo.models import get_builder
-    from hpo.training.checkpoint import load_checkpoint
     from hpo.training.fit_engine import output_names, several_outputs_compile
     from hpo.training.loss_metrics import keras_loss, keras_metric
-    from hpo.training.optimizers import TunableOptimizer
     from hpo.training.seeding import seed_trial
+    from hpo.training.trained_model import load_trained_model
 
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
     # The same loader and seed give the same split the search used; its test part was never seen.
@@ -73,8 +73,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     model = get_builder(experiment.model.builder)(params, dataset.input_shape, dataset.num_classes)
     # The trainer's own optimizer reads the checkpoint (weights and optimizer state, in its order);
     # its state is then handed to a stock Keras optimizer, which is what the file stores.
-    tunable = TunableOptimizer(params, model.trainable_variables)
-    load_checkpoint(checkpoint, model, tunable.optimizer)
+    tunable = load_trained_model(model, params, checkpoint)
     portable = portable_model(model)
     optimizer = stock_optimizer(tunable, params, portable.trainable_variables)
     if output_names(portable):

@@ -10,22 +10,12 @@ still the last epoch's, which a promotion continues from; the best-epoch file is
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from hpo.jobs import TrainTask
-
-
-def beats(value: float | None, best: float | None, maximize: bool) -> bool:
-    """Whether an epoch's objective `value` beats the best so far (None or not finite: none
-    yet); a missing or non-finite value beats nothing."""
-    if value is None or not math.isfinite(value):
-        return False
-    if best is None or not math.isfinite(best):
-        return True
-    return value > best if maximize else value < best
+from hpo.metric_names import beats
 
 
 def best_epoch_path(checkpoint: str | Path) -> Path:

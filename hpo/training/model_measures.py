@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 import numpy as np
 
+from hpo.metric_names import model_measures_in as wanted
 from hpo.registry import MODEL_MEASURES as MEASURES
+
+__all__ = ["MEASURES", "latency_ms", "measure_model", "wanted"]
 
 WARMUP_CALLS = 5
 MIN_REPEATS, MAX_REPEATS = 20, 500
 TIMING_SECONDS = 0.25          # repeats stop once this much time was timed (after MIN_REPEATS)
-
-
-def wanted(names: Iterable[str]) -> tuple[str, ...]:
-    """The measures among `names`, in MEASURES order."""
-    names = set(names)
-    return tuple(m for m in MEASURES if m in names)
 
 
 def measure_model(model, names: Iterable[str], x: Any, batch: int = 1,
@@ -83,8 +80,3 @@ class _nothing:
 
     def __exit__(self, *exc: Any) -> None:
         return None
-
-
-def merged(metrics: Mapping[str, float], measures: Mapping[str, float]) -> dict[str, float]:
-    """The trial's last-epoch metrics with its measures added."""
-    return {**dict(metrics), **dict(measures)}

@@ -153,6 +153,16 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(import_graph()) == []
 
 
+def test_the_runner_imports_no_module_of_training():
+    """The runner sees training only through the ground floor's contract (`hpo.jobs`, and
+    `hpo.metric_names` for comparing epochs and naming model measures), so that what the
+    trainer does inside can change without the driver noticing."""
+    graph = import_graph()
+    assert graph["hpo.runner"], "the check found no import of the runner at all"
+    assert [target for target, _ in graph["hpo.runner"]
+            if target == "hpo.training" or target.startswith("hpo.training.")] == []
+
+
 def test_the_checker_sees_a_circle_closed_by_a_function_local_import(tmp_path, monkeypatch):
     """The checks above would pass vacuously if the reader missed imports; a made-up package
     with a circle closed inside a function, and an upward import, must be caught."""
