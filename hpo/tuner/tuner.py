@@ -317,9 +317,8 @@ class Tuner:
         return [self.load_model(t) for t in self.oracle.get_best_trials(num_models)]
 
     def load_model(self, trial):
-        from hpo.training.best_epoch import model_checkpoint
-        from hpo.training.checkpoint import load_checkpoint
-        from hpo.training.optimizers import TunableOptimizer
+        from hpo.study import Study
+        from hpo.training.trained_model import load_trained_model
         from hpo.tuner.trainer import compiled_settings
 
         if not self._training:
@@ -329,9 +328,12 @@ class Tuner:
         builder = driver.make_builder(self.hp_build, names)
         model = builder(config)
         params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
-        tunable = TunableOptimizer(params, model.trainable_variables)
-        load_checkpoint(model_checkpoint(self.folder / "checkpoints" / f"trial_{int(trial.trial_id):04d}.npz"),
-                        model, tunable.optimizer)
+        study = Study.open(self.folder, read_only=True)
+        try:
+            checkpoint = study.checkpoint(int(trial.trial_id))
+        finally:
+            study.close()
+        load_trained_model(model, params, checkpoint)
         return model
 
     def _stored_training(self) -> dict[str, Any]:
