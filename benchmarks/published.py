@@ -1,5 +1,5 @@
-"""Searchers on published multi-fidelity benchmarks: LCBench (YAHPO Gym's surrogate) and
-MFHartmann (mf-prior-bench). `benchmarks/published_problems.py` has the problems.
+"""Searchers on published multi-fidelity benchmarks: LCBench and rbv2_xgboost (YAHPO Gym's
+surrogates) and MFHartmann (mf-prior-bench). `benchmarks/published_problems.py` has the problems.
 
     bash benchmarks/setup_bench_env.sh        # once: the venvs (yahpo-gym, mf-prior-bench in each)
     nice -n 19 .venv-bench/bin/python benchmarks/published.py --cache /tmp/published-cache
@@ -7,18 +7,32 @@ MFHartmann (mf-prior-bench). `benchmarks/published_problems.py` has the problems
         --only 'smac3 hyperband+rf' --seeds 5       # SMAC3 lives in its own venv; slow: fewer seeds
     nice -n 19 .venv-bench-neps/bin/python benchmarks/published.py --cache /tmp/published-cache \\
         --only 'neps priorband' --seeds 5           # so does NePS (torch, CPU build)
+    nice -n 19 .venv-bench/bin/python benchmarks/published.py --family rbv2_xgboost --budget 20 \\
+        --cache /tmp/published-cache                # the third family (LCBench and MFHartmann by default)
 
 The harness, the budget accounting, the peers' drivers, the cache and the bootstrap intervals
 are `benchmarks/searchers.py`'s: every searcher gets the same total budget, counted as the sum
 of budgets (only the increment where a config already ran at a lower budget), and regret is
 that of the incumbent (the best config evaluated at the full budget), measured at full
 fidelity. Budgets: eta 3 over [max/27, max] (LCBench's epochs 52/27..52, MFHartmann's z
-100/27..100), queried at the rounded fidelity. Total budget: 132 full-budget evaluations (10
-Hyperband iterations, counted by increments) and 20 (`--budget`).
+100/27..100, queried at the rounded fidelity; rbv2_xgboost's 1..27, the fraction b / 27 of
+the training set). Total budget: 132 full-budget evaluations (10 Hyperband iterations,
+counted by increments) and 20 (`--budget`). On rbv2_xgboost a larger fraction trains from
+scratch, so every evaluation is charged its full budget, a promotion included
+(`FromScratchTrace`).
 
-Regret on MFHartmann is from the known optimum. On LCBench it is from a reference: the lowest
-loss (1 - val_balanced_accuracy) any searcher's incumbent reached on that task in any run
-this cache has seen, or the best of 20,000 uniform configs at epoch 52, whichever is lower.
+Conditional spaces (rbv2_xgboost's booster gates eight parameters) reach every searcher that
+takes conditions as conditions: ours through `when`, Optuna define-by-run (a parameter is
+suggested only where it is active), DEHB, HpBandSter and SMAC3 through ConfigSpace conditions
+(`problem_rules`); random search and "screen then full" draw only the active parameters.
+Whatever a searcher hands back, the problem drops the inactive parameters before the surrogate
+is queried. Freeze-thaw (it needs learning curves) and NePS's PriorBand (its space here has no
+conditions) do not run there.
+
+Regret on MFHartmann is from the known optimum. On LCBench and rbv2_xgboost it is from a
+reference: the lowest loss (1 - val_balanced_accuracy, 1 - acc) any searcher's incumbent
+reached on that task in any run this cache has seen, or the best of 20,000 uniform configs at
+the full budget, whichever is lower.
 The reference only falls as runs are added (`references.json` in the cache), so every
 regret is a lower bound on the truth and the ratios are comparable within one report.
 
@@ -37,11 +51,14 @@ reported over the seeds the cache holds for it (the table says how many). Ours a
 too, keyed by a hash of `hpo/search/`'s sources, so a change there reruns them.
 
 The tuning set (`--set tuning`, the default) is the one defaults may be chosen on; the
-held-out set (`--set heldout`) is every other LCBench task and MFHartmann variant. Per problem
-and budget: the mean final regret of every searcher; for "hpo bohb" the ratio of its mean
-final regret to the best peer's, with a 95% bootstrap interval; on LCBench also whether ours
-is within 0.002 (0.2 points of balanced accuracy) of the best peer's. The last line:
-`published_geomean_ratio=` and `published_worst_ratio=` over every problem and budget reported.
+held-out set (`--set heldout`) is every other task and MFHartmann variant. `--family` picks
+the families (default LCBench and MFHartmann; `all` adds rbv2_xgboost). Per problem and
+budget: the mean final regret of every searcher; for "hpo bohb" the ratio of its mean final
+regret to the best peer's, with a 95% bootstrap interval; on the accuracy-type families
+(LCBench, rbv2_xgboost) also whether ours is within 0.002 (0.2 points of accuracy) of the best
+peer's. Then per family `published_geomean_ratio_<family>=` and `published_worst_ratio_<family>=`,
+and the last line `published_geomean_ratio=` and `published_worst_ratio=` over every problem
+and budget reported.
 """
 
 from __future__ import annotations
@@ -65,7 +82,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks.searchers as harness  # noqa: E402
 from benchmarks.mf_problems import Problem  # noqa: E402
-from benchmarks.published_problems import Published, fidelity_of, published_problems, sample_configs  # noqa: E402
+from benchmarks.published_problems import (  # noqa: E402
+    FAMILIES,
+    Published,
+    active,
+    fidelity_of,
+    is_active,
+    published_problems,
+    sample_configs,
+)
 from benchmarks.searchers import (  # noqa: E402
     FRACTIONS,
     Outcome,
@@ -81,7 +106,9 @@ from hpo.search import rung_budgets  # noqa: E402
 from hpo.trial import TrialResult  # noqa: E402
 
 BUDGETS = (132, 20)               # total budget, in full-budget evaluations
-LCBENCH_TOLERANCE = 0.002         # an LCBench problem passes where ours is this close to the best peer
+LCBENCH_TOLERANCE = 0.002         # an accuracy-type problem passes where ours is this close to the best peer
+ACCURACY_FAMILIES = ("lcbench", "rbv2_xgboost")
+DEFAULT_FAMILIES = ("lcbench", "mfhartmann")
 RANDOM_REFERENCE_SAMPLES = 20000
 OURS = ("random", "hyperband", "bohb", "freeze_thaw")   # by name in hpo.search.SEARCHERS, where present
 DEFAULT = "hpo bohb"
@@ -98,6 +125,86 @@ def fidelity_range(published: Published):
         yield
     finally:
         harness.MIN_BUDGET, harness.MAX_BUDGET, harness.RUNGS = saved
+
+
+class FromScratchTrace(Trace):
+    """The trace where nothing continues: every evaluation is charged its full budget, also
+    for a config that already ran at a lower one (a larger training fraction trains anew)."""
+
+    def evaluate(self, config: Mapping[str, Any], budget: float) -> float:
+        self._deepest.clear()
+        return super().evaluate(config, budget)
+
+
+def conditional(space: Mapping[str, Any]) -> bool:
+    return any("when" in spec for spec in space.values())
+
+
+def suggest_active(trial, problem: Problem) -> dict[str, Any]:
+    """Optuna define-by-run: a parameter is suggested only where its `when` holds (the space
+    lists parents before their children)."""
+    config: dict[str, Any] = {}
+    for name, spec in problem.space.items():
+        if not is_active(spec, config):
+            continue
+        if spec["type"] == "float":
+            config[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
+        elif spec["type"] == "int":
+            config[name] = trial.suggest_int(name, spec["low"], spec["high"], log=spec.get("log", False))
+        else:
+            config[name] = trial.suggest_categorical(name, spec["values"])
+    return config
+
+
+_flat_configspace = harness._configspace
+
+
+def configspace_with_conditions(problem: Problem, seed: int):
+    """`searchers.py`'s ConfigSpace space, with each `when` as a condition (an equality or an
+    `in` per parent, joined by `and` where a parameter has several parents)."""
+    import ConfigSpace as CS
+    cs = _flat_configspace(problem, seed)
+    for name, spec in problem.space.items():
+        parts = []
+        for parent, allowed in spec.get("when", {}).items():
+            allowed = list(allowed) if isinstance(allowed, (list, tuple)) else [allowed]
+            if problem.space[parent]["type"] == "choice":
+                allowed = [str(v) for v in allowed]
+            parts.append(CS.EqualsCondition(cs[name], cs[parent], allowed[0]) if len(allowed) == 1
+                         else CS.InCondition(cs[name], cs[parent], allowed))
+        if parts:
+            cs.add(parts[0] if len(parts) == 1 else CS.AndConjunction(*parts))
+    return cs
+
+
+def typed_active(problem: Problem, config: Mapping[str, Any]) -> dict[str, Any]:
+    """`searchers.py`'s `typed` for a conditional space: the parameters a peer handed back,
+    cast to the space's types, the inactive ones dropped."""
+    present = {name: spec for name, spec in problem.space.items() if name in config}
+    return active(problem.space, harness_typed(dataclasses.replace(problem, space=present), config))
+
+
+harness_typed = harness.typed
+
+
+@contextlib.contextmanager
+def problem_rules(published: Published):
+    """What the peers' drivers in `searchers.py` read from its module globals, set for this
+    problem: the budget range (`fidelity_range`), the trace (`FromScratchTrace` where nothing
+    continues), and on a conditional space the conditions (Optuna define-by-run, ConfigSpace
+    conditions) and the cast that drops inactive parameters."""
+    names = ("Trace", "_suggest", "_configspace", "typed")
+    saved = {name: getattr(harness, name) for name in names}
+    harness.Trace = FromScratchTrace if published.from_scratch else Trace
+    if conditional(published.problem.space):
+        harness._suggest, harness._configspace = suggest_active, configspace_with_conditions
+        harness.typed = typed_active
+    try:
+        with fidelity_range(published):
+            yield
+    finally:
+        for name, value in saved.items():
+            setattr(harness, name, value)
 
 
 # --- ours ------------------------------------------------------------------------------------
@@ -117,7 +224,7 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
     """Our searcher `algorithm`, ask/tell over the trace. For the diagnosis: `record` gets
     one (job, value, budget spent so far) per evaluation, `keep["searcher"]` the searcher."""
     def run(problem: Problem, seed: int, total: float) -> Trace:
-        trace = Trace(problem, seed, total)
+        trace = harness.Trace(problem, seed, total)     # FromScratchTrace under problem_rules where it applies
         options = harness.BOHB_OPTIONS if algorithm == "bohb" else {}
         searcher = HPO_SEARCHERS[algorithm](problem.space, seed=seed, min_budget=harness.MIN_BUDGET,
                                             max_budget=harness.MAX_BUDGET, eta=harness.ETA, **options)
@@ -132,7 +239,9 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
             trained[key] = max(start, stop)
             if record is not None:
                 record.append((job, value, trace.costs[-1]))
-            if published is not None:
+            if published is not None and published.curve is None:
+                searcher.tell(job, TrialResult(value=value))
+            elif published is not None:
                 fidelities = list(range(start + 1, stop + 1))
                 curve = published.curve(job.config, start, stop, seed) if fidelities else []
                 searcher.tell(job, trial_result(value, fidelities, curve))
@@ -147,7 +256,7 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
 
 def run_random(problem: Problem, seed: int, total: float) -> Trace:
     """Uniform configs (log-uniform where the space says so) at the full budget."""
-    trace = Trace(problem, seed, total)
+    trace = harness.Trace(problem, seed, total)
     block = 0
     while not trace.exhausted:
         for config in sample_configs(problem.space, 256, seed * 1000 + block):
@@ -163,7 +272,7 @@ def run_screen(problem: Problem, seed: int, total: float) -> Trace:
     as it buys for the minimum budget, the other half continues the best of them (in order)
     to the full budget."""
     low, high = harness.MIN_BUDGET, harness.MAX_BUDGET
-    trace = Trace(problem, seed, total)
+    trace = harness.Trace(problem, seed, total)
     screened = sample_configs(problem.space, max(1, int(total / 2 / low)), seed + 7919)
     scores = [trace.evaluate(config, low) for config in screened]
     try:
@@ -214,7 +323,7 @@ def run_neps_priorband(problem: Problem, seed: int, total: float) -> Trace:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    trace = Trace(problem, seed, total)
+    trace = harness.Trace(problem, seed, total)
     optimizer = AskAndTell(priorband(neps_space(problem, harness.MIN_BUDGET, harness.MAX_BUDGET, fidelity),
                                      eta=harness.ETA))
     while not trace.exhausted:
@@ -238,6 +347,15 @@ PEER_RUNNERS: dict[str, Callable[[Problem, int, float], Trace]] = {
 OUR_RUNNERS = {f"hpo {name}": name for name in OURS if name in HPO_SEARCHERS}
 NAMES = list(OUR_RUNNERS) + list(PEER_RUNNERS)
 PARTIAL = ("smac3 hyperband+rf", "hpbandster bohb", "neps priorband")
+NEEDS_CURVES = ("hpo freeze_thaw",)      # learning-curve searchers: not where a budget trains from scratch
+
+
+def runs_on(name: str, published: Published) -> bool:
+    """Whether searcher `name` is run on this problem: freeze-thaw needs learning curves, and
+    NePS's space here (`neps_space`) has no conditions."""
+    if name in NEEDS_CURVES and published.curve is None:
+        return False
+    return not (name == "neps priorband" and conditional(published.problem.space))
 
 
 def hpo_source_hash() -> str:
@@ -254,7 +372,7 @@ def hpo_source_hash() -> str:
 def make_runner(problems: Mapping[str, Published]):
     def run(name: str, problem: Problem, seed: int, total: float) -> Outcome:
         published = problems[problem.name]
-        with fidelity_range(published):
+        with problem_rules(published):
             if name in OUR_RUNNERS:
                 trace = run_hpo(OUR_RUNNERS[name], published)(published.problem, seed, total)
             else:
@@ -334,7 +452,7 @@ def compare(published: Published, runs: Mapping[str, list[Outcome]], searcher: s
     ours = mean_final(runs[searcher])
     ratio = float(regret_ratio(ours, peers[best]))
     low, high = ratio_interval(runs[searcher], runs[best])
-    within = published.family == "lcbench" and ours - peers[best] <= LCBENCH_TOLERANCE
+    within = published.family in ACCURACY_FAMILIES and ours - peers[best] <= LCBENCH_TOLERANCE
     return {"ours": ours, "best": best, "peer": peers[best], "ratio": ratio, "low": low, "high": high,
             "within": within}
 
@@ -350,6 +468,8 @@ def main() -> None:
     parser.add_argument("--problems", nargs="*", help="run only these problems (lcbench_<task>, mfh3_bad, ...)")
     parser.add_argument("--set", choices=("tuning", "heldout", "all"), default="tuning",
                         help="the problems defaults may be chosen on (default), the held-out ones, or all")
+    parser.add_argument("--family", nargs="*", choices=FAMILIES + ("all",), default=list(DEFAULT_FAMILIES),
+                        help="the benchmark families (default: lcbench mfhartmann; all: rbv2_xgboost too)")
     parser.add_argument("--yahpo-data", default="../shared/benchmarks/yahpo_data",
                         help="YAHPO Gym's data folder (with lcbench/), relative to the checkout")
     parser.add_argument("--cache", default=None, help="a folder keeping every searcher's outcomes between runs")
@@ -363,7 +483,13 @@ def main() -> None:
     budgets = args.budget if not (args.quick and args.budget == list(BUDGETS)) else [20]
     seeds_n = args.seeds or (5 if args.quick else 20)
     seeds = range(args.first_seed, args.first_seed + seeds_n)
-    every = published_problems(args.set, str(data))
+    families = FAMILIES if "all" in args.family else tuple(args.family)
+    if args.problems:             # a named problem brings its family
+        families = FAMILIES
+    every = published_problems(args.set, str(data), families)
+    unknown_problems = set(args.problems or ()) - set(every)
+    if unknown_problems:
+        parser.error(f"not in the {args.set} set: {sorted(unknown_problems)}")
     problems = [every[n] for n in (args.problems or every)]
     names = [n for n in (args.only or NAMES) if n in NAMES]
     # The slow peers are reported from the cache whichever searchers run (run only when named).
@@ -381,6 +507,8 @@ def main() -> None:
         for total_evals in budgets:
             total = total_evals * published.max_budget
             for name in names:
+                if not runs_on(name, published):
+                    continue
                 started = time.perf_counter()
                 if name in args.partial and name not in (args.only or ()):
                     runs = cache.cached(name, published.problem, seeds, total)
@@ -469,20 +597,24 @@ def report(problems: list[Published], budgets, names, shown) -> None:
             if result is None:
                 continue
             ratios.append(result["ratio"])
-            by_budget.setdefault(total_evals, []).append(result["ratio"])
+            by_budget.setdefault((published.family, total_evals), []).append(result["ratio"])
             passed += result["ratio"] <= 1 or result["within"]
             within = ""
-            if published.family == "lcbench":
+            if published.family in ACCURACY_FAMILIES:
                 within = (f"; within {LCBENCH_TOLERANCE} of it: "
                           f"{'yes' if result['within'] else 'no'} ({result['ours'] - result['peer']:+.4f})")
             print(f"  {published.name} @{total_evals}: {result['ours']:.4g} vs {result['peer']:.4g} "
                   f"({result['best']}) -> ratio {result['ratio']:.3f} "
                   f"(95% interval {result['low']:.2f}-{result['high']:.2f}){within}")
     if ratios:
-        for total_evals, values in by_budget.items():
-            print(f"  at {total_evals} full-budget evaluations: geometric mean {geomean_of(values):.3f}, "
+        for (family, total_evals), values in sorted(by_budget.items()):
+            print(f"  {family} at {total_evals} full-budget evaluations: geometric mean {geomean_of(values):.3f}, "
                   f"worst {max(values):.3f}, {sum(r <= 1 for r in values)} of {len(values)} at ratio <= 1")
-        print(f"{passed} of {len(ratios)} (problem, budget) pairs pass (ratio <= 1, or on LCBench within "
+        for family in sorted({f for f, _ in by_budget}):
+            values = [r for (f, _), rs in by_budget.items() if f == family for r in rs]
+            print(f"published_geomean_ratio_{family}={geomean_of(values):.3f} "
+                  f"published_worst_ratio_{family}={max(values):.3f}")
+        print(f"{passed} of {len(ratios)} (problem, budget) pairs pass (ratio <= 1, or on LCBench and rbv2 within "
               f"{LCBENCH_TOLERANCE} of the best peer); {sum(not 0 < r < math.inf for r in ratios)} infinite or "
               f"zero ratios left out of the geometric mean")
         print(f"published_geomean_ratio={geomean_of(ratios):.3f} published_worst_ratio={max(ratios):.3f}")

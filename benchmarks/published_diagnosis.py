@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks.searchers as harness  # noqa: E402
 from benchmarks.mf_problems import Problem  # noqa: E402
-from benchmarks.published import PEER_RUNNERS, References, fidelity_range, run_hpo  # noqa: E402
+from benchmarks.published import PEER_RUNNERS, References, problem_rules, run_hpo  # noqa: E402
 from benchmarks.published_problems import LCBENCH_SPACE, published_problems, sample_configs  # noqa: E402
 from hpo.search.rung_agreement import spearman  # noqa: E402
 
@@ -64,7 +64,7 @@ def run_logged(name: str, published, seed: int, total: float):
     """(trace, every evaluation as (config, budget))."""
     log: list = []
     problem = recorded(published.problem, log)
-    with fidelity_range(published):
+    with problem_rules(published):
         if name.startswith("hpo "):
             trace = run_hpo(name[4:], published)(problem, seed, total)
         else:
@@ -77,7 +77,7 @@ def rung_shares(published, seeds, total) -> None:
     never_top = []
     for seed in seeds:
         record: list = []
-        with fidelity_range(published):
+        with problem_rules(published):
             run_hpo("bohb", published, record=record)(published.problem, seed, total)
         previous, deepest, by_budget, cost_of = 0.0, {}, {}, {}
         for job, _, spent in record:
@@ -123,7 +123,7 @@ def rho_check(published, seeds, total) -> None:
     guard: dict[float, list[float]] = {}
     for seed in seeds:
         keep: dict = {}
-        with fidelity_range(published):
+        with problem_rules(published):
             trace = run_hpo("bohb", published, keep=keep)(published.problem, seed, total)
         sampler = keep["searcher"].sampler
         sampler._reliability()

@@ -1,7 +1,8 @@
 """One of our searchers against every other searcher in `published.py`'s cache, ours and the
-peers', per LCBench tuning task: its mean final regret over the best other's, the geometric
-mean and the worst ratio. Nothing runs: every outcome comes from the cache (fill it with
-`published.py` first), scored against the same references as `published.py` scores BOHB.
+peers', per tuning task of one accuracy-type family (LCBench by default, or rbv2_xgboost): its
+mean final regret over the best other's, the geometric mean and the worst ratio. Nothing runs:
+every outcome comes from the cache (fill it with `published.py` first), scored against the same
+references as `published.py` scores BOHB.
 
     .venv-bench/bin/python benchmarks/published_versus.py --cache /tmp/published-cache \\
         --searcher "hpo freeze_thaw" --seeds 20 [--with-options '{"model": "gp"}']
@@ -31,10 +32,11 @@ def main() -> None:
     parser.add_argument("--budget", type=int, nargs="*", choices=pub.BUDGETS, default=list(pub.BUDGETS))
     parser.add_argument("--with-options", default=None, help="JSON: also count 'hpo bohb' with these options")
     parser.add_argument("--yahpo-data", default="../shared/benchmarks/yahpo_data")
+    parser.add_argument("--family", choices=pub.ACCURACY_FAMILIES, default="lcbench")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     root = Path(__file__).resolve().parents[1]
-    every = pub.published_problems("tuning", str((root / args.yahpo_data).resolve()))
+    every = pub.published_problems("tuning", str((root / args.yahpo_data).resolve()), (args.family,))
     tag = pub.hpo_source_hash()
     cache = pub.Cache(args.cache, every, tag)
     extra = None
@@ -47,8 +49,6 @@ def main() -> None:
         ratios = []
         print(f"\nbudget {total_evals} full-budget evaluations")
         for published in every.values():
-            if published.family != "lcbench":
-                continue
             raw = {(name, t): cache.cached(name, published.problem, seeds, t * published.max_budget)
                    for name in pub.NAMES for t in pub.BUDGETS}
             if extra:

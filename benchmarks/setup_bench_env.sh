@@ -4,8 +4,8 @@
 # only numpy, scipy and PyYAML, so hpo goes in without its (TensorFlow) dependencies.
 # SMAC3 wants numpy>=2 and a newer ConfigSpace than HpBandSter lives with: a second venv;
 # Syne Tune (numpy>=2, pandas) a third.
-# The published benchmarks (benchmarks/published.py): YAHPO Gym's LCBench surrogate
-# (yahpo-gym 1.0.1 with ConfigSpace 1.x, patched at import, and onnxruntime) and
+# The published benchmarks (benchmarks/published.py): YAHPO Gym's LCBench and rbv2_xgboost
+# surrogates (yahpo-gym 1.0.1 with ConfigSpace 1.x, patched at import, and onnxruntime) and
 # mf-prior-bench's MFHartmann go into the first two venvs: both resolve there with numpy
 # 1.26 (SMAC 2.4 accepts it). The surrogate's data is read offline from
 # ../shared/benchmarks/yahpo_data. NePS's PriorBand (published.py only) gets a fourth, on
