@@ -188,7 +188,7 @@ def train_fused(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> Iterator[l
     try:
         program, params, scratch = prepare_group(fusing, tasks)
         group = FusedGroup(program, tasks, params, scratch)
-        yield from train_epochs(fusing.trainer, group, int(params[0]["batch_size"]), replays, job_started)
+        yield from train_epochs(fusing.trainer.context, group, int(params[0]["batch_size"]), replays, job_started)
     except (FusedGroupFailed, GeneratorExit):
         raise
     except Exception as exc:   # noqa: BLE001 - the caller retries unfused

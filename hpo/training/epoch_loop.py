@@ -13,7 +13,7 @@ import logging
 import math
 import statistics
 import time
-from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
+from typing import Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -22,10 +22,8 @@ from hpo.jobs import EpochReport, TrainTask
 from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.best_epoch import BestEpochs
 from hpo.training.checkpoint import progress_due, stored_reports
+from hpo.training.context import TrainingContext
 from hpo.training.training_data import WholeStream, leading
-
-if TYPE_CHECKING:
-    from hpo.training.trainer import Trainer
 
 EVAL_BATCH = 1024
 log = logging.getLogger("hpo.train")
@@ -65,9 +63,9 @@ class TrialGroup(Protocol):
         """Trials `trials`' state at `epoch`, their best so far (`hpo.training.best_epoch`)."""
 
 
-def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays: Sequence[bool],
+def train_epochs(context: TrainingContext, group: TrialGroup, batch_size: int, replays: Sequence[bool],
                  job_started: float) -> Iterator[list[EpochReport]]:
-    """Train the group's epochs on `trainer`'s device and data. `replays[i]`: trial i resumes
+    """Train the group's epochs on the context's device and data. `replays[i]`: trial i resumes
     its own stopped attempt, whose stored reports are sent again first (the driver may not
     have read them all). Raises `TrialFailed` when a loss is not finite."""
     import tensorflow as tf
@@ -75,10 +73,10 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
     tasks = group.tasks
     k = len(tasks)
     start, end = tasks[0].start_epoch, tasks[0].end_epoch
-    steps_per_epoch = trainer.data.train_examples // batch_size
+    steps_per_epoch = context.data.train_examples // batch_size
     # A group that trains an epoch (and evaluates) in one call (the fit engine) gets it whole.
     whole_epoch = getattr(group, "whole_epoch", False)
-    steps_per_call = steps_per_epoch if whole_epoch else trainer.training.steps_per_call
+    steps_per_call = steps_per_epoch if whole_epoch else context.training.steps_per_call
     control = getattr(group, "control", None)    # callbacks and early stopping, one trial's
     startup: float | None = None        # job start to the first finished training call
     call_seconds: list[tuple[float, int]] = []   # the first epoch's calls: (seconds, steps)
@@ -104,8 +102,8 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             losses = np.zeros(k)
             steps = 0
             group.reset_metrics()
-            with tf.device(trainer.device):
-                for call, call_steps in _epoch_calls(trainer, tasks[0].data_seed, epoch, batch_size,
+            with tf.device(context.device):
+                for call, call_steps in _epoch_calls(context, tasks[0].data_seed, epoch, batch_size,
                                                      steps_per_call, whole_epoch):
                     call_started = time.perf_counter()
                     losses += group.train_steps(call)
@@ -117,7 +115,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             losses /= max(steps, 1)
             _check_finite("training loss", losses, tasks, epoch)
             train_metrics = group.metric_results(validation=False)
-            val_losses = _evaluate(trainer, group, k, whole_epoch)
+            val_losses = _evaluate(context, group, k, whole_epoch)
             val_metrics = group.metric_results(validation=True)
             seconds = (time.perf_counter() - started) / k
             metrics = [{"loss": float(losses[i]), **train_metrics[i],
@@ -136,7 +134,7 @@ def train_epochs(trainer: "Trainer", group: TrialGroup, batch_size: int, replays
             if improved:
                 group.save_best(improved, epoch)
                 best.saved(improved)
-            if progress_due(trainer.training.checkpoint_every, trainer.training.checkpoint_seconds,
+            if progress_due(context.training.checkpoint_every, context.training.checkpoint_seconds,
                             epoch, end, last_saved):
                 group.save(epoch, durable=False, reports=reports)
                 last_saved = time.monotonic()
@@ -171,33 +169,33 @@ def startup_overhead(first_call_end: float, calls: Sequence[tuple[float, int]]) 
     return first_call_end - min(first_seconds, first_steps * per_step)
 
 
-def _epoch_calls(trainer: "Trainer", data_seed: int, epoch: int, batch_size: int, steps_per_call: int,
+def _epoch_calls(context: TrainingContext, data_seed: int, epoch: int, batch_size: int, steps_per_call: int,
                  whole_epoch: bool) -> Iterator[tuple[object, int]]:
     """(a call's input, its steps) for the epoch. A group that trains a whole epoch per call
     on streamed splits gets the epoch as one `WholeStream`, read batch by batch by its engine,
     rather than one stacked call holding the whole epoch."""
-    if whole_epoch and trainer.data.streamed:
-        steps = trainer.data.train_examples // batch_size
-        return iter([(WholeStream(trainer.data.epoch_dataset(data_seed, epoch, batch_size), steps,
+    if whole_epoch and context.data.streamed:
+        steps = context.data.train_examples // batch_size
+        return iter([(WholeStream(context.data.epoch_dataset(data_seed, epoch, batch_size), steps,
                                   steps * batch_size), steps)])
-    return trainer.data.train_calls(data_seed, epoch, batch_size, steps_per_call)
+    return context.data.train_calls(data_seed, epoch, batch_size, steps_per_call)
 
 
-def _evaluate(trainer: "Trainer", group: TrialGroup, k: int, whole: bool = False) -> np.ndarray:
+def _evaluate(context: TrainingContext, group: TrialGroup, k: int, whole: bool = False) -> np.ndarray:
     """Per-trial mean validation loss; the validation metrics accumulate in the group
     (`whole`: in one call over the whole validation set; streamed, as one `WholeStream`)."""
     import tensorflow as tf
 
     losses = np.zeros(k)
     n_val = 0
-    with tf.device(trainer.device):
-        if whole and trainer.data.streamed:
-            n_val = trainer.data.validation_examples
-            stream = WholeStream(trainer.data.validation_dataset(EVAL_BATCH), -(-n_val // EVAL_BATCH), n_val)
+    with tf.device(context.device):
+        if whole and context.data.streamed:
+            n_val = context.data.validation_examples
+            stream = WholeStream(context.data.validation_dataset(EVAL_BATCH), -(-n_val // EVAL_BATCH), n_val)
             losses += group.evaluate(stream, None)
         else:
-            batch = max(trainer.data.validation_examples, 1) if whole else EVAL_BATCH
-            for x, y in trainer.data.validation_slices(batch):
+            batch = max(context.data.validation_examples, 1) if whole else EVAL_BATCH
+            for x, y in context.data.validation_slices(batch):
                 losses += group.evaluate(x, y)
                 n_val += leading(x)
     losses /= max(n_val, 1)

@@ -11,9 +11,10 @@ outside its layers, as a model compiled with its optimizer does) is built for re
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from hpo.errors import TrialFailed
+from hpo.training.context import TrainingContext
 from hpo.training.initial_weights import (
     InitRecipe,
     StatelessBuild,
@@ -25,9 +26,6 @@ from hpo.training.initial_weights import (
 from hpo.training.program import architecture_signature
 from hpo.training.seeding import seed_trial
 
-if TYPE_CHECKING:
-    from hpo.training.trainer import Trainer
-
 log = logging.getLogger("hpo.train")
 
 
@@ -36,8 +34,11 @@ class FreshWeights:
     build (`checked`), and the replay recipe, the first stateless build to learn it from, or
     False (`recipes`)."""
 
-    def __init__(self, trainer: "Trainer"):
-        self.trainer = trainer
+    def __init__(self, context: TrainingContext, build_model: Callable[[Mapping[str, Any], int], Any]):
+        """`build_model(params, seed)`: a real, seeded build on the context's device (the
+        trainer's, which may hand back a model it kept)."""
+        self.context = context
+        self.build_model = build_model
         self.checked: dict[str, bool] = {}
         self.recipes: dict[str, InitRecipe | StatelessBuild | bool] = {}
 
@@ -45,13 +46,13 @@ class FreshWeights:
         """The values a fresh seeded build gives its variables (`model.variables` order),
         without a live model once a real build has vouched for the stateless path, and
         without running the builder once two stateless builds have taught a recipe."""
-        signature = architecture_signature(params, self.trainer.builder)
+        signature = architecture_signature(params, self.context.builder)
         if self.checked.get(signature) is None:
-            model = self.trainer.build_model(params, seed)
+            model = self.build_model(params, seed)
             self.verify(signature, model, params, seed)
             return [v.value for v in model.variables]
         if not self.checked[signature]:
-            return [v.value for v in self.trainer.build_model(params, seed).variables]
+            return [v.value for v in self.build_model(params, seed).variables]
         try:
             recipe = self.recipes.get(signature)
             if isinstance(recipe, InitRecipe) and recipe.covers(params):
@@ -65,7 +66,7 @@ class FreshWeights:
         return build.values
 
     def _learn_recipe(self, signature: str, first: StatelessBuild | None, build: StatelessBuild) -> None:
-        tunable = getattr(self.trainer.builder, "tunable_params", ())
+        tunable = getattr(self.context.builder, "tunable_params", ())
         if first is None or not differ_in_all(first.params, build.params, tunable):
             self.recipes[signature] = build       # a later trial that differs teaches it
             return
@@ -76,22 +77,22 @@ class FreshWeights:
 
     def _stateless_build(self, params: Mapping[str, Any], seed: int,
                          record_draws: bool = False) -> StatelessBuild | None:
-        """`stateless_build` under the trial's seed, on this trainer's device."""
-        dataset = self.trainer.dataset
-        return self._on_device(seed, lambda: stateless_build(self.trainer.builder, params, dataset.input_shape,
-                                                             dataset.num_classes, record_draws))
+        """`stateless_build` under the trial's seed, on the context's device."""
+        context = self.context
+        return self._on_device(seed, lambda: stateless_build(context.builder, params, context.input_shape,
+                                                             context.num_classes, record_draws))
 
     def _on_device(self, seed: int, make: Callable):
         import tensorflow as tf
 
         seed_trial(seed)
-        with tf.device(self.trainer.device):
+        with tf.device(self.context.device):
             return make()
 
     def verify(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
         if signature in self.checked:
             return
-        if not getattr(self.trainer.builder, "builds_stateless", True):
+        if not getattr(self.context.builder, "builds_stateless", True):
             self.checked[signature] = False       # the builder says why not: no build to compare
             return
         try:

@@ -33,6 +33,7 @@ from hpo.training.compile_mode import (
     inferred_mode,
     provisional_mode,
 )
+from hpo.training.context import TrainingContext
 from hpo.training.devices import device_type
 from hpo.training.engines import EngineChoice, choose_engine
 from hpo.training.epoch_loop import train_epochs
@@ -64,16 +65,19 @@ class Trainer:
 
         tf.get_logger().setLevel(logging.ERROR)
         self.dataset = dataset
-        self.builder = builder
-        self.training = training
+        # What the helpers read (the epoch loop, fresh weights), handed to them instead of the
+        # trainer. Arrays are copied to the device once per process and every trial gathers
+        # batches from them; streamed splits are read a batch at a time (`training_data`).
+        self.context = TrainingContext(builder=builder, device=device, data=device_data(dataset, device),
+                                       training=training, input_shape=dataset.input_shape,
+                                       num_classes=dataset.num_classes)
         self.fixed_params = dict(fixed_params)
-        self.device = device
         self.mode = training.compile          # 'auto' is decided per architecture
         # Decisions made here go back to the runner as events (`new_compile_choices`): the
         # runner is the study's only writer.
         self.compile_choices = InMemoryCompileChoices(known_compile_choices)
         self.programs = ProgramCache(cache_capacity)
-        self.weights = FreshWeights(self)
+        self.weights = FreshWeights(self.context, self.build_model)
         self._janitor = KernelCacheJanitor()
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
@@ -82,9 +86,22 @@ class Trainer:
         # A model `build_model` gave that nothing has touched since: the next build of the same
         # params and seed takes it instead of building again (`keep_spare`).
         self._spare: tuple[str, int, Any] | None = None
-        # Arrays are copied to the device once per process and every trial gathers batches
-        # from them; streamed splits are read a batch at a time (`training_data`).
-        self.data = device_data(dataset, device)
+
+    @property
+    def builder(self) -> Callable:
+        return self.context.builder
+
+    @property
+    def device(self) -> str:
+        return self.context.device
+
+    @property
+    def data(self):
+        return self.context.data
+
+    @property
+    def training(self) -> TrainingConfig:
+        return self.context.training
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The trial's resolved parameters (`TrainingConfig.trial_params`)."""
@@ -351,7 +368,7 @@ class Trainer:
             group = FitTrial(program, task, control)
         else:
             group = SingleTrial(program, task, control)
-        for reports in train_epochs(self, group, batch_size, [replay], job_started):
+        for reports in train_epochs(self.context, group, batch_size, [replay], job_started):
             yield from reports
 
 
