@@ -13,6 +13,7 @@ from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
 from hpo.study.pareto import pareto_set
 from hpo.study.ranking import top_configurations
+from hpo.tensorboard_logs import run_name
 from hpo.trial import TrialState, config_text
 
 MIN_CONFIG_WIDTH = 30      # narrower than this, a wrapped config is a column of fragments
@@ -81,7 +82,7 @@ def trial_lines(trial: TrialRow, objective: str) -> list[str]:
     """`hpo status DIR --trial N`: one trial in full, one fact a line."""
     lines = [f"trial {trial.trial_id}: {trial.state.value}, {objective}={_value(trial.value)} "
              f"at budget {trial.budget:g} ({trial.epochs_trained:g} epochs trained here)",
-             f"  configuration: lineage {trial.lineage} (its TensorBoard run trial_{trial.lineage:04d})"
+             f"  configuration: lineage {trial.lineage} (its TensorBoard run {run_name(trial.lineage)})"
              + (f", continues trial {trial.continues}" if trial.continues is not None else ""),
              f"  bracket {_dash(trial.bracket)}, rung {_dash(trial.rung)}, attempts {trial.attempts}"]
     if trial.duration is not None:
