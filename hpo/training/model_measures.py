@@ -19,10 +19,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from hpo.metric_names import model_measures_in as wanted
-from hpo.registry import MODEL_MEASURES as MEASURES
-
-__all__ = ["MEASURES", "latency_ms", "measure_model", "wanted"]
+from hpo.metric_names import model_measures_in
 
 WARMUP_CALLS = 5
 MIN_REPEATS, MAX_REPEATS = 20, 500
@@ -33,7 +30,7 @@ def measure_model(model, names: Iterable[str], x: Any, batch: int = 1,
                   device: str | None = None) -> dict[str, float]:
     """The measures `names` asks for, of `model`; `x` holds example inputs (repeated when
     fewer than `batch`): an array, or a dict or tuple of arrays for a model with several inputs."""
-    names = wanted(names)
+    names = model_measures_in(names)
     out: dict[str, float] = {}
     if "params" in names:
         out["params"] = float(sum(int(np.prod(w.shape)) for w in model.trainable_weights))
