@@ -7,7 +7,10 @@ so no worker is forked from the driver: on a Linux machine without GPUs, workers
 from multiprocessing's forkserver, a clean process that has imported TensorFlow and nothing
 more (`hpo.executors.worker_preload`), so a worker starts, or replaces a dead one, in a
 fraction of a second; elsewhere they are started with `spawn`, since a GPU worker must choose
-its GPU before TensorFlow's import touches CUDA (`worker_start_context`). On a CPU-only
+its GPU before TensorFlow's import touches CUDA (`worker_start_context`). Either way a worker never
+runs the user's `__main__` again (multiprocessing would: `_hpo_as_main`), so a script that
+starts a search at its top level, with no `if __name__ == "__main__":` guard, runs as it
+does with one worker. On a CPU-only
 machine, the cores are divided between workers
 (intra-op threads = cores // workers): on small models two one-core trials finish sooner
 than one two-core trial, because per-step overhead does not parallelise.
@@ -36,6 +39,7 @@ trials, so whatever a framework leaks per trial cannot pile up over a long searc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -90,6 +94,39 @@ def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str
     return context
 
 
+@contextlib.contextmanager
+def _hpo_as_main():
+    """While a worker starts, `hpo.executors.worker_entry` stands in for this process's
+    `__main__`: multiprocessing records the main module when a process starts, and the child
+    (spawned, or forked from the forkserver) runs it again first. The user's script must not
+    run again in a worker (a top-level search would start a search of its own there); the
+    worker's target and arguments are hpo's, and `build_model` travels by value."""
+    import hpo.executors.worker_entry as entry
+
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = entry
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
+class _ByValue:
+    """A callable as cloudpickle writes it, pickled once here and sent to each worker: one
+    defined in the driver's `__main__` travels by value, since no worker runs that
+    `__main__` (`_hpo_as_main`) to find it by name."""
+
+    def __init__(self, function):
+        import cloudpickle
+
+        self.pickled = cloudpickle.dumps(function)
+
+    def __call__(self, *args, **kwargs):
+        import pickle
+
+        return pickle.loads(self.pickled)(*args, **kwargs)
+
+
 def default_workers(devices: list[str], cpu_count: int) -> int:
     """One worker per GPU; on CPUs only, one per core (capped at 8: beyond that the data
     copies per worker cost more memory than small trials gain)."""
@@ -128,7 +165,7 @@ class LocalProcessExecutor:
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
         self._ctx = worker_start_context(self._gpus, preload_tensorflow=make_trainer is None)
-        self._make_trainer = make_trainer
+        self._make_trainer = None if make_trainer is None else _ByValue(make_trainer)
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
         self.affinity = WorkerAffinity()
@@ -151,7 +188,8 @@ class LocalProcessExecutor:
         if gpu is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = gpu
         try:
-            process.start()
+            with _hpo_as_main():
+                process.start()
         finally:
             if gpu is not None:
                 if saved is None:

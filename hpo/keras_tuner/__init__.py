@@ -3,14 +3,16 @@
     import hpo.keras_tuner as kt
 
 and the script runs unchanged, with hpo training it. `kt.Hyperband`, `kt.RandomSearch`,
-`kt.BayesianOptimization` take Keras Tuner's arguments; `kt.BOHB` and `kt.ASHA` take
-`kt.Hyperband`'s. `build_model(hp)` defines the space by running (`hp.Int`, `hp.Float`,
-`hp.Choice`, `hp.Boolean`, `hp.Fixed`, `hp.conditional_scope`, parameters on some branches
-only: `hpo.tuner.discovery`). The models are trained by hpo's compiled step (or Keras's
-`fit` where the step cannot reproduce it), with the optimizer, loss and metrics the model was
-compiled with; a promotion continues its parent's checkpoint with its parent's full config.
-As in Keras Tuner, a trial is scored by its best epoch, whose weights `get_best_models`
-returns (`training.keep_best_epoch`).
+`kt.BayesianOptimization` take Keras Tuner's arguments; `kt.BOHB`, `kt.ASHA`,
+`kt.AsyncHyperband`, `kt.AsyncBOHB` and `kt.FreezeThaw` take `kt.Hyperband`'s: every
+searcher of `hpo.search.SEARCHERS` has its class here (`CLASSES`). `build_model(hp)`
+defines the space by running (`hp.Int`, `hp.Float`, `hp.Choice`, `hp.Boolean`, `hp.Fixed`,
+`hp.conditional_scope`, parameters on some branches only: `hpo.tuner.discovery`). The
+models are trained by hpo's compiled step (or Keras's `fit` where the step cannot reproduce
+it), with the optimizer, loss and metrics the model was compiled with; a promotion
+continues its parent's checkpoint with its parent's full config. As in Keras Tuner, a trial
+is scored by its best epoch, whose weights `get_best_models` returns
+(`training.keep_best_epoch`).
 `directory/project_name` is an hpo study (`hpo status`, `best`, `report`, `export`,
 `tensorboard`); running the script again resumes it. What Keras Tuner offers and hpo does
 not is a ValueError naming it.
@@ -24,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hpo.search import SEARCHERS as _SEARCHERS
 from hpo.tuner.hyperparameters import HyperParameters
 from hpo.tuner.tuner import HyperModel
 from hpo.tuner.tuner import Tuner as _Tuner
@@ -115,6 +118,27 @@ class ASHA(Hyperband):
     algorithm_name = "asha"
 
 
+class AsyncHyperband(Hyperband):
+    """`kt.Hyperband`'s signature, asynchronous Hyperband (ASHA over every bracket)."""
+
+    algorithm_name = "async_hyperband"
+
+
+class AsyncBOHB(Hyperband):
+    """`kt.Hyperband`'s signature, BOHB's model with asynchronous successive halving."""
+
+    algorithm_name = "async_bohb"
+
+
+class FreezeThaw(Hyperband):
+    """`kt.Hyperband`'s signature, the learning-curve searcher (`hpo.search.FreezeThaw`):
+    each configuration is paused after each step up to `max_epochs` and continued while its
+    extrapolated curve promises the most; `factor` sets the steps, and the trial count is
+    Hyperband's for the same budgets."""
+
+    algorithm_name = "freeze_thaw"
+
+
 class RandomSearch(_KerasTunerFace):
     """`kt.RandomSearch`: `max_trials` configurations, each trained for `search(epochs=)`."""
 
@@ -147,13 +171,22 @@ class BayesianOptimization(RandomSearch):
         super().search(*args, **kwargs)
 
 
+# The class of this face that runs each searcher of hpo.search (the native face takes the
+# name itself: `hpo.Tuner(algorithm=...)`).
+CLASSES = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA, "async_hyperband": AsyncHyperband,
+           "bohb": BOHB, "async_bohb": AsyncBOHB, "freeze_thaw": FreezeThaw}
+assert set(CLASSES) == set(_SEARCHERS), "every searcher has a Keras Tuner face class"
+assert all(cls.algorithm_name == name for name, cls in CLASSES.items())
+
+
 def __getattr__(name: str):
     if name in ("Tuner", "Oracle", "GridSearch", "SklearnTuner", "oracles", "tuners", "engine", "applications"):
         raise AttributeError(f"keras_tuner.{name} is Keras Tuner API that hpo.keras_tuner does not offer: use "
-                             f"kt.Hyperband, kt.RandomSearch, kt.BayesianOptimization, kt.BOHB or kt.ASHA (or "
+                             f"kt.Hyperband, kt.RandomSearch, kt.BayesianOptimization, kt.BOHB, kt.ASHA, "
+                             f"kt.AsyncHyperband, kt.AsyncBOHB or kt.FreezeThaw (or "
                              f"hpo.keras_tuner.oracles for our searchers inside Keras Tuner's own loop)")
     raise AttributeError(f"module 'hpo.keras_tuner' has no attribute {name!r}")
 
 
-__all__ = ["ASHA", "BOHB", "BayesianOptimization", "HyperModel", "HyperParameters", "Hyperband", "Objective",
-           "RandomSearch"]
+__all__ = ["ASHA", "BOHB", "CLASSES", "AsyncBOHB", "AsyncHyperband", "BayesianOptimization", "FreezeThaw",
+           "HyperModel", "HyperParameters", "Hyperband", "Objective", "RandomSearch"]

@@ -53,7 +53,9 @@ def from_search_arguments(x, y=None, validation_data=None, validation_split: flo
                           batch_size: int | None = None) -> SearchData:
     """`tuner.search`'s data arguments as Keras's `fit` reads them: `validation_split` takes the
     last fraction of the arrays (before any shuffling), `validation_data` is `(x, y)` or a
-    dataset. A ValueError names what cannot be used."""
+    dataset. A ValueError names what cannot be used, and what to pass instead."""
+    _refuse_streams(x, "x")
+    _refuse_streams(validation_data, "validation_data")
     if _is_dataset(x):
         if y is not None:
             raise ValueError("tuner.search(x=<tf.data.Dataset>, y=...): with a dataset, y must be None (the "
@@ -74,7 +76,8 @@ def from_search_arguments(x, y=None, validation_data=None, validation_split: flo
         raise ValueError("tuner.search(x, y): y is missing; pass the targets (or a tf.data.Dataset of (x, y) as x)")
     x, y = _array(x, "x"), _array(y, "y")
     if len(x) != len(y):
-        raise ValueError(f"x has {len(x)} examples but y has {len(y)}; expected the same number")
+        raise ValueError(f"tuner.search(x, y): x has {len(x)} examples but y has {len(y)}; pass one target per "
+                         f"example (the same first dimension)")
     if validation_data is not None:
         if _is_dataset(validation_data):
             raise ValueError("with arrays for x and y, pass validation_data as (x_val, y_val) arrays")
@@ -84,8 +87,8 @@ def from_search_arguments(x, y=None, validation_data=None, validation_split: flo
             raise ValueError("validation_data with sample weights (x, y, w) is not supported by hpo")
         xv, yv = _array(validation_data[0], "validation x"), _array(validation_data[1], "validation y")
         if len(xv) != len(yv) or len(xv) == 0:
-            raise ValueError(f"validation_data holds {len(xv)} inputs and {len(yv)} targets; expected the same "
-                             f"number, at least one")
+            raise ValueError(f"validation_data holds {len(xv)} inputs and {len(yv)} targets; pass one target per "
+                             f"input, at least one")
     elif validation_split:
         if not 0 < validation_split < 1:
             raise ValueError(f"validation_split must be between 0 and 1, got {validation_split}")
@@ -116,6 +119,28 @@ def _array(value: Any, what: str) -> np.ndarray:
     return array
 
 
+def _refuse_streams(value: Any, what: str) -> None:
+    """A Python generator, iterator or `keras.utils.PyDataset`/`Sequence`: hpo reads the data
+    again for every trial and epoch (and sends it to workers), which a one-pass stream cannot
+    give. Refused, saying what to pass."""
+    import inspect
+    from collections.abc import Iterator
+
+    kind = None
+    if inspect.isgenerator(value):
+        kind = "a generator"
+    elif isinstance(value, Iterator) and not _is_dataset(value):
+        kind = f"an iterator ({type(value).__name__})"
+    elif any(k.__name__ in ("PyDataset", "Sequence") and k.__module__.startswith("keras")
+             for k in type(value).__mro__):
+        kind = f"a keras {type(value).__name__}"
+    if kind is not None:
+        raise ValueError(f"tuner.search({what}=...): {kind} cannot be searched over: every trial reads the data "
+                         f"again, which a stream read once cannot give. Pass arrays (x, y), or a batched "
+                         f"tf.data.Dataset of (x, y) (tf.data.Dataset.from_generator(make_generator, ...) makes "
+                         f"one of a function that returns a fresh generator)")
+
+
 def _is_dataset(value: Any) -> bool:
     return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec")
 
@@ -130,7 +155,9 @@ def _unbatched(dataset, what: str):
     first = next(iter(dataset.take(1)), None)
     if first is None:
         raise ValueError(f"{what}: the dataset is empty")
-    if first[0].shape.rank is None or first[0].shape.rank < 1:
-        raise ValueError(f"{what}: expected batches (as model.fit reads a dataset), got elements of shape "
-                         f"{first[0].shape}")
+    shapes = [tensor.shape for tensor in first]
+    if any(shape.rank is None or shape.rank < 1 for shape in shapes) or len({s[0] for s in shapes}) > 1:
+        raise ValueError(f"tuner.search({what}=...): the dataset yields single examples (x of shape {shapes[0]}, "
+                         f"y of shape {shapes[1]}), not batches; model.fit reads a dataset of batches, and so does "
+                         f"search: pass {what}=dataset.batch(32)")
     return dataset.unbatch(), int(first[0].shape[0])

@@ -32,6 +32,18 @@ log = logging.getLogger("hpo.tuner")
 # kt's search(**fit_kwargs) that hpo's trainer takes; anything else is refused by name.
 FIT_KWARGS = frozenset({"x", "y", "validation_data", "validation_split", "batch_size", "epochs", "callbacks",
                         "verbose"})
+# The experiment key each tuner argument fills, so that an error names the argument the user
+# wrote (`hpo.config.validation.python_argument_error`), never a YAML key or a CLI flag.
+ARGUMENT_KEYS = {"search.algorithm": "algorithm", "search.objective": "objective", "search.direction": "direction",
+                 "search.min_budget": "min_epochs", "search.max_budget": "max_epochs", "search.eta": "factor",
+                 "search.max_trials": "max_trials", "search.options": "options",
+                 "search.max_consecutive_failures": "max_consecutive_failed_trials", "seed": "seed",
+                 "execution.workers": "workers", "execution.scheduler": "scheduler",
+                 "training.batch_size": "search(batch_size=)", "training.early_stopping": "search(callbacks=)",
+                 "output.dir": "directory", "name": "project_name"}
+# `check_schedule`'s fields, as a tuner's arguments name them.
+SCHEDULE_ARGUMENTS = {"min_budget": "min_epochs", "max_budget": "max_epochs", "eta": "factor",
+                      "max_trials": "max_trials"}
 
 
 @dataclass(frozen=True)
@@ -147,7 +159,7 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
     try:
         study = prepare_study(experiment, folder, fresh=fresh)
     except UserInputError as exc:
-        raise ValueError(str(exc).replace("--fresh", "overwrite=True")) from None
+        raise ValueError(in_python_terms(str(exc))) from None
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(library_log_file(study.log_path))
@@ -158,10 +170,64 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
             try:
                 summary = runner.run()
             except ConfigError as exc:
-                raise ValueError(str(exc)) from None
+                raise ValueError(in_python_terms(str(exc))) from None
         return summary
     finally:
         study.close()
+
+
+# What the study's own messages (written for `hpo search`) say, as a tuner's user says it.
+_PYTHON_TERMS = (
+    ("Run with --fresh to start a new study (the old one is kept beside it), or choose another --study-dir.",
+     "Pass overwrite=True to start a new study there (the old one is moved aside to <folder>.old-<time>), or "
+     "choose another directory= or project_name=."),
+    ("choose another with --study-dir or output.dir", "choose another directory= or project_name="),
+    ("--study-dir or output.dir", "directory= and project_name="),
+    ("--study-dir", "directory= or project_name="),
+    ("--fresh", "overwrite=True"),
+    (", key 'output.dir'", ""),
+)
+
+
+def in_python_terms(message: str) -> str:
+    for cli, python in _PYTHON_TERMS:
+        message = message.replace(cli, python)
+    return message
+
+
+def check_folder(folder: Path, face: str) -> None:
+    """The study folder `directory/project_name` can be a study: refused before anything is
+    written, in the tuner's argument names."""
+    import os
+
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{face}: {folder} (directory/project_name) is a file; expected a study folder: choose "
+                         f"another directory= or project_name=")
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{face}: cannot write the study folder {folder} ({existing} is not writable); choose "
+                         f"another directory= or project_name=")
+
+
+def check_resumable(folder: Path, experiment, face: str) -> None:
+    """Refuse to resume a study run with another space, searcher, budgets or data, with the
+    differences and what to do in the tuner's terms (`prepare_study` says it for the CLI)."""
+    from hpo.config import binding_differences
+    from hpo.study import DB_NAME, Study
+
+    if not (folder / DB_NAME).exists():
+        return
+    study = Study.open(folder, read_only=True)
+    try:
+        blocking = binding_differences(study.experiment(), experiment.to_dict())
+    finally:
+        study.close()
+    if blocking:
+        raise ValueError(
+            f"{face}: the study in {folder} was run with different settings, so resuming it would mix "
+            f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
+            f"\nPass overwrite=True to start a new study there (the old one is moved aside to "
+            f"{folder.name}.old-<time>), or choose another project_name=.")
 
 
 def check_objective(objective: str, metrics: Sequence[str]) -> None:

@@ -56,9 +56,24 @@ class HypermodelBuilder:
                 log.warning("build_model asked for hyperparameter %r, which exploring its branches before the "
                             "search did not find; it takes its default %r in every trial", name,
                             hp.declared[name].default)
-        if model is None:
-            raise TypeError("build_model returned None; expected a compiled keras.Model")
+        check_is_model(model)
         return model
+
+
+class NotAModel(TypeError):
+    """`build_model` returned something other than a Keras model."""
+
+
+def check_is_model(model) -> None:
+    """NotAModel when `build_model` returned something other than a Keras model, naming what
+    it returned (before the search, `Tuner` raises it as a ValueError; in a trial it fails
+    the trial)."""
+    import keras
+
+    if not isinstance(model, keras.Model):
+        what = "None" if model is None else f"a {type(model).__name__}"
+        raise NotAModel(f"build_model returned {what}, expected a keras.Model (build it, call model.compile(...) "
+                        f"and return the model)")
 
 
 class HypermodelTrainer(Trainer):

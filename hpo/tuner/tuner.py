@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
 from hpo.tuner import driver
 from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
@@ -33,10 +34,13 @@ from hpo.tuner.data import SearchData, from_search_arguments, register
 from hpo.tuner.discovery import Discovered, discover
 from hpo.tuner.hyperparameters import Declared, HyperParameters
 from hpo.tuner.results import Oracle, Results, plot, rows_of, summary_lines, trial_of
+from hpo.tuner.shipping import check_shippable
+from hpo.tuner.trainer import NotAModel
 
 log = logging.getLogger("hpo.tuner")
 
-ALGORITHMS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb")
+# Every searcher of hpo.search; the Keras Tuner face offers each as a class (`hpo.keras_tuner.CLASSES`).
+ALGORITHMS = tuple(SEARCHERS)
 
 
 class _ConfigBuild:
@@ -76,7 +80,9 @@ class Tuner:
         from hpo.metric_names import infer_direction
 
         if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+            from hpo.errors import did_you_mean
+            raise ValueError(f"{type(self).__name__}(algorithm={algorithm!r}): expected one of {', '.join(ALGORITHMS)}"
+                             f"{did_you_mean(algorithm, ALGORITHMS)}")
         if direction not in (None, "minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
         if not callable(build) and callable(getattr(build, "build", None)):   # a HyperModel
@@ -158,17 +164,82 @@ class Tuner:
         if unsupported:
             raise ValueError(f"search({unsupported[0]}=...) is a model.fit argument hpo's tuner does not support; "
                              f"supported: {', '.join(sorted(driver.FIT_KWARGS))}")
+        self._check_schedule(epochs)
+        driver.check_folder(self.folder, self._face)
         data = from_search_arguments(x, y, validation_data, validation_split, batch_size)
         prepared = self._prepare(data, batch_size, epochs, callbacks)
         fresh = self.overwrite and not self._moved_aside
-        with _console(verbose):
-            self.summary_ = driver.run(prepared, self.folder, fresh=fresh, on_progress=self._progress)
-        self._moved_aside = self._moved_aside or fresh
-        self._reload()
-        log.info("search stopped (%s); study in %s", self.summary_.stopped_because, self.folder)
+        if not fresh:
+            driver.check_resumable(self.folder, prepared.experiment, self._face)
+        with _console(verbose) as console:
+            self.summary_ = summary = driver.run(prepared, self.folder, fresh=fresh, on_progress=self._progress)
+            self._moved_aside = self._moved_aside or fresh
+            self._reload()
+            if summary.stopped_because == "interrupted":
+                trials = sorted(console.interrupted) if console is not None else []
+                rerun = f"; trial{'s' if len(trials) > 1 else ''} {', '.join(map(str, trials))} will run again" \
+                    if trials else ""
+                log.warning("search interrupted: the study in %s is saved; run search again (or the script) to "
+                            "resume it%s", self.folder, rerun)
+                raise KeyboardInterrupt
+            if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
+                log.info("%s", self._complete_note(prepared.experiment, summary.stopped_because))
+            else:
+                log.info("search stopped (%s); study in %s", summary.stopped_because, self.folder)
+
+    @property
+    def _face(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _check_schedule(self, epochs: int | None) -> None:
+        """The budgets, rate and trial count, checked before anything else runs: an impossible
+        schedule is a ValueError naming this tuner's argument (`check_schedule`, which the CLI
+        runs under the YAML keys)."""
+        from hpo.config.validation import check_schedule, python_argument_error
+        from hpo.errors import ConfigError
+
+        counts = {"max_epochs": self.max_epochs, "min_epochs": self.min_epochs, "factor": self.factor,
+                  "max_trials": self.max_trials, "hyperband_iterations": self.hyperband_iterations,
+                  "workers": self.workers, "max_consecutive_failed_trials": self.max_consecutive_failed_trials,
+                  "search(epochs=)": epochs}
+        for name, value in counts.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{self._face}, argument {name!r}: expected a whole number, got "
+                                f"{type(value).__name__} {value!r}")
+        for name in ("hyperband_iterations", "workers", "max_consecutive_failed_trials"):
+            if counts[name] < 1:
+                raise ValueError(f"{self._face}, argument {name!r}: expected {name} >= 1, got {counts[name]}")
+        one_budget = self.one_budget or self.max_epochs is None
+        names = dict(driver.SCHEDULE_ARGUMENTS)
+        if one_budget:
+            names["max_budget"] = names["min_budget"] = "search(epochs=)"
+            max_budget = min_budget = 1 if epochs is None else epochs
+        else:
+            max_budget = self.max_epochs
+            min_budget = min(self.min_epochs, max_budget)
+        try:
+            check_schedule(min_budget, max_budget, self.factor, self.max_trials, names=names, whole_budgets=True)
+        except ConfigError as exc:
+            raise python_argument_error(exc, names, self._face) from None
+
+    def _complete_note(self, experiment, stopped_because: str) -> str:
+        """What a rerun of a finished search says (as `hpo search` says it), in this face's arguments."""
+        done = f"the study in {self.folder} is complete"
+        if stopped_because == "max_trials" and self.max_trials is not None:
+            return (f"{done}: it has run max_trials={self.max_trials} trials. To extend it, pass "
+                    f"max_trials={2 * self.max_trials} (its finished trials are kept); overwrite=True starts afresh")
+        if stopped_because == "max_trials":
+            iterations = self.hyperband_iterations
+            return (f"{done}: it has run hyperband_iterations={iterations} ({experiment.search.max_trials} trials). "
+                    f"To extend it, pass hyperband_iterations={iterations + 1} (its finished trials are kept); "
+                    f"overwrite=True starts afresh")
+        return (f"{done}: {self.algorithm} has no configuration left to try. To search again, pass overwrite=True "
+                f"(the old study is moved aside to {self.folder.name}.old-<time>)")
 
     def _prepare(self, data: SearchData, batch_size: int | None, epochs: int | None, callbacks) -> driver.Prepared:
         from hpo.config import experiment_from_dict
+        from hpo.config.validation import python_argument_error
+        from hpo.errors import ConfigError
 
         found = self.discovered()
         space = self.space_dict()
@@ -180,6 +251,8 @@ class Tuner:
         builder = driver.make_builder(self.hp_build, names)
         try:
             model = builder(base)
+        except NotAModel as exc:
+            raise ValueError(str(exc)) from None
         except Exception as exc:
             raise ValueError(f"build_model failed on {base}: {type(exc).__name__}: {exc}") from exc
         try:
@@ -212,17 +285,25 @@ class Tuner:
             options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials,
             keep_best_epoch=self.keep_best_epoch)
         raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
-        experiment = experiment_from_dict(raw, source=f"{type(self).__name__}()")
+        try:
+            experiment = experiment_from_dict(raw, source=self._face)
+        except ConfigError as exc:
+            raise python_argument_error(exc, driver.ARGUMENT_KEYS, self._face) from None
         parallel = self.workers > 1 or self.scheduler is not None
         if parallel and data.streamed:
-            raise ValueError("a tf.data.Dataset cannot be sent to worker processes; pass arrays to search, or "
-                             "workers=1")
+            raise ValueError(f"{self._face}: a tf.data.Dataset cannot be sent to worker processes (workers="
+                             f"{self.workers}); pass arrays to search, or use workers=1")
+        if parallel:
+            check_shippable(self.hp_build, self._workers_text())
         import os
         threads = max(1, (os.cpu_count() or 1) // max(1, self.workers)) if parallel else None
         factory = driver.TrainerFactory(self.hp_build, names, tunable, data=data if parallel else None,
                                         threads=threads)
         self._training = {"loss": loss, "metrics": metrics, "names": names}
         return driver.Prepared(experiment, factory, data)
+
+    def _workers_text(self) -> str:
+        return f"scheduler={self.scheduler!r}" if self.scheduler is not None else f"workers={self.workers}"
 
     def _base_config(self, found: Discovered) -> dict[str, Any]:
         """The defaults (Keras Tuner) or the space's low end (native), active parameters only."""
@@ -392,23 +473,45 @@ def _other_value(d: Declared, value: Any) -> Any:
     return None
 
 
+class _Console(logging.Filter):
+    """The progress handler's filter: the runner's line per interrupted trial is left to hpo.log
+    (`search` says it once, with how to resume), and the trial ids are kept for that line."""
+
+    def __init__(self):
+        super().__init__()
+        self.interrupted: list[int] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "hpo.runner" and str(record.msg).startswith("trial %d interrupted"):
+            self.interrupted.append(int(record.args[0]))
+            return False
+        return True
+
+
 @contextlib.contextmanager
 def _console(verbose: int):
     """Progress on stdout (what a notebook cell shows) when the application has not set up
-    logging itself: one line per finished trial and the running best."""
+    logging itself: one line per finished trial and the running best. Yields the handler's
+    filter (None when nothing is shown here). The `hpo` logger does not propagate meanwhile:
+    its records reach the console once, through this handler, not again through Python's
+    last-resort handler."""
     logger = logging.getLogger("hpo")
     if not verbose or logger.handlers or logging.getLogger().handlers:
-        yield
+        yield None
         return
     handler = logging.StreamHandler(sys.stdout)
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter("[hpo] %(message)s"))
-    saved = logger.level
+    console = _Console()
+    handler.addFilter(console)
+    saved, saved_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
+    logger.propagate = False
     if logger.getEffectiveLevel() > logging.INFO:
         logger.setLevel(logging.INFO)
     try:
-        yield
+        yield console
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved)
+        logger.propagate = saved_propagate

@@ -1,0 +1,85 @@
+"""Python scripts as users write them, run as real processes with two local workers: no
+`if __name__ == "__main__":` guard, a search started at the top level (issue 59, case 1)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hpo.study import Study
+from tests.support.cli import cli_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOP_LEVEL_SCRIPT = '''
+import sys
+
+import keras
+from sklearn.datasets import load_digits
+
+import hpo.keras_tuner as kt
+
+print("the script runs", flush=True)
+
+
+def build_model(hp):
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(hp.Choice("units", [16, 32]), activation="relu"),
+                              keras.layers.Dense(10, activation="softmax")])
+    model.compile(keras.optimizers.Adam(hp.Float("lr", 1e-3, 1e-2, sampling="log")),
+                  "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+x, y = load_digits(return_X_y=True)
+x = (x / 16.0).astype("float32")
+tuner = kt.Hyperband(build_model, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                     directory="runs", project_name="top", workers=int(sys.argv[1]))
+tuner.search(x[:600], y[:600], validation_data=(x[600:900], y[600:900]), batch_size=32)
+print("trials", len(tuner.oracle.trials), sorted({t.status for t in tuner.oracle.trials.values()}))
+'''
+
+
+def run_script(path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=400,
+                          cwd=path.parent, env=cli_env())
+
+
+def test_a_top_level_script_without_a_main_guard_runs_with_two_workers_as_with_one(tmp_path):
+    script = tmp_path / "search_digits.py"
+    script.write_text(TOP_LEVEL_SCRIPT)
+    done = run_script(script, "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The workers never ran the script: it ran (and searched) once, in the driver.
+    assert done.stdout.count("the script runs") == 1, done.stdout
+    assert "trials 6 ['COMPLETED']" in done.stdout
+    assert "[hpo] 6/6 trials finished" in done.stdout
+    study = Study.open(tmp_path / "runs" / "top", read_only=True)
+    try:
+        assert study.experiment()["execution"]["backend"] == "local"
+        assert study.experiment()["execution"]["workers"] == 2
+        assert all(t.state.value == "complete" for t in study.trials())
+    finally:
+        study.close()
+
+
+def readme_python_snippet() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("**From Python or a notebook**"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_python_snippet_runs_as_written_with_two_workers_and_no_main_guard(tmp_path):
+    snippet = readme_python_snippet()
+    assert "workers=2" in snippet and "__main__" not in snippet
+    script = tmp_path / "readme_snippet.py"
+    script.write_text(snippet + "\nprint('best model', type(best).__name__, len(tuner.oracle.trials))\n")
+    done = run_script(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"best model \w+ \d+", done.stdout), done.stdout[-2000:]
+    study = Study.open(tmp_path / "runs" / "digits", read_only=True)
+    try:
+        assert study.experiment()["execution"] == {**study.experiment()["execution"], "backend": "local",
+                                                   "workers": 2}
+        assert study.trials() and all(t.state.value == "complete" for t in study.trials())
+    finally:
+        study.close()

@@ -1,0 +1,220 @@
+"""The Python face as users write it (issue 59): schedules that cannot run, builders that
+return something else or cannot travel to workers, data search cannot read, every searcher,
+a rerun of a finished search, Ctrl-C. Each error is raised before any file is written and
+names the Python argument, never a YAML key or a CLI flag. Tiny data, one or two epochs."""
+
+import logging
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import hpo
+import hpo.keras_tuner as kt
+from hpo.search import SEARCHERS
+
+CLI_WORDS = ("--study-dir", "output.dir", "--fresh", "search.", "execution.")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """64 examples of 8 features, two classes: x, y."""
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(64, 8)).astype("float32"), rng.integers(0, 2, 64)
+
+
+def mlp(hp, units=(8, 16)):
+    import keras
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(hp.Choice("units", list(units)), activation="relu"),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def refused(tmp_path, tuner, tiny, message, kind=ValueError, **search):
+    x, y = tiny
+    arguments = {"x": x, "y": y, "validation_data": (x, y), "verbose": 0, **search}
+    with pytest.raises(kind, match=message) as caught:
+        tuner.search(**arguments)
+    assert not any(word in str(caught.value) for word in CLI_WORDS), str(caught.value)
+    assert not any(tmp_path.iterdir()), "nothing is written"
+    return str(caught.value)
+
+
+def folder(tmp_path):
+    return {"directory": str(tmp_path), "project_name": "p"}
+
+
+def unconfigured_logging(monkeypatch) -> None:
+    """As in a script or a notebook, no logging is set up (pytest's capture handler, added to
+    the root logger for the test's call, is put aside), so search(verbose=1) prints its own
+    lines on stdout."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=0, **d),
+     r"Hyperband\(\), argument 'max_epochs': expected max_epochs >= 1 \(a whole number of epochs\), got 0"),
+    (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=3, factor=1, **d),
+     r"Hyperband\(\), argument 'factor': expected factor >= 2 \(the halving rate"),
+    (lambda d: kt.RandomSearch(mlp, objective="val_accuracy", max_trials=0, **d),
+     r"RandomSearch\(\), argument 'max_trials': expected max_trials >= 1, got 0"),
+    (lambda d: hpo.Tuner(lambda c: mlp(kt.HyperParameters()), {"units": {"type": "choice", "values": [8, 16]}},
+                         max_epochs=9, min_epochs=0, **d),
+     r"Tuner\(\), argument 'min_epochs': expected min_epochs >= 1"),
+    (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=3, hyperband_iterations=0, **d),
+     r"Hyperband\(\), argument 'hyperband_iterations': expected hyperband_iterations >= 1, got 0"),
+])
+def test_a_schedule_that_cannot_run_is_refused_naming_the_python_argument(tmp_path, tiny, make, message):
+    refused(tmp_path, make(folder(tmp_path)), tiny, message)
+
+
+def test_a_build_model_returning_a_dict_is_told_it_returned_a_dict(tmp_path, tiny):
+    def returns_a_dict(hp):
+        return {"units": hp.Int("units", 8, 16)}
+
+    tuner = kt.RandomSearch(returns_a_dict, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    refused(tmp_path, tuner, tiny, "build_model returned a dict, expected a keras.Model")
+
+
+def test_data_search_cannot_read_is_refused_saying_what_to_pass(tmp_path, tiny):
+    import tensorflow as tf
+
+    x, y = tiny
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    unbatched = tf.data.Dataset.from_tensor_slices((x, y))
+    refused(tmp_path, tuner, tiny, r"the dataset yields single examples .* pass x=dataset\.batch\(32\)",
+            x=unbatched, y=None, validation_data=unbatched.batch(16))
+
+    def batches():
+        yield x[:32], y[:32]
+
+    refused(tmp_path, tuner, tiny, r"a generator cannot be searched over: .* Pass arrays \(x, y\), or a batched "
+                                   r"tf\.data\.Dataset", x=batches())
+    refused(tmp_path, tuner, tiny, r"x has 64 examples but y has 10; pass one target per example", y=y[:10])
+
+
+def test_a_study_folder_that_is_a_file_names_directory_and_project_name(tmp_path, tiny):
+    (tmp_path / "p").write_text("")
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    x, y = tiny
+    with pytest.raises(ValueError, match="is a file; expected a study folder: choose another directory= or "
+                                         "project_name=") as caught:
+        tuner.search(x, y, validation_data=(x, y), verbose=0)
+    assert not any(word in str(caught.value) for word in CLI_WORDS)
+
+
+def test_every_searcher_is_accepted_by_both_faces_from_one_list():
+    assert set(hpo.tuner.tuner.ALGORITHMS) == set(SEARCHERS) == set(kt.CLASSES)
+    for name in SEARCHERS:
+        assert hpo.Tuner(mlp, algorithm=name).algorithm == name
+        assert kt.CLASSES[name](mlp, objective="val_accuracy").algorithm == name
+    with pytest.raises(ValueError, match=r"Tuner\(algorithm='freeze_thow'\): expected one of .*did you mean "
+                                         r"'freeze_thaw'"):
+        hpo.Tuner(mlp, algorithm="freeze_thow")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("face", ["native", "keras_tuner"])
+def test_freeze_thaw_searches_from_both_faces(tmp_path, tiny, face):
+    x, y = tiny
+    if face == "native":
+        tuner = hpo.Tuner(lambda c: mlp(kt.HyperParameters(values=c)),
+                          {"units": {"type": "choice", "values": [8, 16]}}, algorithm="freeze_thaw",
+                          objective="val_accuracy", max_epochs=3, max_trials=4, **folder(tmp_path))
+    else:
+        tuner = kt.FreezeThaw(mlp, objective="val_accuracy", max_epochs=3, **folder(tmp_path))
+    tuner.search(x, y, validation_data=(x, y), verbose=0)
+    trials = tuner.oracle.trials.values()
+    assert len(trials) == (4 if face == "native" else 6)        # kt: Hyperband's count for 1..3 epochs
+    assert all(t.status == "COMPLETED" for t in trials)
+    assert tuner.summary_.stopped_because == "max_trials"
+
+
+def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(tmp_path, tiny, monkeypatch, capsys):
+    unconfigured_logging(monkeypatch)
+    x, y = tiny
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=2, **folder(tmp_path))
+    tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
+    capsys.readouterr()
+    again = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=2, **folder(tmp_path))
+    again.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    out = capsys.readouterr().out
+    assert f"[hpo] the study in {tmp_path / 'p'} is complete: it has run max_trials=2 trials. To extend it, pass " \
+           "max_trials=4 (its finished trials are kept); overwrite=True starts afresh" in out
+    assert again.summary_.trials_finished_now == 0
+
+
+def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_how_to_resume(tmp_path, tiny,
+                                                                                               monkeypatch, capsys):
+    unconfigured_logging(monkeypatch)
+    x, y = tiny
+    builds = []
+
+    def interrupted_on_its_sixth_build(hp):
+        builds.append(1)
+        if len(builds) == 6:          # in the first trials: past discovery and the checks
+            os.kill(os.getpid(), signal.SIGINT)
+        return mlp(hp)
+
+    tuner = kt.RandomSearch(interrupted_on_its_sixth_build, objective="val_accuracy", max_trials=4,
+                            **folder(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if "interrupt" in line]
+    assert len(lines) == 1, out + err
+    assert lines[0].startswith(f"[hpo] search interrupted: the study in {tmp_path / 'p'} is saved; run search "
+                               f"again (or the script) to resume it")
+    # Safe: the study resumes, and the interrupted trial runs again.
+    resumed = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=4, **folder(tmp_path))
+    resumed.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
+    assert sorted(t.status for t in resumed.oracle.trials.values()) == ["COMPLETED"] * 4
+
+
+def closes_over_a_lock():
+    lock = threading.Lock()
+
+    def build_model(hp):
+        with lock:
+            return mlp(hp)
+    return build_model
+
+
+def test_a_build_model_that_cannot_be_pickled_is_refused_before_any_file_naming_the_object(tmp_path, tiny):
+    tuner = kt.RandomSearch(closes_over_a_lock(), objective="val_accuracy", max_trials=2, workers=2,
+                            **folder(tmp_path))
+    message = refused(tmp_path, tuner, tiny, r"build_model cannot be sent to the worker processes \(workers=2\): "
+                                             r"lock, which it refers to \(.*build_model -> lock\), is a _thread.lock")
+    assert "Create it inside build_model (each worker then makes its own), or use workers=1." in message
+
+
+def test_a_build_model_writing_to_an_open_file_is_refused_naming_the_file(tmp_path, tiny):
+    log_path = tmp_path.parent / f"{tmp_path.name}-builds.txt"
+    with open(log_path, "w") as log_file:
+        def build_model(hp):
+            log_file.write("built\n")
+            return mlp(hp)
+
+        tuner = kt.RandomSearch(build_model, objective="val_accuracy", max_trials=2, workers=2, **folder(tmp_path))
+        refused(tmp_path, tuner, tiny, rf"log_file, which it refers to \(.*build_model -> log_file\), is a "
+                                       rf"_io.TextIOWrapper \(the file '{log_path}' opened with mode 'w'\), and that "
+                                       rf"cannot be pickled \(PicklingError: Cannot pickle files")
+
+
+def test_a_changed_space_on_resume_is_refused_with_the_differences_in_python_terms(tmp_path, tiny):
+    x, y = tiny
+    kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path)).search(
+        x, y, validation_data=(x, y), verbose=0)
+
+    def wider(hp):
+        return mlp(hp, units=(8, 32))
+
+    with pytest.raises(ValueError, match="Differences") as caught:
+        kt.RandomSearch(wider, objective="val_accuracy", max_trials=1, **folder(tmp_path)).search(
+            x, y, validation_data=(x, y), verbose=0)
+    assert "space.units.values" in str(caught.value)
+    assert "Pass overwrite=True to start a new study there" in str(caught.value)
+    assert not any(word in str(caught.value) for word in ("--study-dir", "output.dir", "--fresh"))
