@@ -30,7 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.search.asha import AsyncHyperband
-from hpo.search.base import ConfigSampler, check_model_options, config_key
+from hpo.search.base import ConfigSampler, check_model_options, config_key, spread_over_ranking
 from hpo.search.hyperband import Hyperband, _BracketRun
 from hpo.search.kde import KDE, dimensions_of, impute
 from hpo.search.schedule import Bracket, Rung
@@ -85,7 +85,8 @@ class KDESampler(ConfigSampler):
             return self._models[2], self._models[3]
         vectors = np.array([v for v, _ in observations])
         order = np.argsort([loss for _, loss in observations], kind="stable")
-        n = len(observations)
+        order = order[spread_over_ranking(len(order))]      # bounded rows: a bounded ask
+        n = len(order)
         n_good = max(self.min_points_in_model, int(self.top_n_percent * n / 100))
         n_bad = max(self.min_points_in_model, n - n_good)
         good = impute(vectors[order[:n_good]], self.dims, rng)
@@ -93,7 +94,7 @@ class KDESampler(ConfigSampler):
         good_kde = KDE(good, self.dims, self.min_bandwidth)
         bad_kde = KDE(bad, self.dims, self.min_bandwidth)
         self.model_budget = budget
-        self._models = (budget, n, good_kde, bad_kde)
+        self._models = (budget, len(observations), good_kde, bad_kde)
         return good_kde, bad_kde
 
     def _best_candidate(self, rng, good: KDE, bad: KDE, pending) -> dict[str, Any] | None:

@@ -57,13 +57,21 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Mapping
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from hpo.search.base import ConfigSampler, check_model_options, config_key, latin_hypercube, unseen_sample
+from hpo.search.base import (
+    ConfigSampler,
+    check_model_options,
+    config_key,
+    latin_hypercube,
+    spread_over_ranking,
+    unseen_sample,
+)
 from hpo.search.kde import dimensions_of
 from hpo.search.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
@@ -242,13 +250,15 @@ class JointParzenEstimator:
 
 
 class _SplitModel:
-    """l(x) and g(x): the points split by loss (the best `gamma` are good). `kernels`:
+    """l(x) and g(x): the points split by loss (the best `gamma` are good; past
+    MAX_DENSITY_ROWS points, that many spread over their ranking, `spread_over_ranking`). `kernels`:
     "joint" (one product kernel per point, `JointParzenEstimator`) or "independent" (one
     estimator per dimension, each drawn from and scored on its own)."""
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float,
                  kernels: str = "independent"):
         order = np.argsort(losses, kind="stable")
+        order = order[spread_over_ranking(len(order))]      # bounded rows: a bounded ask
         n_good = max(1, int(math.ceil(gamma * len(order))))
         self.dims = dims
         self.kernels = kernels
@@ -342,7 +352,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._rows: dict[str, int] = {}                     # config -> row of _table
         self._table = np.empty((0, 2 + len(self.dims)))     # rows: deepest budget, its loss, unit vector
         self._reached: dict[float, int] = {}                # budget -> configs whose deepest it is
-        self._arrays: dict[float, np.ndarray] = {}          # budget -> _results, until a result arrives
+        # budget -> (loss, promoted-from budget) rows in the order of by_budget[budget], grown in
+        # place, and each config's row there (`_results`: ask() must not rebuild them from dicts)
+        self._result_table: dict[float, np.ndarray] = {}
+        self._result_rows: dict[float, dict[str, int]] = {}
         self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
         self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
@@ -358,7 +371,12 @@ class MultiFidelityTPESampler(ConfigSampler):
         known = self.deepest.get(key)
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
-        self._arrays.pop(budget, None)
+        rows = self._result_rows.setdefault(budget, {})
+        row = rows.setdefault(key, len(rows))      # a config told again keeps its place, as in the dict
+        table = self._result_table.get(budget, np.empty((0, 2)))
+        if row == len(table):
+            table = self._result_table[budget] = np.concatenate([table, np.empty((max(64, row), 2))])
+        table[row] = (loss, promoted_from)
         self._features.pop(budget, None)
         if known is None or budget >= known[0]:
             vector = known[2] if known is not None else self.space.to_unit(config)
@@ -560,7 +578,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         """`rung_agreement.features` of the last MAX_LOWER configs with a result at `budget`,
         in the order of _results(budget)."""
         if budget not in self._features:
-            keys = list(self.by_budget[budget])[-MAX_LOWER:]
+            keys = list(itertools.islice(reversed(self.by_budget[budget]), MAX_LOWER))[::-1]
             vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
             unmodelled = np.array([self._modelled.get(key) != budget for key in keys], dtype=bool)
             self._features[budget] = (features(vectors, self.dims, self._conditional_dims), unmodelled)
@@ -568,9 +586,7 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
-        if budget not in self._arrays:
-            self._arrays[budget] = np.array(list(self.by_budget[budget].values()), dtype=float).reshape(-1, 2)
-        return self._arrays[budget]
+        return self._result_table[budget][:len(self.by_budget[budget])]
 
     def _ranked_reliable(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Indices of the configs (at their deepest budget) in rank order, deeper first and
@@ -587,8 +603,10 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _worse_half(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Per config, whether it is in the worse half of all the results at its deepest budget."""
-        median = {b: float(np.median(self._results(b)[:, 0])) for b in self.by_budget}
-        return losses > np.array([median[b] for b in budgets])
+        median = np.empty(len(budgets))
+        for b in self.by_budget:
+            median[budgets == b] = np.median(self._results(b)[:, 0])
+        return losses > median
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
