@@ -171,8 +171,16 @@ class Tuner:
         fresh = self.overwrite and not self._moved_aside
         if not fresh:
             driver.check_resumable(self.folder, prepared.experiment, self._face)
+        from hpo.runner import SearchAborted
+
         with _console(verbose) as console:
-            self.summary_ = summary = driver.run(prepared, self.folder, fresh=fresh, on_progress=self._progress)
+            try:
+                self.summary_ = summary = driver.run(prepared, self.folder, fresh=fresh, on_progress=self._progress)
+            except SearchAborted as exc:     # Keras Tuner raises a RuntimeError here too
+                self._moved_aside = self._moved_aside or fresh
+                self._reload()
+                raise SearchAborted(f"{exc} (max_consecutive_failed_trials={self.max_consecutive_failed_trials}; "
+                                    f"the study in {self.folder} keeps its trials)") from None
             self._moved_aside = self._moved_aside or fresh
             self._reload()
             if summary.stopped_because == "interrupted":

@@ -218,3 +218,22 @@ def test_a_changed_space_on_resume_is_refused_with_the_differences_in_python_ter
     assert "space.units.values" in str(caught.value)
     assert "Pass overwrite=True to start a new study there" in str(caught.value)
     assert not any(word in str(caught.value) for word in ("--study-dir", "output.dir", "--fresh"))
+
+
+def test_max_consecutive_failed_trials_stops_the_search_as_in_keras_tuner(tmp_path, tiny):
+    """Keras Tuner raises a RuntimeError once that many trials in a row failed; so does hpo,
+    and the study keeps the trials run so far."""
+    x, y = tiny
+
+    def only_the_default_builds(hp):
+        if hp.Choice("units", [8, 16, 32, 64]) != 8:
+            raise ValueError("this width does not build")
+        return mlp(hp, units=(8, 16, 32, 64))
+
+    tuner = kt.RandomSearch(only_the_default_builds, objective="val_accuracy", max_trials=30, seed=0,
+                            max_consecutive_failed_trials=2, **folder(tmp_path))
+    with pytest.raises(RuntimeError, match=r"the last 2 trials all failed; the last error was: .*this width does "
+                                           r"not build.*max_consecutive_failed_trials=2"):
+        tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
+    statuses = [t.status for _, t in sorted(tuner.oracle.trials.items())]
+    assert statuses[-2:] == ["FAILED", "FAILED"] and len(statuses) < 30
