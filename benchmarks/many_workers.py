@@ -1,0 +1,527 @@
+"""Searchers on 1 to 256 workers, in simulated time: hpo's own driver on the simulated executor.
+
+    nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --quick          # 2 problems, 1 seed
+    nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --seeds 3 --cache /tmp/many-workers
+
+Every run of ours is `hpo`'s real driver (`hpo.runner.Runner`, the searcher, a study on disk)
+over `hpo.executors.simulated.SimulatedExecutor`: each trial holds a simulated worker for the
+seconds its problem says it costs, and nothing sleeps. Promotions resume from their parent's
+checkpoint (`Simulation(resumes=True)`): a job from epoch a to b costs time(b) - time(a).
+
+Problems (`benchmarks/published_problems.py`):
+- the LCBench tuning tasks through YAHPO Gym's surrogate: the loss is 1 - val_balanced_accuracy
+  at epoch round(budget), budgets 52/27..52, and the cost of training a config to epoch e is
+  the surrogate's `time` output at e (seconds, cumulative);
+- MFHartmann (mf-prior-bench's mfh3_moderate, mfh6_moderate unless --mfh says otherwise),
+  fidelity z over 100/27..100, with this cost model: training a config to fidelity z takes
+  z * 2**u seconds, u uniform in [-2, 2] drawn from a hash of the config. Per-unit costs
+  then differ 16-fold between configs, as model sizes do, and independently of the loss.
+
+Time budget. T1, the 1-worker run's simulated time, is `--full-evals` (default 30) times the
+mean cost of a full-budget evaluation over 200 uniform configs. A run on W workers gets
+T1 * min(1, K / W) (K = `--window`, default 8), and one on 4 to 64 workers stops as soon as
+its incumbent is as good as the 1-worker run's final one with the same seed (so a searcher
+that never gets there runs its whole window); one on 256 workers always runs its window,
+so its utilisation covers all of it.
+
+Regret: the incumbent is the best value observed at the highest budget any trial finished
+at (as `benchmarks/searchers.Trace`), and its regret is its exact value at the full budget
+(LCBench's surrogate is deterministic, MFHartmann's noise is 0 at z = 100) less a reference:
+MFHartmann's known optimum, LCBench's lowest value any run here reached.
+
+Reported per worker count and searcher:
+- speedup: the simulated time the 1-worker run took to reach its final regret, over the time
+  the W-worker run took to reach that regret (same seed); geometric mean over problems and
+  seeds. A run that never reached it counts at its window's end, so its speedup is an upper
+  bound, and the table says how many did not (`n>`);
+- utilisation: busy worker-seconds over W times the run's simulated time (median over runs);
+- decision: the driver's real time from a finished trial to the next submit, median over
+  every decision of every run, in ms (the machine is shared: read it as an order of size);
+- regret against simulated time, as a PNG (`--plot`): per worker count, each searcher's
+  geometric mean over problems and seeds of the regret divided by random search's final
+  regret on 1 worker, against simulated time over T1.
+
+Peers, in the same event simulation (their own ask and tell, one trial per free worker):
+Optuna's TPE with the constant liar (full budget only), and random search (ours, at the
+full budget). Syne Tune's schedulers are not run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import heapq
+import json
+import logging
+import math
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.published_problems import (  # noqa: E402
+    DEFAULT_YAHPO_DATA,
+    LCBENCH_SPACE,
+    LCBENCH_TUNING,
+    _yahpo,
+    fidelity_of,
+    mfhartmann,
+    sample_configs,
+)
+
+WORKERS = (1, 4, 16, 64, 256)
+OURS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb", "freeze_thaw")
+PEERS = ("optuna tpe+liar",)
+REFERENCE = "random"               # embarrassingly parallel: what parallelism alone gives
+ETA = 3
+
+
+# --- problems ----------------------------------------------------------------------------------
+
+@dataclass
+class SimProblem:
+    """A problem with a cost: `evaluate(config, budget, seed) -> (value, seconds from scratch)`."""
+
+    name: str
+    space: dict[str, Any]
+    min_budget: float
+    max_budget: float
+    evaluate: Callable[[Mapping[str, Any], float, int], tuple[float, float]]
+    exact: Callable[[Mapping[str, Any]], float]
+    optimum: float | None                 # None: regret from the lowest value any run reached
+    t1: float = 0.0                       # the 1-worker time budget (set by `time_budget`)
+
+
+def lcbench_problem(task: str, data_path: str = DEFAULT_YAHPO_DATA) -> SimProblem:
+    memo: dict[tuple, tuple[float, float]] = {}
+
+    def query(config: Mapping[str, Any], epoch: int) -> tuple[float, float]:
+        key = (tuple(sorted(config.items())), epoch)
+        if key not in memo:
+            bench = _yahpo(data_path)
+            bench.set_instance(task)        # the surrogate reads the task from the instance
+            result = bench.objective_function([dict(config, epoch=epoch)])[0]
+            memo[key] = (1.0 - float(result["val_balanced_accuracy"]), float(result["time"]))
+        return memo[key]
+
+    def evaluate(config, budget, seed=0):
+        return query(config, fidelity_of(budget))
+
+    return SimProblem(f"lcbench_{task}", dict(LCBENCH_SPACE), 52 / 27, 52.0, evaluate,
+                      lambda config: query(config, 52)[0], None)
+
+
+def mfh_problem(variant: str) -> SimProblem:
+    published = mfhartmann(variant)
+    problem = published.problem
+
+    def unit_cost(config: Mapping[str, Any]) -> float:
+        key = json.dumps({k: round(float(v), 12) for k, v in sorted(config.items())})
+        u = (zlib.crc32(key.encode()) / 0xFFFFFFFF) * 4.0 - 2.0
+        return 2.0 ** u
+
+    def evaluate(config, budget, seed=0):
+        z = min(100, fidelity_of(budget))
+        return problem.evaluate(config, budget, seed), z * unit_cost(config)
+
+    return SimProblem(variant, dict(problem.space), published.min_budget, published.max_budget, evaluate,
+                      problem.exact, problem.optimum)
+
+
+def time_budget(problem: SimProblem, full_evals: float) -> float:
+    configs = sample_configs(problem.space, 200, seed=12345)
+    return full_evals * float(np.mean([problem.evaluate(c, problem.max_budget, 0)[1] for c in configs]))
+
+
+# --- one run -----------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    trace: list[tuple[float, float]]      # (simulated time, incumbent's exact value), at each change
+    end: float                            # simulated seconds the run lasted
+    window: float                         # the simulated seconds it was allowed
+    utilisation: float
+    decisions: list[float]                # real seconds, one per finished trial
+    trials: int
+    wall: float = 0.0
+    reached: float | None = None          # when it reached its target, where it had one
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Reached(Exception):
+    """The run's incumbent is as good as its target: no need to simulate on."""
+
+
+class Incumbent:
+    """`benchmarks/searchers.Trace`'s rule: the best value at the highest budget finished."""
+
+    def __init__(self, exact: Callable[[Mapping[str, Any]], float]):
+        self.exact = exact
+        self.held: tuple[float, float] | None = None      # (budget, observed)
+        self.trace: list[tuple[float, float]] = []
+
+    def finished(self, when: float, config: Mapping[str, Any], budget: float, value: float) -> None:
+        held = self.held
+        if held is None or budget > held[0] + 1e-9 or (abs(budget - held[0]) < 1e-9 and value < held[1]):
+            self.held = (budget, value)
+            exact = self.exact(config)
+            if not self.trace or exact != self.trace[-1][1]:
+                self.trace.append((when, exact))
+
+    @property
+    def value(self) -> float:
+        return self.trace[-1][1] if self.trace else math.inf
+
+
+def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, window: float,
+             target: float | None) -> Run:
+    """hpo's driver over the simulated executor, stopped at `window` simulated seconds or
+    once the incumbent reaches `target`."""
+    from hpo.config import experiment_from_dict
+    from hpo.runner import Runner, searcher_for
+    from hpo.simulation import Simulation, simulated_executor
+    from hpo.study.resume import prepare_study
+
+    def objective(config, budget):
+        value, seconds = problem.evaluate(config, budget, seed)
+        return {"objective": value, "cost": seconds}
+
+    raw = {"name": "many-workers", "seed": seed, "space": problem.space,
+           "search": {"algorithm": algorithm, "objective": "objective", "direction": "minimize",
+                      "min_budget": problem.min_budget, "max_budget": problem.max_budget, "eta": ETA,
+                      "max_trials": None, "time_limit": window},
+           "execution": {"backend": "inline", "workers": workers}}
+    experiment = experiment_from_dict(raw, source="benchmarks/many_workers.py", needs_data=False)
+    incumbent = Incumbent(problem.exact)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hpo-many-workers-") as folder:
+        study = prepare_study(experiment, Path(folder) / "study")
+        executor = simulated_executor(Simulation(cost="cost", resumes=True), objective, "objective", workers, study)
+        seen: dict[str, Any] = {"ids": set(), "since": -math.inf}
+        watching: list[float] = []          # real seconds in on_progress: not the driver's own
+
+        def on_progress(progress) -> None:
+            began = time.perf_counter()
+            for row in _finished_since(study, seen):
+                incumbent.finished(row.finished_at, row.config, row.budget, row.value)
+            watching.append(time.perf_counter() - began)
+            if target is not None and incumbent.value <= target + 1e-12:
+                raise _Reached()
+
+        runner = Runner(experiment, study, searcher_for(experiment), executor, on_progress=on_progress,
+                        clock=executor.clock)
+        reached = None
+        try:
+            runner.run()
+        except _Reached:
+            reached = executor.clock()
+        finally:
+            study.close()
+        report = executor.report()
+    # One decision per finished trial, each holding one on_progress call: take that out.
+    decisions = [max(0.0, d - w) for d, w in zip(report.decision_seconds, watching)]
+    return Run(trace=incumbent.trace, end=report.simulated_seconds, window=window, utilisation=report.utilisation,
+               decisions=decisions, trials=report.trials, wall=time.perf_counter() - started,
+               reached=reached)
+
+
+def _finished_since(study, seen: dict[str, Any]):
+    """Complete trials not read yet, by finish time. The benchmark reads the study's table
+    itself: `Study.trials()` decodes every row, which over thousands of trials would be
+    quadratic."""
+    rows = study._db.execute(
+        "SELECT trial_id, config, budget, value, finished_at FROM trials WHERE state='complete' "
+        "AND value IS NOT NULL AND finished_at >= ? ORDER BY finished_at, trial_id", (seen["since"],)).fetchall()
+    fresh = [r for r in rows if r[0] not in seen["ids"]]
+    for r in fresh:
+        seen["ids"].add(r[0])
+        seen["since"] = max(seen["since"], r[4])
+    return [_Row(json.loads(r[1]), r[2], r[3], r[4]) for r in fresh]
+
+
+@dataclass
+class _Row:
+    config: dict[str, Any]
+    budget: float
+    value: float
+    finished_at: float
+
+
+def run_optuna_liar(problem: SimProblem, workers: int, seed: int, window: float, target: float | None) -> Run:
+    """Optuna's TPE with the constant liar: each free worker asks (the running trials are
+    pending, and the liar fills them in), and a trial is told when it finishes. Full budget."""
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    distributions = {}
+    for name, spec in problem.space.items():
+        if spec["type"] == "float":
+            distributions[name] = optuna.distributions.FloatDistribution(spec["low"], spec["high"],
+                                                                         log=spec.get("log", False))
+        else:
+            distributions[name] = optuna.distributions.IntDistribution(spec["low"], spec["high"],
+                                                                       log=spec.get("log", False))
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    study = optuna.create_study(sampler=sampler)
+    incumbent = Incumbent(problem.exact)
+    started = time.perf_counter()
+    now, busy, submitted, order = 0.0, 0.0, 0, 0
+    running: list[tuple[float, int, Any, dict, float, float]] = []
+    decisions: list[float] = []
+    decided_from: float | None = None
+    reached = None
+    while True:
+        while len(running) < workers:
+            trial = study.ask(distributions)
+            if decided_from is not None:
+                decisions.append(time.perf_counter() - decided_from)
+                decided_from = None
+            config = dict(trial.params)
+            value, seconds = problem.evaluate(config, problem.max_budget, seed)
+            heapq.heappush(running, (now + seconds, order, trial, config, value, seconds))
+            order += 1
+            submitted += 1
+            busy += seconds
+        finishes, _, trial, config, value, seconds = heapq.heappop(running)
+        if finishes > window:
+            heapq.heappush(running, (finishes, 0, trial, config, value, seconds))
+            now = window
+            break
+        now = finishes
+        decided_from = time.perf_counter()
+        study.tell(trial, value)
+        incumbent.finished(now, config, problem.max_budget, value)
+        if target is not None and incumbent.value <= target + 1e-12:
+            reached = now
+            break
+    busy -= sum(f - now for f, *_ in running)
+    return Run(trace=incumbent.trace, end=now, window=window, utilisation=busy / (workers * now) if now else 1.0,
+               decisions=decisions, trials=submitted, wall=time.perf_counter() - started, reached=reached)
+
+
+def run_one(problem: SimProblem, searcher: str, workers: int, seed: int, window: float,
+            target: float | None) -> Run:
+    if searcher == "optuna tpe+liar":
+        return run_optuna_liar(problem, workers, seed, window, target)
+    return run_ours(problem, searcher, workers, seed, window, target)
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+def source_hash() -> str:
+    """Ours rerun when the driver, the searchers, the study or the executor change."""
+    root = Path(__file__).resolve().parents[1] / "hpo"
+    digest = hashlib.sha256()
+    for folder in ("search", "study", "executors"):
+        for path in sorted((root / folder).rglob("*.py")):
+            digest.update(path.read_bytes())
+    for name in ("runner.py", "clock.py", "simulation.py"):
+        digest.update((root / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+class Cache:
+    def __init__(self, folder: str | None, tag: str):
+        self.folder = Path(folder) if folder else None
+        self.tag = tag
+        if self.folder:
+            self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, key: str) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
+
+    def get(self, key: str) -> Run | None:
+        path = self._file(key)
+        if path is None or not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        data["trace"] = [tuple(p) for p in data["trace"]]
+        return Run(**data)
+
+    def put(self, key: str, run: Run) -> None:
+        path = self._file(key)
+        if path is not None:
+            path.write_text(json.dumps(asdict(run)))
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def time_to(trace: list[tuple[float, float]], level: float) -> float:
+    for when, value in trace:
+        if value <= level + 1e-12:
+            return when
+    return math.inf
+
+
+def regret_at(trace: list[tuple[float, float]], when: float, reference: float) -> float:
+    value = math.inf
+    for t, v in trace:
+        if t > when:
+            break
+        value = v
+    return value - reference
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 problems, 1 seed, a short budget")
+    parser.add_argument("--tasks", default=" ".join(LCBENCH_TUNING), help="LCBench tasks")
+    parser.add_argument("--mfh", default="mfh3_moderate mfh6_moderate", help="MFHartmann variants")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--workers", default=" ".join(map(str, WORKERS)))
+    parser.add_argument("--searchers", default=" ".join(OURS + PEERS))
+    parser.add_argument("--full-evals", type=float, default=30.0, help="T1 in full-budget evaluations")
+    parser.add_argument("--window", type=float, default=8.0, help="K: a W-worker run gets T1 * min(1, K/W)")
+    parser.add_argument("--cache", default=None, help="a folder keeping every run, to extend a report")
+    parser.add_argument("--plot", default=None, help="write regret against simulated time to this PNG")
+    parser.add_argument("--json", default=None, help="write the table's figures to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.tasks, args.mfh, args.seeds, args.full_evals = "126025", "mfh3_moderate", 1, 20.0
+    logging.getLogger("hpo").setLevel(logging.ERROR)
+    problems = [lcbench_problem(t) for t in args.tasks.split()] + [mfh_problem(v) for v in args.mfh.split()]
+    workers = [int(w) for w in args.workers.split()]
+    searchers = args.searchers.split("|") if "|" in args.searchers else _names(args.searchers)
+    cache = Cache(args.cache, source_hash())
+    runs: dict[tuple[str, str, int, int], Run] = {}
+    for problem in problems:
+        problem.t1 = time_budget(problem, args.full_evals)
+        for searcher in searchers:
+            for seed in range(args.seeds):
+                target = None
+                for w in sorted(set(workers) | {1}):
+                    window = problem.t1 * min(1.0, args.window / w)
+                    stop_at = target if 1 < w < 256 else None
+                    tag = cache.tag if searcher in OURS else "peer"
+                    key = json.dumps([tag, problem.name, searcher, w, seed, window, stop_at])
+                    run = cache.get(key)
+                    if run is None:
+                        run = run_one(problem, searcher, w, seed, window, stop_at)
+                        cache.put(key, run)
+                    runs[(problem.name, searcher, w, seed)] = run
+                    if w == 1:
+                        target = run.trace[-1][1] if run.trace else None
+                    print(f"# {problem.name} {searcher} W={w} seed={seed}: trials={run.trials} "
+                          f"util={run.utilisation:.3f} wall={run.wall:.1f}s "
+                          f"reached={'-' if run.reached is None else f'{run.reached / problem.t1:.4f}T1'}",
+                          flush=True)
+    report(problems, searchers, workers, args.seeds, runs, args)
+
+
+def _names(text: str) -> list[str]:
+    """Searcher names, where a peer's name has spaces ('optuna tpe+liar')."""
+    out, words = [], text.split()
+    i = 0
+    while i < len(words):
+        if words[i] == "optuna" and i + 1 < len(words):
+            out.append(f"optuna {words[i + 1]}")
+            i += 2
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def report(problems, searchers, workers, seeds, runs, args) -> None:
+    references = {}
+    for problem in problems:
+        if problem.optimum is not None:
+            references[problem.name] = problem.optimum
+        else:
+            references[problem.name] = min(v for (p, *_), run in runs.items() if p == problem.name
+                                           for _, v in run.trace)
+    table: dict[str, dict[str, Any]] = {}
+    print(f"\nT1 = {args.full_evals:g} full-budget evaluations; window K = {args.window:g}; seeds {seeds}; "
+          f"problems: {', '.join(p.name for p in problems)}")
+    for w in workers:
+        print(f"\n## {w} worker{'s' if w > 1 else ''}")
+        print("| searcher | speedup (geomean) | not reached | utilisation (median) | decision ms (median) | "
+              "final regret (mean) |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for searcher in searchers:
+            speedups, censored, utils, decisions, finals = [], 0, [], [], []
+            for problem in problems:
+                for seed in range(seeds):
+                    one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, w, seed)]
+                    if not one.trace:
+                        continue
+                    level = one.trace[-1][1]
+                    t_one, t_many = time_to(one.trace, level), time_to(many.trace, level)
+                    if not math.isfinite(t_many):
+                        censored += 1
+                        t_many = many.end
+                    speedups.append(t_one / max(t_many, 1e-12))
+                    utils.append(many.utilisation)
+                    decisions.extend(many.decisions)
+                    finals.append(regret_at(many.trace, many.end, references[problem.name]))
+            row = {"speedup": geomean(speedups), "not_reached": censored, "runs": len(speedups),
+                   "utilisation": statistics.median(utils) if utils else math.nan,
+                   "decision_ms": 1000 * statistics.median(decisions) if decisions else math.nan,
+                   "final_regret": statistics.mean(finals) if finals else math.nan}
+            table.setdefault(str(w), {})[searcher] = row
+            print(f"| {searcher} | {row['speedup']:.1f}x | {censored}/{len(speedups)} | {row['utilisation']:.3f} | "
+                  f"{row['decision_ms']:.2f} | {row['final_regret']:.4f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=1))
+    if args.plot:
+        plot(problems, searchers, workers, seeds, runs, references, args.plot)
+
+
+def plot(problems, searchers, workers, seeds, runs, references, path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = np.logspace(-4, 0, 60)
+    fig, axes = plt.subplots(1, len(workers), figsize=(4 * len(workers), 3.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, w in zip(axes, workers):
+        for searcher in searchers:
+            curves = []
+            for problem in problems:
+                for seed in range(seeds):
+                    base = runs.get((problem.name, REFERENCE, 1, seed))
+                    run = runs[(problem.name, searcher, w, seed)]
+                    scale = max(regret_at(base.trace, base.end, references[problem.name]), 1e-6) if base else 1.0
+                    curves.append([max(regret_at(run.trace, g * problem.t1, references[problem.name]), 1e-6) / scale
+                                   if g * problem.t1 <= run.end else math.nan for g in grid])
+            values = np.array(curves)
+            with np.errstate(all="ignore"), warnings_off():
+                mean = np.exp(np.nanmean(np.log(values), axis=0))
+            ax.plot(grid, mean, label=searcher)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{w} worker{'s' if w > 1 else ''}")
+        ax.set_xlabel("simulated time / T1")
+    axes[0].set_ylabel("regret / random's final regret on 1 worker")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+@contextlib.contextmanager
+def warnings_off():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+if __name__ == "__main__":
+    main()
