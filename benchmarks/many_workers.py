@@ -19,10 +19,9 @@ Problems (`benchmarks/published_problems.py`):
 
 Time budget. T1, the 1-worker run's simulated time, is `--full-evals` (default 30) times the
 mean cost of a full-budget evaluation over 200 uniform configs. A run on W workers gets
-T1 * min(1, K / W) (K = `--window`, default 8), and one on 4 to 64 workers stops as soon as
-its incumbent is as good as the 1-worker run's final one with the same seed (so a searcher
-that never gets there runs its whole window); one on 256 workers always runs its window,
-so its utilisation covers all of it.
+T1 * min(1, K / W) (K = `--window`, default 6), and stops as soon as its incumbent is as good
+as the 1-worker run's final one with the same seed (so a searcher that never gets there runs
+its whole window, and a speedup below W / K is not measured).
 
 Regret: the incumbent is the best value observed at the highest budget any trial finished
 at (as `benchmarks/searchers.Trace`), and its regret is its exact value at the full budget
@@ -34,7 +33,8 @@ Reported per worker count and searcher:
   the W-worker run took to reach that regret (same seed); geometric mean over problems and
   seeds. A run that never reached it counts at its window's end, so its speedup is an upper
   bound, and the table says how many did not (`n>`);
-- utilisation: busy worker-seconds over W times the run's simulated time (median over runs);
+- utilisation: busy worker-seconds over W times the run's simulated time, up to its stop
+  (median over runs);
 - decision: the driver's real time from a finished trial to the next submit, median over
   every decision of every run, in ms (the machine is shared: read it as an order of size);
 - regret against simulated time, as a PNG (`--plot`): per worker count, each searcher's
@@ -386,7 +386,7 @@ def main() -> None:
     parser.add_argument("--workers", default=" ".join(map(str, WORKERS)))
     parser.add_argument("--searchers", default=" ".join(OURS + PEERS))
     parser.add_argument("--full-evals", type=float, default=30.0, help="T1 in full-budget evaluations")
-    parser.add_argument("--window", type=float, default=8.0, help="K: a W-worker run gets T1 * min(1, K/W)")
+    parser.add_argument("--window", type=float, default=6.0, help="K: a W-worker run gets T1 * min(1, K/W)")
     parser.add_argument("--cache", default=None, help="a folder keeping every run, to extend a report")
     parser.add_argument("--plot", default=None, help="write regret against simulated time to this PNG")
     parser.add_argument("--json", default=None, help="write the table's figures to this file")
@@ -406,7 +406,7 @@ def main() -> None:
                 target = None
                 for w in sorted(set(workers) | {1}):
                     window = problem.t1 * min(1.0, args.window / w)
-                    stop_at = target if 1 < w < 256 else None
+                    stop_at = target if w > 1 else None
                     tag = cache.tag if searcher in OURS else "peer"
                     key = json.dumps([tag, problem.name, searcher, w, seed, window, stop_at])
                     run = cache.get(key)
