@@ -75,6 +75,16 @@ CREATE TABLE IF NOT EXISTS compile_choices (
 """ + "\n".join(f"{statement};" for statement in _INDEXES)
 
 
+CHECKPOINT_FOLDER = "checkpoints"      # in the study's folder: one file per trial (`trial_checkpoint`)
+
+
+def trial_checkpoint(study_dir: str | os.PathLike, trial_id: int) -> Path:
+    """Where trial `trial_id` of the study in `study_dir` keeps its last epoch's state (its
+    best epoch's beside it: `hpo.training.best_epoch`): a path only, so a reader of one
+    checkpoint need not open the study."""
+    return Path(study_dir) / CHECKPOINT_FOLDER / f"trial_{trial_id:04d}.npz"
+
+
 @dataclass(frozen=True)
 class TrialRow:
     trial_id: int
@@ -218,12 +228,11 @@ class Study:
 
     @property
     def checkpoint_dir(self) -> Path:
-        return self.dir / "checkpoints"
+        return self.dir / CHECKPOINT_FOLDER
 
     def checkpoint(self, trial_id: int) -> Path:
-        """Where trial `trial_id`'s last epoch's state is kept (its best epoch's beside it:
-        `hpo.training.best_epoch`)."""
-        return self.checkpoint_dir / f"trial_{trial_id:04d}.npz"
+        """Where trial `trial_id`'s last epoch's state is kept (`trial_checkpoint`)."""
+        return trial_checkpoint(self.dir, trial_id)
 
     @property
     def log_path(self) -> Path:

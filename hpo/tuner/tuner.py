@@ -406,7 +406,7 @@ class Tuner:
         return [self.load_model(t) for t in self.oracle.get_best_trials(num_models)]
 
     def load_model(self, trial):
-        from hpo.study import Study
+        from hpo.study.store import trial_checkpoint
         from hpo.training.trained_model import load_trained_model
         from hpo.tuner.trainer import compiled_settings
 
@@ -417,12 +417,7 @@ class Tuner:
         builder = driver.make_builder(self.hp_build, names)
         model = builder(config)
         params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
-        study = Study.open(self.folder, read_only=True)
-        try:
-            checkpoint = study.checkpoint(int(trial.trial_id))
-        finally:
-            study.close()
-        load_trained_model(model, params, checkpoint)
+        load_trained_model(model, params, trial_checkpoint(self.folder, int(trial.trial_id)))
         return model
 
     def _stored_training(self) -> dict[str, Any]:
