@@ -1,6 +1,7 @@
 """The experiment's typed sections: frozen dataclasses whose field defaults are the only
 place an experiment's defaults are written (validation reads them; `docs/ARCHITECTURE.md`'s
-key table is checked against them)."""
+key table is checked against them). The `data` section, `DataConfig`, is defined in
+`hpo.data.settings`, below this layer, where the loading that reads it lives."""
 
 from __future__ import annotations
 
@@ -10,18 +11,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hpo import metric_names
+from hpo.data.settings import DataConfig
 from hpo.registry import DEFAULT_BACKEND, LEARNING_RATE, default_algorithm
 from hpo.search.multiobjective.objectives import Goals
 from hpo.space import SearchSpace
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    dataset: str
-    validation_split: float = 0.1
-    test_split: float = 0.1
-    limit: int | None = None          # cap on training examples, for quick runs
-    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,26 +27,16 @@ from hpo.data.checks import LoaderProblem, check_arrays
 from hpo.data.dataset import SPLITS, Dataset, classes_of, split
 from hpo.data.loaders import LOADERS, resolve_callable
 from hpo.data.nested import example_shapes, map_tree, rows
+from hpo.data.settings import DataConfig
 
 log = logging.getLogger("hpo.data")
-
-
-class DataSettings(Protocol):
-    """What loading reads of an experiment's `data` section (an `hpo.config.DataConfig`, whose
-    layer sits above this one)."""
-
-    dataset: str
-    validation_split: float
-    test_split: float
-    limit: int | None
-    options: Mapping[str, Any]
 
 
 SPLIT_KEYS = (*SPLITS, "source", "num_classes")
 _COUNT_BATCH = 1024       # elements per read when a stream is counted: bounded memory, few Python calls
 
 
-def call_loader(config: DataSettings) -> tuple[Any, LoaderProblem]:
+def call_loader(config: DataConfig) -> tuple[Any, LoaderProblem]:
     ref = config.dataset
     loader: Callable = resolve_callable(ref, LOADERS, key="data.dataset")
     bad = LoaderProblem(ref)
@@ -56,7 +46,7 @@ def call_loader(config: DataSettings) -> tuple[Any, LoaderProblem]:
         raise bad(f"does not accept data.options {dict(config.options)}: {exc}") from None
 
 
-def load_dataset(config: DataSettings, seed: int = 0, class_labels: bool = True, announce: bool = True) -> Dataset:
+def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True, announce: bool = True) -> Dataset:
     """The loader's data, checked, as train / validation / test splits (`announce`: say so in the log)."""
     loaded, bad = call_loader(config)
     if isinstance(loaded, dict):
@@ -69,7 +59,7 @@ def load_dataset(config: DataSettings, seed: int = 0, class_labels: bool = True,
     return dataset
 
 
-def load_arrays(config: DataSettings, class_labels: bool = True) -> tuple[np.ndarray, np.ndarray, str]:
+def load_arrays(config: DataConfig, class_labels: bool = True) -> tuple[np.ndarray, np.ndarray, str]:
     """The `(x, y, source)` of a loader that returns arrays to be split, checked."""
     loaded, bad = call_loader(config)
     if isinstance(loaded, dict):
@@ -91,7 +81,7 @@ def _arrays_result(loaded: Any, bad: LoaderProblem, class_labels: bool) -> tuple
     return x, y, source
 
 
-def _from_splits(loaded: dict, config: DataSettings, class_labels: bool, bad: LoaderProblem) -> Dataset:
+def _from_splits(loaded: dict, config: DataConfig, class_labels: bool, bad: LoaderProblem) -> Dataset:
     unknown = sorted(str(k) for k in loaded if k not in SPLIT_KEYS)
     if unknown:
         raise bad(f"returned a dict with key(s) {unknown}; expected the splits 'train', 'validation' and "
@@ -142,7 +132,7 @@ def _check_same_shapes(shapes: dict[str, tuple], bad: LoaderProblem) -> None:
                       f"{train[0]} with targets {train[1]}; expected the same in every split", name)
 
 
-def _streamed(given: dict, config: DataSettings, class_labels: bool, bad: LoaderProblem, classes: int | None,
+def _streamed(given: dict, config: DataConfig, class_labels: bool, bad: LoaderProblem, classes: int | None,
               source: str) -> Dataset:
     from hpo.data.streams import as_stream
 
