@@ -220,18 +220,10 @@ def _checked(objective: Callable[[Mapping[str, Any], float], Any], goals: Goals)
 
 
 def _argument_error(exc: ConfigError) -> ConfigError:
-    """The experiment's error, naming the argument of `optimize` that set the key (a space
-    error keeps its key, the path inside the `space` mapping). A wrong type stays a
-    `ConfigTypeError`, so callers can catch it as a `TypeError`."""
-    kind = type(exc)
-    key = exc.key or ""
-    if key == "space" or key.startswith("space."):
-        return kind(exc.message, key=exc.key, source="hpo.optimize(), argument 'space'")
-    argument = next((arg for prefix, arg in ARGUMENT_KEYS.items() if key == prefix or key.startswith(prefix + ".")),
-                    None)
-    if argument is None:
-        return kind(exc.message, key=exc.key, source="hpo.optimize()")
-    return kind(exc.message, source=f"hpo.optimize(), argument {argument!r}")
+    """The experiment's error, naming the argument of `optimize` that set the key
+    (`hpo.config.validation.python_argument_error`)."""
+    from hpo.config.validation import python_argument_error
+    return python_argument_error(exc, ARGUMENT_KEYS, "hpo.optimize()")
 
 
 def _check_resumable(folder: Path, experiment) -> None:
