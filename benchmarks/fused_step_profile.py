@@ -158,7 +158,7 @@ def print_ceiling(trainer, fused, model, batch: int, unfused_us: float, fused_us
     floor_us = matmul_us + update_us
     sequential_s = median_job_seconds(fused_bench.sequential, trainer, k, folder)
     fused_s = median_job_seconds(fused_bench.fused, trainer, k, folder)
-    trial_steps = k * fused_bench.EPOCHS * (len(trainer.dataset.x_train) // batch)
+    trial_steps = k * fused_bench.EPOCHS * (trainer.data.train_examples // batch)
     at_floor_s = fused_s - (fused_us - floor_us) * 1e-6 * trial_steps
     # The loosest bound: a step that is nothing but its matmuls at the large-matmul rate.
     matmuls_only_s = fused_s - (fused_us - matmul_us) * 1e-6 * trial_steps

@@ -59,7 +59,7 @@ def group_key(trainer: TrainerSeam, task: TrainTask) -> tuple:
     """Tasks with equal keys can fuse: one traced graph, one batch size, the same epochs and
     the same batches (one data seed)."""
     params = trainer.resolve(task.config)
-    return (architecture_signature(params, trainer.builder), int(params["batch_size"]), task.start_epoch,
+    return (architecture_signature(params, trainer.context.builder), int(params["batch_size"]), task.start_epoch,
             task.end_epoch, task.data_seed)
 
 
@@ -73,11 +73,11 @@ class FusingTrainer:
         self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
         # A loss or metric the fused step does not compute, streamed data or inputs of several
         # arrays (the fused step gathers batches from one in-memory array): every trial trains unfused.
-        self.refusal = unfusable_measures(trainer.training) or (
+        self.refusal = unfusable_measures(trainer.context.training) or (
             "the training data is streamed by tf.data; fused trials gather their batches from in-memory arrays"
-            if trainer.data.streamed else
+            if trainer.context.data.streamed else
             "the inputs hold several arrays; fused trials gather their batches from one array"
-            if trainer.data.several_inputs else None)
+            if trainer.context.data.several_inputs else None)
         if self.refusal is not None:
             log.info("trials train unfused: %s", self.refusal)
 
@@ -224,31 +224,32 @@ def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots
     import tensorflow as tf
 
     trainer = fusing.trainer
+    context = trainer.context
     keys = {group_key(trainer, t) for t in tasks}
     if len(keys) != 1:
         raise FusedGroupFailed("the tasks do not share an architecture, batch size, epochs and data seed")
     params = [trainer.resolve(t.config) for t in tasks]
-    signature = architecture_signature(params[0], trainer.builder)
+    signature = architecture_signature(params[0], context.builder)
     # The group's work together decides whether measuring the modes pays, as one job's does.
     batch_size = int(params[0]["batch_size"])
     mode = trainer.mode_for(signature, params[0], tasks[0].seed,
                             steps=sum(trainer.job_steps(t, batch_size) for t in tasks))
     cache = fusing.programs
-    key = (signature, len(tasks), trainer.device, mode)
+    key = (signature, len(tasks), context.device, mode)
     program = cache.get(key)
     values = [trainer.fresh_weights(p, t.seed) for p, t in zip(params, tasks)]
     if program is None and spare_slots:
         candidates = [(slots, cached.call_times, cached) for (sig, slots, device, cached_mode), cached in cache.items()
-                      if (sig, device, cached_mode) == (signature, trainer.device, mode)]
+                      if (sig, device, cached_mode) == (signature, context.device, mode)]
         program = best_spare_program(len(tasks), trainer.job_steps(tasks[0], batch_size), candidates)
         if program is not None:
             # The spare slots train a copy of the first task, whose results are dropped.
             spare = program.k - len(tasks)
             log.debug("trials %s train in a %d-trial fused program, %d slots spare", [t.trial_id for t in tasks],
                       program.k, spare)
-            key = (signature, program.k, trainer.device, mode)
+            key = (signature, program.k, context.device, mode)
             tasks, params, values = (list(x) + [x[0]] * spare for x in (tasks, params, values))
-    with tf.device(trainer.device):
+    with tf.device(context.device):
         if program is None:
             # One live model of the architecture: the structure to fuse, and the scratch model
             # checkpoints go in and out through (every group of this architecture reuses it).
@@ -256,8 +257,8 @@ def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots
             reason = fusable(template, params[0])
             if reason is not None:
                 raise FusedGroupFailed(reason)
-            program = FusedProgram(template, values, params, trainer.data.x_train, trainer.data.y_train, mode,
-                                   single_pass_update(mode, trainer.device), trainer.device)
+            program = FusedProgram(template, values, params, context.data.x_train, context.data.y_train, mode,
+                                   single_pass_update(mode, context.device), context.device)
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             program.call_times = CallTimes()
             cache[key] = program
@@ -278,9 +279,10 @@ def group_size(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> int:
     """`fuse: auto`: how many of `tasks` (one group key) to fuse, decided once per architecture
     and device from free memory and a measured probe (`hpo.fusion.group_size`)."""
     trainer = fusing.trainer
+    context = trainer.context
     params = trainer.resolve(tasks[0].config)
     batch_size = int(params["batch_size"])
-    key = (architecture_signature(params, trainer.builder), batch_size, trainer.device)
+    key = (architecture_signature(params, context.builder), batch_size, context.device)
     decisions = fusing.decisions
     choice = decisions.choices.get(key)
     if choice is not None and (choice.settled or len(tasks) <= choice.k):
@@ -289,8 +291,8 @@ def group_size(fusing: FusingTrainer, tasks: Sequence[TrainTask]) -> int:
     if key not in caps:
         template = trainer.build_model(params, tasks[0].seed)
         fits = fusable(template, params) is None
-        caps[key] = memory_cap(bytes_per_trial(template, batch_size), free_memory(trainer.device)) if fits else 1
-        decisions.provisional[key] = provisional_k(template, trainer.device)
+        caps[key] = memory_cap(bytes_per_trial(template, batch_size), free_memory(context.device)) if fits else 1
+        decisions.provisional[key] = provisional_k(template, context.device)
     cap = caps[key]
     if cap == 1:
         return 1
@@ -307,11 +309,12 @@ def _probe(fusing: FusingTrainer, tasks: Sequence[TrainTask], params: dict, cap:
     """Time a training call at K = 1 (the unfused program) and at every doubling the memory
     cap and the candidates allow; a later, larger group probes the sizes this one could not."""
     trainer = fusing.trainer
+    context = trainer.context
     first = tasks[0]
     batch_size = int(params["batch_size"])
     # The compile mode first, on the candidates' work together, so that K=1 and the fused sizes
     # are timed in the one mode the groups will run in.
-    trainer.mode_for(architecture_signature(params, trainer.builder), params, first.seed,
+    trainer.mode_for(architecture_signature(params, context.builder), params, first.seed,
                      steps=trainer.job_steps(first, batch_size) * len(tasks))
     batch = trainer.timing_batch(batch_size, first.seed)
     steps = int(batch.shape[0])

@@ -9,19 +9,13 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from hpo.config import TrainingConfig
 from hpo.jobs import CompileChoiceMade, Event, TrainTask
 from hpo.training.compile_mode import InMemoryCompileChoices
 from hpo.training.context import TrainingContext
-from hpo.training.training_data import DeviceArrays, StreamedData
 
 
 class TrainerSeam(Protocol):
-    context: TrainingContext               # what the epoch loop reads: the four below, frozen
-    builder: Callable                      # the experiment's model builder (its `tunable_params` too)
-    data: DeviceArrays | StreamedData      # the trainer's data on its device
-    device: str                            # the TensorFlow device it trains on
-    training: TrainingConfig
+    context: TrainingContext               # builder, device, data on it, training settings: frozen
     compile_choices: InMemoryCompileChoices
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,9 +64,8 @@ class Trainer:
         import tensorflow as tf
 
         tf.get_logger().setLevel(logging.ERROR)
-        self.dataset = dataset
-        # What the helpers read (the epoch loop, fresh weights), handed to them instead of the
-        # trainer. Arrays are copied to the device once per process and every trial gathers
+        # What the helpers read (the epoch loop, fresh weights, fused trials), handed to them
+        # instead of the trainer. Arrays are copied to the device once per process and every trial gathers
         # batches from them; streamed splits are read a batch at a time (`training_data`).
         self.context = TrainingContext(builder=builder, device=device, data=device_data(dataset, device),
                                        training=training, input_shape=dataset.input_shape,
@@ -117,7 +116,7 @@ class Trainer:
         seed_trial(seed)
         with tf.device(self.device):
             try:
-                model = self.builder(params, self.dataset.input_shape, self.dataset.num_classes)
+                model = self.builder(params, self.context.input_shape, self.context.num_classes)
             except tf.errors.ResourceExhaustedError as exc:
                 raise TrialFailed(f"out of memory on {self.device} while building the model "
                                   f"(ResourceExhaustedError: {_first_line(exc)}); a smaller model may fit") from exc
@@ -307,7 +306,7 @@ class Trainer:
         if not task.measures:
             return {}
         model = self.build_model(self.resolve(task.config), task.seed)
-        return measure_model(model, task.measures, self.dataset.first(task.latency_batch)[0],
+        return measure_model(model, task.measures, self.data.first_inputs(task.latency_batch),
                              task.latency_batch, self.device)
 
     def _engine_fields(self, trial_id: int) -> dict[str, str]:

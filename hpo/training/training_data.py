@@ -111,6 +111,11 @@ class DeviceArrays:
             yield (tf.nest.map_structure(lambda a, rows=rows: a[rows], self.x_val),
                    tf.nest.map_structure(lambda a, rows=rows: a[rows], self.y_val))
 
+    def first_inputs(self, n: int) -> Any:
+        """The first `n` training inputs, on the host (what a model's latency is timed on)."""
+        import tensorflow as tf
+        return tf.nest.map_structure(lambda a: a[:n].numpy(), self.x_train)
+
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """One compiled call's worth of batch indices [steps, batch_size], for timing a step
         (which examples does not matter)."""
@@ -200,6 +205,10 @@ class StreamedData:
 
     def validation_slices(self, batch: int) -> Iterator[tuple[Any, Any]]:
         yield from self.validation_dataset(batch)
+
+    def first_inputs(self, n: int) -> Any:
+        """The first `n` training inputs, on the host (what a model's latency is timed on)."""
+        return self.train.first(n)[0]
 
     def timing_batch(self, batch_size: int, steps_per_call: int, seed: int):
         """The first compiled call's input (x, y), for timing a step."""
