@@ -112,19 +112,25 @@ def _hpo_as_main():
 
 
 class _ByValue:
-    """A callable as cloudpickle writes it, pickled once here and sent to each worker: one
-    defined in the driver's `__main__` travels by value, since no worker runs that
-    `__main__` (`_hpo_as_main`) to find it by name."""
+    """A callable that pickles with cloudpickle, each time a worker starts: one defined in the
+    driver's `__main__` travels by value, since no worker runs that `__main__`
+    (`_hpo_as_main`) to find it by name. Nothing is kept pickled in the driver meanwhile."""
 
     def __init__(self, function):
+        self.function = function
+
+    def __getstate__(self):
         import cloudpickle
 
-        self.pickled = cloudpickle.dumps(function)
+        return {"pickled": cloudpickle.dumps(self.function)}
 
-    def __call__(self, *args, **kwargs):
+    def __setstate__(self, state):
         import pickle
 
-        return pickle.loads(self.pickled)(*args, **kwargs)
+        self.function = pickle.loads(state["pickled"])
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
 
 
 def default_workers(devices: list[str], cpu_count: int) -> int:

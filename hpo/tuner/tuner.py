@@ -15,8 +15,10 @@ The tuner's folder `directory/project_name` is an hpo study: `hpo status`, `best
 `report`, `export` and `tensorboard` read it, running the script again resumes it, and
 `overwrite=True` moves it aside (to `<folder>.old-<time>`) first, as `hpo search --fresh`.
 `workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
-builder travels to them by value (cloudpickle), the arrays once per worker.
-"""
+builder travels to them by value (cloudpickle), the arrays once per worker. The workers
+never run the user's script, so a script without a main guard, or a notebook cell, works
+with workers as without; a builder that cannot be pickled is refused before the search
+(`hpo.tuner.shipping`)."""
 
 from __future__ import annotations
 
@@ -159,7 +161,13 @@ class Tuner:
         arrays or a batched `tf.data.Dataset`, `validation_data` or `validation_split`,
         `batch_size` (default 32, as `fit`), `epochs` (the budget of a one-budget search;
         Hyperband-like searches train up to `max_epochs`), `callbacks` (EarlyStopping;
-        TensorBoard is the study's own). Anything else is a ValueError naming it."""
+        TensorBoard is the study's own). Anything else is a ValueError naming it.
+
+        Every check runs before the study folder is touched, and names this tuner's argument.
+        A study that already ran all its trials says so (at `verbose=1`) and how to extend it.
+        Ctrl-C marks the running trials interrupted, says in one line how to resume, and
+        raises `KeyboardInterrupt`, as Keras Tuner does; `max_consecutive_failed_trials`
+        failures in a row raise a RuntimeError (`hpo.runner.SearchAborted`)."""
         unsupported = sorted(fit_kwargs)
         if unsupported:
             raise ValueError(f"search({unsupported[0]}=...) is a model.fit argument hpo's tuner does not support; "
