@@ -1,6 +1,7 @@
 """Hyperband's schedule against tables computed by hand from Li et al. (JMLR 2018), Alg. 1."""
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,19 @@ def test_a_schedule_that_cannot_run_is_a_value_error_saying_which(budgets, messa
     for schedule in (hyperband_brackets, rung_budgets):
         with pytest.raises(ValueError, match=message):
             schedule(*budgets)
+
+
+@pytest.mark.parametrize("override, key, message", [
+    ("search.max_budget=0", "search.max_budget", "expected max_budget > 0, got 0"),
+    ("search.eta=1", "search.eta", "expected eta >= 2 (the halving rate"),
+    ("search.max_trials=0", "search.max_trials", "expected max_trials >= 1, got 0"),
+])
+def test_the_cli_reads_the_same_schedule_check_under_its_yaml_keys(override, key, message):
+    """`hpo search` and the Python faces share `check_schedule`; here it names the YAML key,
+    where hpo.Tuner names its argument (tests/tuner/test_python_face.py)."""
+    from hpo.config import load_experiment
+    from hpo.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "smoke.yaml", [override])
+    assert f"key '{key}': {message}" in str(caught.value)
