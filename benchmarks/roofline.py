@@ -111,8 +111,8 @@ def space_cnns(experiment_path: Path = ROOT / "experiments" / "mnist.yaml") -> d
 
     from hpo.config import load_experiment
     from hpo.models import get_builder
+    from hpo.registry import OPTIMIZER_PARAMS
     from hpo.space import ChoiceParam, IntParam
-    from hpo.training.optimizers import OPTIMIZER_PARAMS
     experiment = load_experiment(experiment_path)
     builder = get_builder(experiment.model.builder)
     held = set(getattr(builder, "tunable_params", ())) | OPTIMIZER_PARAMS | {"batch_size"}

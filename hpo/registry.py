@@ -21,11 +21,28 @@ LEARNING_RATE = 1e-3
 
 
 @dataclass(frozen=True)
+class Structural:
+    """A structural key of an optimizer: the type its value is read as (a trial's value and
+    the default alike) and its default."""
+
+    type: type
+    default: Any
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default, self.type):
+            raise TypeError(f"a structural key's default {self.default!r} is not a {self.type.__name__}")
+
+    def read(self, value: Any) -> Any:
+        return self.type(value)
+
+
+@dataclass(frozen=True)
 class OptimizerRecord:
     """One optimizer the built-in trainer makes (`optimizer` in the space or
     `training.optimizer`): the class in `keras.optimizers` it trains as (and that
     `hpo best --export` saves, and that a Keras Tuner script's compiled model names), its
-    numeric hyperparameters with their defaults, and its structural keys with theirs.
+    numeric hyperparameters with their defaults, and its structural keys with their types
+    and defaults.
 
     The compiled step holds the numeric hyperparameters in variables, so one traced step
     serves every value (`hpo.training.optimizers`). Keras branches on the structural keys in
@@ -34,17 +51,21 @@ class OptimizerRecord:
 
     keras_class: str
     hyperparameters: Mapping[str, float]
-    structural: Mapping[str, Any]
+    structural: Mapping[str, Structural]
 
     @property
-    def keys(self) -> frozenset[str]:
+    def consumed_keys(self) -> frozenset[str]:
         """Every parameter the optimizer consumes (none belongs to a model's architecture)."""
         return frozenset(self.hyperparameters) | frozenset(self.structural)
 
-    def structure(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The structural keys' values in `params` (their defaults where absent), each of its
-        default's type: `nesterov` a bool, RMSprop's `momentum` a float."""
-        return {key: type(default)(params.get(key, default)) for key, default in self.structural.items()}
+    @property
+    def structural_defaults(self) -> dict[str, Any]:
+        return {key: key_type.default for key, key_type in self.structural.items()}
+
+    def structural_values(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The structural keys' values in `params` (their defaults where absent), each read as
+        its key's type: `nesterov` a bool, RMSprop's `momentum` a float."""
+        return {key: key_type.read(params.get(key, key_type.default)) for key, key_type in self.structural.items()}
 
 
 # The defaults are Keras's own, but for the learning rate, which is the experiment's
@@ -54,12 +75,16 @@ OPTIMIZERS: dict[str, OptimizerRecord] = {
                                      "epsilon": 1e-7}, {}),
     "adamw": OptimizerRecord("AdamW", {"learning_rate": LEARNING_RATE, "beta_1": 0.9, "beta_2": 0.999,
                                        "epsilon": 1e-7, "weight_decay": 0.004}, {}),
-    "sgd": OptimizerRecord("SGD", {"learning_rate": LEARNING_RATE, "momentum": 0.0}, {"nesterov": False}),
+    "sgd": OptimizerRecord("SGD", {"learning_rate": LEARNING_RATE, "momentum": 0.0},
+                           {"nesterov": Structural(bool, False)}),
     "rmsprop": OptimizerRecord("RMSprop", {"learning_rate": LEARNING_RATE, "rho": 0.9, "epsilon": 1e-7},
-                               {"momentum": 0.0}),
+                               {"momentum": Structural(float, 0.0)}),
 }
+# `training.optimizer`'s default: the optimizer a trial trains with when neither its config
+# nor the experiment names one.
+DEFAULT_OPTIMIZER = "adam"
 # Parameters the optimizers consume: none of them belongs in a model's architecture.
-OPTIMIZER_PARAMS = frozenset({"optimizer"}).union(*(record.keys for record in OPTIMIZERS.values()))
+OPTIMIZER_PARAMS = frozenset({"optimizer"}).union(*(record.consumed_keys for record in OPTIMIZERS.values()))
 
 # `execution.backend`, each with the algorithm a search takes when `search.algorithm` is not
 # given. BOHB, chosen by measurement on the published benchmarks' tuning set at both budgets

@@ -119,14 +119,16 @@ def stock_optimizer(tunable, params, variables):
     record = tunable.record
     values = {key: float(keras.ops.convert_to_numpy(v))
               for key, v in zip(record.hyperparameters, tunable.hyperparameter_variables)}
-    optimizer = getattr(keras.optimizers, record.keras_class)(**values, **record.structure(params))
+    optimizer = getattr(keras.optimizers, record.keras_class)(**values, **record.structural_values(params))
     optimizer.build(variables)
     hyper = tunable.hyperparameter_variables
     state = [v for v in tunable.optimizer.variables
              if not any(v is h for h in hyper) or v is tunable.optimizer.learning_rate]
-    # Same layout: iteration, learning rate, then the slots per variable. SGD at momentum 0
-    # has no slots in Keras; ours then hold nothing that carries over (m = -lr * gradient).
-    if len(optimizer.variables) != len(state) and not (tunable.name == "sgd" and len(optimizer.variables) == 2):
+    # Same layout: iteration, learning rate, then the slots per variable. A stock optimizer
+    # that keeps no slots at these values (SGD at momentum 0) takes the first two; ours then
+    # hold nothing that carries over (m = -lr * gradient).
+    keeps_no_slots = len(optimizer.variables) == 2
+    if len(optimizer.variables) != len(state) and not keeps_no_slots:
         raise RuntimeError(f"cannot map {len(state)} {tunable.name} optimizer variables onto Keras's "
                            f"{len(optimizer.variables)}")
     for target, source in zip(optimizer.variables, state):

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from hpo import metric_names
 from hpo.data.settings import DataConfig
-from hpo.registry import DEFAULT_BACKEND, LEARNING_RATE, default_algorithm
+from hpo.registry import DEFAULT_BACKEND, DEFAULT_OPTIMIZER, LEARNING_RATE, default_algorithm
 from hpo.search.multiobjective.objectives import Goals
 from hpo.space import SearchSpace
 
@@ -70,7 +70,7 @@ class TrainingConfig:
     compile: str = "auto"
     device: str = "auto"
     batch_size: int = 64              # used when the space has no batch_size
-    optimizer: str = "adam"           # used when the space has no optimizer
+    optimizer: str = DEFAULT_OPTIMIZER   # used when the space has no optimizer
     learning_rate: float = LEARNING_RATE   # used when the space has no learning_rate
     steps_per_call: int = 32          # training steps per compiled call (amortises dispatch)
     checkpoint_every: int = 1         # epochs between progress checkpoints (0: only at the end)

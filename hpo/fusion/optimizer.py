@@ -22,14 +22,19 @@ class FusedOptimizer:
     """Adam, AdamW, SGD with momentum or RMSprop over stacked variables, hyperparameters as [K]
     vectors, computed as Keras's own optimizers compute them. What Keras branches on in Python
     (the registry's structural keys: SGD's `nesterov`, RMSprop's `momentum`) is in the
-    architecture signature, so a group shares it and it stays a Python constant here too."""
+    architecture signature, so a group shares it and it stays a Python constant here too.
+
+    Each update rule is a subclass that overrides `_update` (one variable's step) and names
+    its slots; `fused_optimizer` picks the subclass for the registry's optimizer."""
+
+    # The Keras optimizer's attribute holding each slot's list, by this class's slot name.
+    keras_slot_attributes: Mapping[str, str] = {}
 
     def __init__(self, kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
                  single_pass: bool = False):
         import keras
 
         self.kind = kind
-        self.rule = _RULES[kind]
         self.single_pass = single_pass          # `single_pass_adam` / `_momentum` (see xla_fusion)
         self.k = len(params)
         self.trial_axes = list(trial_axes)
@@ -37,13 +42,22 @@ class FusedOptimizer:
         structural = structural_signature(params[0])
         if any(structural_signature(p) != structural for p in params):
             raise ValueError(f"fused trials must share the optimizer's structure ({structural})")
-        self.structure = OPTIMIZERS[kind].structure(params[0])
+        self.structure = OPTIMIZERS[kind].structural_values(params[0])
         self.hyper = {key: keras.Variable(np.array([float(p.get(key, default)) for p in params], "float32"),
                                           trainable=False, name=f"fused_{key}")
                       for key, default in OPTIMIZERS[kind].hyperparameters.items()}
         self.iterations = keras.Variable(np.zeros(self.k, "int64"), trainable=False, name="fused_iterations")
         self.slots = {name: [keras.Variable(np.zeros(v.shape, "float32"), trainable=False) for v in variables]
-                      for name in self.rule.slots(self.structure)}
+                      for name in self._slot_names()}
+
+    def _slot_names(self) -> list[str]:
+        """The slots this rule keeps per variable (given the group's structural values)."""
+        raise NotImplementedError
+
+    def _update(self, i: int, g, var, lr, step) -> None:
+        """Variable i's step: `g` its gradient, `lr` the learning rates shaped to broadcast over
+        it, `step` the [K] step counts from 1."""
+        raise NotImplementedError
 
     @property
     def state(self) -> list:
@@ -59,7 +73,7 @@ class FusedOptimizer:
         return [np.array([float(p.get(key, default)) for p in params], "float32")
                 for key, default in OPTIMIZERS[self.kind].hyperparameters.items()]
 
-    def per_trial(self, values, i: int):
+    def _per_trial(self, values, i: int):
         """A [K] vector shaped to broadcast over variable i (K on its trial axis)."""
         from keras import ops
         shape = [1] * len(self.shapes[i])
@@ -71,12 +85,12 @@ class FusedOptimizer:
 
         step = ops.cast(self.iterations + 1, "float32")                 # [K]
         for i, (g, var) in enumerate(zip(grads, variables)):
-            self.rule.update(self, i, g, var, self.per_trial(self.hyper["learning_rate"], i), step)
+            self._update(i, g, var, self._per_trial(self.hyper["learning_rate"], i), step)
         self.iterations.assign_add(ops.ones_like(self.iterations))
 
     def keras_slots(self, keras_optimizer) -> dict[str, list]:
         """The unfused Keras optimizer's slot lists that match `self.slots`, by name."""
-        return {name: getattr(keras_optimizer, self.rule.keras_slots[name]) for name in self.slots}
+        return {name: getattr(keras_optimizer, self.keras_slot_attributes[name]) for name in self.slots}
 
     def import_state(self, k: int, unfused_variables, keras_optimizer) -> None:
         """Trial k's step count and slots from an unfused Keras optimizer over `unfused_variables`
@@ -88,29 +102,28 @@ class FusedOptimizer:
                 assign_trial_slice(fused, axis, k, slots[name][keras_optimizer._get_variable_index(unfused)].value)
 
 
-class _AdamRule:
+class _FusedAdam(FusedOptimizer):
     """Keras's Adam and AdamW (decoupled weight decay first, as Keras applies it)."""
 
-    keras_slots = {"momentum": "_momentums", "velocity": "_velocities"}
+    keras_slot_attributes = {"momentum": "_momentums", "velocity": "_velocities"}
 
-    @staticmethod
-    def slots(structure: Mapping[str, Any]) -> list[str]:
+    def _slot_names(self) -> list[str]:
         return ["momentum", "velocity"]
 
-    @staticmethod
-    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
+    def _update(self, i: int, g, var, lr, step) -> None:
         from keras import ops
 
-        decay = opt.per_trial(opt.hyper["weight_decay"], i) if "weight_decay" in opt.hyper else None
-        if decay is not None and not opt.single_pass:
+        hyper, per_trial = self.hyper, self._per_trial
+        decay = per_trial(hyper["weight_decay"], i) if "weight_decay" in hyper else None
+        if decay is not None and not self.single_pass:
             var.assign(var - var * decay * lr)
-        beta_1, beta_2 = opt.per_trial(opt.hyper["beta_1"], i), opt.per_trial(opt.hyper["beta_2"], i)
-        epsilon = opt.per_trial(opt.hyper["epsilon"], i)
-        power_1 = opt.per_trial(ops.power(opt.hyper["beta_1"], step), i)
-        power_2 = opt.per_trial(ops.power(opt.hyper["beta_2"], step), i)
+        beta_1, beta_2 = per_trial(hyper["beta_1"], i), per_trial(hyper["beta_2"], i)
+        epsilon = per_trial(hyper["epsilon"], i)
+        power_1 = per_trial(ops.power(hyper["beta_1"], step), i)
+        power_2 = per_trial(ops.power(hyper["beta_2"], step), i)
         alpha = lr * ops.sqrt(1 - power_2) / (1 - power_1)
-        m, v = opt.slots["momentum"][i], opt.slots["velocity"][i]
-        if opt.single_pass:
+        m, v = self.slots["momentum"][i], self.slots["velocity"][i]
+        if self.single_pass:
             updated = single_pass_adam(var.value, m.value, v.value, g, alpha, beta_1, beta_2, epsilon, decay, lr)
             for target, value in zip((var, m, v), updated):
                 target.assign(value)
@@ -120,23 +133,21 @@ class _AdamRule:
         var.assign_sub((m * alpha) / (ops.sqrt(v) + epsilon))
 
 
-class _SGDRule:
+class _FusedSGD(FusedOptimizer):
     """Keras's SGD with momentum, Nesterov's too (ours keeps the momentum slots at momentum 0)."""
 
-    keras_slots = {"momentum": "momentums"}
+    keras_slot_attributes = {"momentum": "momentums"}
 
-    @staticmethod
-    def slots(structure: Mapping[str, Any]) -> list[str]:
+    def _slot_names(self) -> list[str]:
         return ["momentum"]
 
-    @staticmethod
-    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
-        m, momentum = opt.slots["momentum"][i], opt.per_trial(opt.hyper["momentum"], i)
-        if opt.structure["nesterov"]:           # Keras's form: no single-pass variant was timed
+    def _update(self, i: int, g, var, lr, step) -> None:
+        m, momentum = self.slots["momentum"][i], self._per_trial(self.hyper["momentum"], i)
+        if self.structure["nesterov"]:           # Keras's form: no single-pass variant was timed
             m.assign(m * momentum - g * lr)
             var.assign_add(m * momentum - g * lr)
             return
-        if opt.single_pass:
+        if self.single_pass:
             for target, value in zip((var, m), single_pass_momentum(var.value, m.value, g, lr, momentum)):
                 target.assign(value)
             return
@@ -144,42 +155,55 @@ class _SGDRule:
         var.assign_add(m)
 
 
-class _RMSpropRule:
+class _FusedRMSprop(FusedOptimizer):
     """Keras's RMSprop (uncentred), step by step; its momentum is one constant for the group,
     and Keras keeps a momentum slot only when it is above 0."""
 
-    keras_slots = {"velocity": "_velocities", "momentum": "_momentums"}
+    keras_slot_attributes = {"velocity": "_velocities", "momentum": "_momentums"}
 
-    @staticmethod
-    def slots(structure: Mapping[str, Any]) -> list[str]:
-        return ["velocity"] + ["momentum"] * (structure["momentum"] > 0)
+    def _slot_names(self) -> list[str]:
+        return ["velocity"] + ["momentum"] * (self.structure["momentum"] > 0)
 
-    @staticmethod
-    def update(opt: FusedOptimizer, i: int, g, var, lr, step) -> None:
+    def _update(self, i: int, g, var, lr, step) -> None:
         from keras import ops
 
-        rho, epsilon = opt.per_trial(opt.hyper["rho"], i), opt.per_trial(opt.hyper["epsilon"], i)
-        velocity = opt.slots["velocity"][i]
+        rho, epsilon = self._per_trial(self.hyper["rho"], i), self._per_trial(self.hyper["epsilon"], i)
+        velocity = self.slots["velocity"][i]
         velocity.assign(rho * velocity + (1 - rho) * ops.square(g))
         increment = (lr * g) / ops.sqrt(velocity + epsilon)
-        momentum = opt.structure["momentum"]
+        momentum = self.structure["momentum"]
         if momentum > 0:
-            m = opt.slots["momentum"][i]
+            m = self.slots["momentum"][i]
             m.assign(momentum * m + increment)
             var.assign_sub(m)
         else:
             var.assign_sub(increment)
 
 
-# The fused update of each of the registry's optimizers, by its Keras class.
-_BY_KERAS_CLASS = {"Adam": _AdamRule, "AdamW": _AdamRule, "SGD": _SGDRule, "RMSprop": _RMSpropRule}
-_RULES = {name: _BY_KERAS_CLASS[record.keras_class] for name, record in OPTIMIZERS.items()
-          if record.keras_class in _BY_KERAS_CLASS}
+# The fused update of each Keras class the registry names. An optimizer whose class is not
+# here trains unfused (`has_fused_update`); tests/training/test_optimizer_records.py checks
+# that every registry optimizer has one, so a new record without one is a decision, not a slip.
+_FUSED_BY_KERAS_CLASS: dict[str, type[FusedOptimizer]] = {"Adam": _FusedAdam, "AdamW": _FusedAdam,
+                                                          "SGD": _FusedSGD, "RMSprop": _FusedRMSprop}
+assert set(_FUSED_BY_KERAS_CLASS) <= {record.keras_class for record in OPTIMIZERS.values()}
 
 
-def fused_update_for(kind: str) -> bool:
+def has_fused_update(kind: str) -> bool:
     """Whether the registry's optimizer `kind` has a fused update."""
-    return kind in _RULES
+    return OPTIMIZERS[kind].keras_class in _FUSED_BY_KERAS_CLASS
+
+
+def fused_optimizers() -> tuple[str, ...]:
+    """The registry's optimizers that have a fused update, in its order."""
+    return tuple(kind for kind in OPTIMIZERS if has_fused_update(kind))
+
+
+def fused_optimizer(kind: str, params: Sequence[Mapping[str, Any]], variables: list, trial_axes: Sequence[int],
+                    single_pass: bool = False) -> FusedOptimizer:
+    """The fused optimizer of the registry's `kind` (one that `has_fused_update`) over K trials'
+    stacked `variables`, each trial's hyperparameters from its `params`."""
+    cls = _FUSED_BY_KERAS_CLASS[OPTIMIZERS[kind].keras_class]
+    return cls(kind, params, variables, trial_axes, single_pass)
 
 
 def assign_trial_slice(variable, axis: int, k: int, value) -> None:

@@ -17,7 +17,7 @@ each trial's statistics over that trial's own batch and keeps its own moving ave
 LayerNormalization is per sample anyway; both keep a per-trial scale and offset.
 
 The loss is the *sum* of the per-trial mean losses, so each trial's slice of every gradient
-is exactly its stand-alone gradient; `fused_optimizer.FusedOptimizer` then updates every
+is exactly its stand-alone gradient; `hpo.fusion.optimizer.FusedOptimizer` then updates every
 trial with its own [K]-shaped hyperparameters.
 
 Initialisation is exact by construction: each trial's initial values are what the builder
@@ -34,7 +34,7 @@ import keras
 import numpy as np
 
 from hpo.fusion.grouped_conv import trains_grouped_convolutions
-from hpo.fusion.optimizer import FusedOptimizer, assign_trial_slice, fused_update_for
+from hpo.fusion.optimizer import assign_trial_slice, fused_optimizer, fused_optimizers, has_fused_update
 from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
 from hpo.models.layers import inverted_dropout
 from hpo.training.bulk_variables import BulkAssign, BulkRead
@@ -72,8 +72,9 @@ def fusable(model, params: Mapping[str, Any]) -> str | None:
     activation = output_activation(model)
     if activation is not None:
         return f"the model ends in {activation}; the fused step's loss takes logits"
-    if not fused_update_for(optimizer_name(params)):
-        return f"optimizer {optimizer_name(params)!r} has no fused update"
+    if not has_fused_update(optimizer_name(params)):
+        return (f"optimizer {optimizer_name(params)!r} has no fused update; the optimizers that fuse are "
+                f"{', '.join(fused_optimizers())}")
     previous = None
     for layer in model.layers:
         kind = type(layer).__name__
@@ -168,7 +169,7 @@ class FusedProgram:
         # The unfused model's trainable order: checkpoints map optimizer slots by it.
         self.weights = [trainable[id(v)][0] for v in template.trainable_variables]
         self.trial_axes = [trainable[id(v)][1] for v in template.trainable_variables]
-        self.optimizer = FusedOptimizer(self.optimizer_kind, params, self.weights, self.trial_axes, single_pass)
+        self.optimizer = fused_optimizer(self.optimizer_kind, params, self.weights, self.trial_axes, single_pass)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self.traces = [0]
         self._x_train, self._y_train = x_train, y_train

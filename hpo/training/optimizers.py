@@ -17,27 +17,23 @@ import tensorflow as tf
 from keras import ops
 
 from hpo.errors import TrialFailed
-from hpo.registry import OPTIMIZER_PARAMS, OPTIMIZERS, OptimizerRecord
+from hpo.registry import DEFAULT_OPTIMIZER, OPTIMIZERS, OptimizerRecord
 
-__all__ = ["OPTIMIZER_PARAMS", "TunableOptimizer", "optimizer_name", "record_of", "structural_signature"]
+__all__ = ["TunableOptimizer", "optimizer_name", "structural_signature"]
 
 
 def optimizer_name(params: Mapping[str, Any]) -> str:
-    name = str(params.get("optimizer", "adam")).lower()
+    name = str(params.get("optimizer", DEFAULT_OPTIMIZER)).lower()
     if name not in OPTIMIZERS:
         raise TrialFailed(f"unknown optimizer {name!r}; expected {', '.join(OPTIMIZERS)}")
     return name
 
 
-def record_of(params: Mapping[str, Any]) -> OptimizerRecord:
-    """The registry's record of the optimizer `params` names."""
-    return OPTIMIZERS[optimizer_name(params)]
-
-
 def structural_signature(params: Mapping[str, Any]) -> dict[str, Any]:
     """The optimizer choices that need their own trace (RMSprop only branches on momentum > 0,
     but its value is baked in, so it is structural whole)."""
-    return {"optimizer": optimizer_name(params), **record_of(params).structure(params)}
+    name = optimizer_name(params)
+    return {"optimizer": name, **OPTIMIZERS[name].structural_values(params)}
 
 
 class TunableOptimizer:
@@ -84,7 +80,7 @@ def _make(record: OptimizerRecord, params: Mapping[str, Any], values: Mapping[st
     reading its numeric hyperparameters from `values` and named as Keras names it."""
     lr = float(params.get("learning_rate", record.hyperparameters["learning_rate"]))
     cls = _TRAINING_CLASSES.get(record.keras_class) or getattr(keras.optimizers, record.keras_class)
-    return cls(lr, **values, **record.structure(params), name=record.keras_class.lower())
+    return cls(lr, **values, **record.structural_values(params), name=record.keras_class.lower())
 
 
 class _MomentumSGD(keras.optimizers.SGD):

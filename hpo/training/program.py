@@ -19,10 +19,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import TrialFailed
 from hpo.metric_names import DEFAULT_LOSS, DEFAULT_METRICS
+from hpo.registry import OPTIMIZER_PARAMS
 from hpo.training.bulk_variables import BulkAssign, BulkRead
 from hpo.training.compiled_step import make_evaluate, make_train_steps
 from hpo.training.loss_metrics import LossAndMetrics
-from hpo.training.optimizers import OPTIMIZER_PARAMS, TunableOptimizer, structural_signature
+from hpo.training.optimizers import TunableOptimizer, structural_signature
 
 # The trainer's own parameters: the step takes a shape-polymorphic batch, so none shape the graph.
 _TRAINER_PARAMS = frozenset({"batch_size"})

@@ -58,7 +58,7 @@ def optimizer_params(model) -> dict[str, Any]:
         raise UnsupportedModel("Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW")
     record = OPTIMIZERS[name]
     return {"optimizer": name, **{key: float(config[key]) for key in record.hyperparameters},
-            **record.structure(config)}
+            **record.structural_values(config)}
 
 
 def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:

@@ -11,10 +11,12 @@ CASES = [({"optimizer": "adam", "learning_rate": 0.015}, keras.optimizers.Adam),
          ({"optimizer": "adamw", "learning_rate": 0.002, "weight_decay": 0.01}, keras.optimizers.AdamW),
          ({"optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.9, "nesterov": True}, keras.optimizers.SGD),
          ({"optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0}, keras.optimizers.SGD),
-         ({"optimizer": "rmsprop", "learning_rate": 0.01, "rho": 0.8}, keras.optimizers.RMSprop)]
+         ({"optimizer": "rmsprop", "learning_rate": 0.01, "rho": 0.8}, keras.optimizers.RMSprop),
+         ({"optimizer": "rmsprop", "learning_rate": 0.01, "rho": 0.8, "momentum": 0.6}, keras.optimizers.RMSprop)]
 
 
-@pytest.mark.parametrize("params, expected", CASES, ids=["adam", "adamw", "sgd-nesterov", "sgd-no-momentum", "rmsprop"])
+@pytest.mark.parametrize("params, expected", CASES,
+                         ids=["adam", "adamw", "sgd-nesterov", "sgd-no-momentum", "rmsprop", "rmsprop-momentum"])
 def test_stock_optimizer_has_the_trials_kind_hyperparameters_and_state(params, expected):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     tunable = TunableOptimizer(params, model.trainable_variables)

@@ -81,3 +81,18 @@ def test_each_backend_defaults_to_the_algorithm_the_docs_name():
     default_cell = key_table()["search.algorithm"][0]
     for backend, algorithm in BACKENDS.items():
         assert f"`{algorithm}`" in default_cell and backend in default_cell, (backend, algorithm, default_cell)
+
+
+def test_the_documented_optimizer_keys_are_the_registrys():
+    """The paragraph on the keys the built-in trainer reads names every optimizer and every
+    key an optimizer consumes, and no other optimizer key."""
+    from hpo.registry import OPTIMIZER_PARAMS, OPTIMIZERS
+
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    paragraph = text[text.index("Config keys the built-in trainer and builders read"):].split("\n\n")[0]
+    named = re.search(r"`optimizer` \(([^)]*)\)", paragraph)
+    assert named and [n.strip() for n in named.group(1).split(",")] == list(OPTIMIZERS), paragraph
+    keys = set(re.findall(r"`([a-z_0-9]+)`", paragraph))
+    assert OPTIMIZER_PARAMS <= keys, sorted(OPTIMIZER_PARAMS - keys)
+    trainer_keys = set(re.findall(r"`([a-z_0-9]+)`", paragraph[paragraph.index("`optimizer`"):]))
+    assert trainer_keys == OPTIMIZER_PARAMS | {"batch_size"}, sorted(trainer_keys ^ (OPTIMIZER_PARAMS | {"batch_size"}))
