@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from hpo.registry import MODEL_MEASURES as MEASURES
+from hpo.metric_names import model_measures_in
 from hpo.search.multiobjective.hypervolume import normalised_hypervolume
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import pareto_mask
@@ -57,7 +57,8 @@ def trial_goals(trial: TrialRow, goals: Goals) -> tuple[dict[str, float], bool |
 
 
 def measures(trial: TrialRow) -> dict[str, float]:
-    return {name: trial.metrics[name] for name in MEASURES if name in trial.metrics}
+    """The trial's model measures (`registry.MODEL_MEASURES`), in that order."""
+    return {name: trial.metrics[name] for name in model_measures_in(trial.metrics)}
 
 
 def pareto_record(trials: Sequence[TrialRow], goals: Goals) -> dict[str, Any]:
