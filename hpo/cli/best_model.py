@@ -15,7 +15,7 @@ from typing import Mapping
 
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
-from hpo.training.best_epoch import model_checkpoint
+from hpo.training.best_epoch import MissingCheckpoint, model_checkpoint
 from hpo.tuner.data import LOADER as TUNER_DATA
 
 
@@ -41,9 +41,10 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         study.close()
     if best is None:
         raise UserInputError(f"{study_dir}: no trial has completed yet, so there is no model to export")
-    if not model_checkpoint(checkpoint).exists():
-        raise UserInputError(f"{model_checkpoint(checkpoint)}: the best trial's checkpoint is missing; it cannot be "
-                             f"exported")
+    try:
+        model_checkpoint(checkpoint)    # the file load_trained_model reads: refused here, before TensorFlow loads
+    except MissingCheckpoint as exc:
+        raise UserInputError(f"{exc.path}: the best trial's checkpoint is missing; it cannot be exported") from None
     if stored.get("data", {}).get("dataset") == TUNER_DATA:
         raise UserInputError(f"{study_dir}: this study's model and data come from the Python script that ran "
                              f"tuner.search() (build_model and the arrays live there), so hpo cannot rebuild the "

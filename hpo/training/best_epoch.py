@@ -24,11 +24,24 @@ def best_epoch_path(checkpoint: str | Path) -> Path:
     return checkpoint.with_name(f"{checkpoint.stem}.best{checkpoint.suffix}")
 
 
+class MissingCheckpoint(FileNotFoundError):
+    """A finished trial's model has no checkpoint on disk (`path`: its last epoch's, which is
+    what it would be read from when it kept no best epoch)."""
+
+    def __init__(self, path: Path):
+        super().__init__(f"{path}: the trial's checkpoint is missing")
+        self.path = path
+
+
 def model_checkpoint(checkpoint: str | Path) -> Path:
     """The checkpoint that holds a finished trial's model: its best epoch's when it kept one,
-    else its last epoch's."""
+    else its last epoch's; `MissingCheckpoint` when neither is on disk."""
     best = best_epoch_path(checkpoint)
-    return best if best.exists() else Path(checkpoint)
+    if best.exists():
+        return best
+    if not Path(checkpoint).exists():
+        raise MissingCheckpoint(Path(checkpoint))
+    return Path(checkpoint)
 
 
 class BestEpochs:

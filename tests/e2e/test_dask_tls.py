@@ -94,7 +94,7 @@ def _assert_fit_engine_smoke_run(study_dir):
         assert len(epochs) == t.epochs_trained
         assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(epochs[-1])
         assert t.value == epochs[-1]["val_accuracy"]
-        assert (study_dir / "checkpoints" / f"trial_{t.trial_id:04d}.npz").exists()
+        assert study.checkpoint(t.trial_id).exists()
     assert len(list((study_dir / "tensorboard").glob("trial_*"))) >= 4
     assert "trains with the fit engine: training.engine is fit" in (study_dir / "hpo.log").read_text()
 

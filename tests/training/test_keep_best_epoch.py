@@ -9,6 +9,7 @@ import pytest
 
 from hpo.cli.best_model import export_best_model
 from hpo.study import Study
+from hpo.study.store import trial_checkpoint
 from hpo.training.best_epoch import best_epoch_path
 from hpo.training.checkpoint import checkpoint_epoch
 from tests.support.cli import SMOKE, hpo_here
@@ -49,7 +50,7 @@ def _assert_scored_by_best_epochs(study_dir, trials) -> int:
         best_epoch = epochs[int(np.argmax(accuracies))][0]
         assert trial.state.value == "complete" and trial.value == max(accuracies)
         assert trial.metrics["val_accuracy"] == trial.value          # the row holds the best epoch's metrics
-        checkpoint = study_dir / "checkpoints" / f"trial_{trial.trial_id:04d}.npz"
+        checkpoint = trial_checkpoint(study_dir, trial.trial_id)
         assert checkpoint_epoch(checkpoint) == EPOCHS                 # a promotion would continue from here
         assert checkpoint_epoch(best_epoch_path(checkpoint)) == best_epoch
         peaked_early += best_epoch < EPOCHS
@@ -62,7 +63,7 @@ def test_each_trial_is_scored_by_its_best_epoch_and_keeps_that_epochs_state(tmp_
         "no trial peaked before its last epoch: the test's curves are too smooth"
     # The exported model holds the best epoch's weights, not the last epoch's.
     early = next(t for t, epochs in alone if max(epochs, key=lambda e: e[1]["val_accuracy"])[0] < EPOCHS)
-    checkpoint = tmp_path / "alone" / "checkpoints" / f"trial_{early.trial_id:04d}.npz"
+    checkpoint = trial_checkpoint(tmp_path / "alone", early.trial_id)
     exported = export_best_model(tmp_path / "alone", tmp_path / "best.keras", trial_id=early.trial_id)
     weights = [w.numpy() for w in keras.models.load_model(exported.path).trainable_weights]
     best, last = _weights(best_epoch_path(checkpoint)), _weights(checkpoint)

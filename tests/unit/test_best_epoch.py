@@ -4,8 +4,12 @@
 import math
 from pathlib import Path
 
+import pytest
+
 from hpo.jobs import TrainTask
-from hpo.training.best_epoch import BestEpochs, beats, best_epoch_path, model_checkpoint
+from hpo.metric_names import beats
+from hpo.study.store import trial_checkpoint
+from hpo.training.best_epoch import BestEpochs, MissingCheckpoint, best_epoch_path, model_checkpoint
 
 
 def task(trial_id: int, keep: bool = True, maximize: bool = True) -> TrainTask:
@@ -14,13 +18,31 @@ def task(trial_id: int, keep: bool = True, maximize: bool = True) -> TrainTask:
                      keep_best_epoch=keep, maximize=maximize)
 
 
+def test_a_trials_checkpoint_is_trial_nnnn_npz_in_the_study_folders_checkpoints():
+    """The study folder's layout (docs/ARCHITECTURE.md, "Study folder"); every other test asks
+    `trial_checkpoint` or `Study.checkpoint` for the path."""
+    assert trial_checkpoint("/s", 7) == Path("/s/checkpoints/trial_0007.npz")
+    assert trial_checkpoint(Path("/s"), 12345) == Path("/s/checkpoints/trial_12345.npz")
+
+
 def test_the_best_epoch_file_sits_beside_the_checkpoint():
     assert best_epoch_path("/s/checkpoints/trial_0007.npz") == Path("/s/checkpoints/trial_0007.best.npz")
 
 
 def test_a_model_comes_from_the_best_epoch_file_when_there_is_one(tmp_path):
     checkpoint = tmp_path / "trial_0001.npz"
+    checkpoint.write_bytes(b"")
     assert model_checkpoint(checkpoint) == checkpoint
+    best_epoch_path(checkpoint).write_bytes(b"")
+    assert model_checkpoint(checkpoint) == best_epoch_path(checkpoint)
+
+
+def test_a_model_without_either_checkpoint_is_missing_and_named_by_its_last_epochs_file(tmp_path):
+    checkpoint = tmp_path / "trial_0001.npz"
+    with pytest.raises(MissingCheckpoint) as missing:
+        model_checkpoint(checkpoint)
+    assert missing.value.path == checkpoint and str(checkpoint) in str(missing.value)
+    # A best-epoch file alone still holds the model.
     best_epoch_path(checkpoint).write_bytes(b"")
     assert model_checkpoint(checkpoint) == best_epoch_path(checkpoint)
 

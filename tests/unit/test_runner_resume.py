@@ -5,12 +5,12 @@ import pytest
 from hpo.config import experiment_from_dict
 from hpo.executors.function import FunctionExecutor
 from hpo.runner import Runner, SearchAborted
-from hpo.search import make_searcher
+from hpo.search import SEARCHERS, make_searcher
 from hpo.study.resume import ReplayMismatch, prepare_study, replay
 from hpo.trial import TrialState
 from tests.support.searcher_harness import SPACE, objective
 
-ALGORITHMS = ["random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb"]
+ALGORITHMS = list(SEARCHERS)      # every searcher, so a new one is held to the same resume
 
 
 class Crash(BaseException):
