@@ -3,8 +3,8 @@ and the model measures an objective may name beside them.
 
 No TensorFlow here: `hpo.config` validates `training.loss`, `training.metrics` and infers
 `search.direction` from these tables when an experiment loads, and the runner compares epochs
-(`beats`) and adds a trial's model measures to its metrics (`with_measures`) without importing
-the trainer. The identifiers are the strings Keras's own `keras.losses.get` /
+in an objective's direction (`beats`) and names the model measures without importing the
+trainer. The identifiers are the strings Keras's own `keras.losses.get` /
 `keras.metrics.get` accept (`tests/training/test_loss_metrics.py` checks each against Keras);
 `hpo.training.loss_metrics` builds the objects.
 """
@@ -147,8 +147,3 @@ def model_measures_in(names: Iterable[str]) -> tuple[str, ...]:
     """The model measures among `names`, in `MODEL_MEASURES` order."""
     names = set(names)
     return tuple(m for m in MODEL_MEASURES if m in names)
-
-
-def with_measures(metrics: Mapping[str, float], measures: Mapping[str, float]) -> dict[str, float]:
-    """A trial's metrics (its scored epoch's) with its model measures added."""
-    return {**dict(metrics), **dict(measures)}

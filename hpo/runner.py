@@ -19,7 +19,7 @@ from hpo.config import Experiment
 from hpo.errors import ConfigError
 from hpo.executors import make_executor
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
-from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names, with_measures
+from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names
 from hpo.registry import MODEL_MEASURES
 from hpo.search import make_searcher
 from hpo.search.base import Searcher
@@ -228,7 +228,7 @@ class Runner:
         self._engine_lines.say(event)
         if event.lost and self._retry(job, event):
             return False
-        metrics = with_measures(self._scored_epoch.pop(event.trial_id, {}), event.measures)
+        metrics = {**self._scored_epoch.pop(event.trial_id, {}), **event.measures}    # its scored epoch's, its model's
         by_epoch = self._curves.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         missing = [n for n in self._goal_names if n not in metrics]
