@@ -73,6 +73,17 @@ class PriorTrust:
         return share
 
 
+class Taken:
+    """The keys of the configs seen and of the pending ones, for `in` (no union is built: the
+    seen set grows with the search, and a copy of it per ask did too)."""
+
+    def __init__(self, seen: set[str], pending: set[str]):
+        self.seen, self.pending = seen, pending
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.seen or key in self.pending
+
+
 class ConfigSampler:
     """Proposes new configurations. The default draws uniformly (around the priors for a
     learnt share, where the space has any); BOHB swaps in a model."""
@@ -94,9 +105,9 @@ class ConfigSampler:
             return self.prior_draw(rng, pending)
         return unseen_sample(self.space, rng, self.seen, pending)
 
-    def taken(self, pending: list[Mapping[str, Any]]) -> set[str]:
+    def taken(self, pending: list[Mapping[str, Any]]) -> "Taken":
         """Keys of the configs a proposal must not repeat: those proposed or run, and the pending."""
-        return self.seen | {config_key(c) for c in pending}
+        return Taken(self.seen, {config_key(c) for c in pending})
 
     def prior_draw(self, rng: np.random.Generator, pending: list[Mapping[str, Any]]) -> dict[str, Any]:
         """A config drawn around the priors, unseen if possible (remembered as drawn there)."""
@@ -114,7 +125,12 @@ class ConfigSampler:
         self.seen.add(config_key(config))
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
-        """Called for every finished job; a model-free sampler ignores it."""
+        """Called for every finished job with a usable result; a model-free sampler ignores it."""
+
+    def observe_failure(self, config: Mapping[str, Any], budget: float) -> None:
+        """Called for every job that failed (or whose value was not a finite number). A model
+        counts the config as its worst result, so that a region that fails stops being
+        proposed; a model-free sampler ignores it."""
 
     # What a multi-fidelity searcher (BOHB) asks of its sampler. A sampler that judges how far
     # each budget's ranking can be trusted says so (`judges_budgets`); BOHB then opens the
@@ -253,6 +269,8 @@ class Searcher(abc.ABC):
         if math.isfinite(loss):
             self.sampler.priors.record(job.config, job.budget, loss)
             self.sampler.observe(job.config, job.budget, loss)
+        else:
+            self.sampler.observe_failure(job.config, job.budget)
         self._on_result(job, loss)
 
     def enqueue(self, config: Mapping[str, Any]) -> None:

@@ -51,11 +51,17 @@ class KDESampler(ConfigSampler):
         self.min_bandwidth = min_bandwidth
         self.dims = dimensions_of(space)
         self.observations: dict[float, list[tuple[np.ndarray, float]]] = {}
+        self.failures: dict[str, np.ndarray] = {}      # config that failed -> unit vector
         self.model_budget: float | None = None     # the budget the last model was fitted on
-        self._models: tuple[float, int, KDE, KDE] | None = None
+        self._models: tuple[tuple, KDE, KDE] | None = None     # ((budget, results, failures), l(x), g(x))
 
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         self.observations.setdefault(budget, []).append((self.space.to_unit(config), loss))
+
+    def observe_failure(self, config: Mapping[str, Any], budget: float) -> None:
+        """A failed config is the worst result (+inf) of whichever budget the model is fitted
+        on (a config that fails at one budget is no good at another): in g(x), never in l(x)."""
+        self.failures[config_key(config)] = self.space.to_unit(config)
 
     def stats(self) -> dict[str, float]:
         """The budget the KDEs were last fitted on (-1: no model yet) and its observations."""
@@ -81,10 +87,11 @@ class KDESampler(ConfigSampler):
             return None
         budget = max(enough)
         observations = self.observations[budget]
-        if self._models is not None and self._models[:2] == (budget, len(observations)):
-            return self._models[2], self._models[3]
-        vectors = np.array([v for v, _ in observations])
-        order = np.argsort([loss for _, loss in observations], kind="stable")
+        key = (budget, len(observations), len(self.failures))
+        if self._models is not None and self._models[0] == key:
+            return self._models[1], self._models[2]
+        vectors = np.array([v for v, _ in observations] + list(self.failures.values()))
+        order = np.argsort([loss for _, loss in observations] + [np.inf] * len(self.failures), kind="stable")
         order = order[spread_over_ranking(len(order))]      # bounded rows: a bounded ask
         n = len(order)
         n_good = max(self.min_points_in_model, int(self.top_n_percent * n / 100))
@@ -94,7 +101,7 @@ class KDESampler(ConfigSampler):
         good_kde = KDE(good, self.dims, self.min_bandwidth)
         bad_kde = KDE(bad, self.dims, self.min_bandwidth)
         self.model_budget = budget
-        self._models = (budget, len(observations), good_kde, bad_kde)
+        self._models = (key, good_kde, bad_kde)
         return good_kde, bad_kde
 
     def _best_candidate(self, rng, good: KDE, bad: KDE, pending) -> dict[str, Any] | None:

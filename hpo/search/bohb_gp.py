@@ -161,8 +161,8 @@ class GPSampler(MultiFidelityTPESampler):
         return candidates, scores
 
     def _fit_gp(self) -> tuple[ConfigGP, np.ndarray] | None:
-        """The process (refitted only when a result arrived) and its rows' vectors, best first."""
-        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        """The process (refitted only when a result or a failure arrived) and its rows' vectors, best first."""
+        key = self._data_key()
         if self._gp is not None and self._gp[0] == key:
             return self._gp[1], self._gp[2]
         data = self._rows_to_fit()
@@ -196,7 +196,18 @@ class GPSampler(MultiFidelityTPESampler):
         return max(NOISE, NOISE_FEW * min(1.0, (FEW_ROWS / rows) ** 4))
 
     def _rows_to_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(vectors, scores to minimise) in the order the rows were first observed (latest last)."""
+        """(vectors, scores to minimise) in the order the rows were first observed (latest
+        last), then every failed config, scored +inf (the process gives them all the worst
+        score, `ConfigGP`); a config that failed at one budget is left out of the others'."""
+        rows = self._successful_rows()
+        if rows is None or not self._failed:
+            return rows
+        failed = self._failures()[1]
+        if self.fit_on == "joint":       # a failure is bad at the top budget
+            failed = np.column_stack([failed, np.ones(len(failed))])
+        return np.concatenate([rows[0], failed]), np.concatenate([rows[1], np.full(len(failed), np.inf)])
+
+    def _successful_rows(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.fit_on == "joint":
             return self._joint_rows()
         table = self._table[:len(self._rows)]
@@ -206,13 +217,15 @@ class GPSampler(MultiFidelityTPESampler):
             if not enough:
                 return None
             top = max(enough)
-            rows = [self._rows[key] for key in self.by_budget[top]]
-            return vectors[rows], np.array([loss for loss, _ in self.by_budget[top].values()])
+            keys = [key for key in self.by_budget[top] if key not in self._failed]
+            return vectors[[self._rows[key] for key in keys]], np.array([self.by_budget[top][key][0] for key in keys])
         losses = self.split_losses(budgets, losses)
         order = self._ranked_reliable(budgets, losses) if self.rungs == "reliable" \
             else np.lexsort((losses, -budgets))
         if len(order) < 2:
             return None
+        if self._failed:
+            order = order[~np.isin(order, self._failures()[0])]
         rank = np.full(len(budgets), np.nan)
         rank[order] = np.arange(len(order))
         rows = np.sort(order)
@@ -231,6 +244,8 @@ class GPSampler(MultiFidelityTPESampler):
         for b in budgets:
             z = 1.0 if high == low else (math.log(b) - low) / (high - low)
             for key, (loss, _) in self.by_budget[b].items():
+                if key in self._failed:
+                    continue
                 vectors.append(np.append(self.deepest[key][2], z))
                 losses.append(loss)
                 order.append(self._rows[key] + (b == budgets[-1]) * len(self._rows))

@@ -59,6 +59,14 @@ class ConfigGP:
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
+        # A failed config's loss is +inf: all of them share the worst score of any row, so
+        # that a region that fails reads as worse than every result. (Measured on a space
+        # where half of one parameter's range fails, tests/unit/test_failures_teach.py: the
+        # worst score a failure ranked at, rather than the worst of all, left FreezeThaw's best
+        # 3.3 times the clean space's at 150 jobs, and 1.4 times with the worst of all.)
+        failed = ~np.isfinite(losses)
+        if failed.any():
+            self.y[failed] = self.y[failed].max()
         base = self.NOISE if base_noise is None else float(base_noise)
         self.noise = np.full(n, base) if noise is None else base + np.asarray(noise, dtype=float)
         if log_scales is None:

@@ -436,7 +436,9 @@ class FreezeThaw(Searcher):
         return self._best_unseen(candidates, candidates, model.score, pending)
 
     def _gp_config(self, mean: np.ndarray, told: np.ndarray, pending) -> dict[str, Any] | None:
-        rows = np.flatnonzero(told & np.isfinite(mean))
+        # Failed lineages are rows too, at +inf: the process gives them the worst score, so
+        # that a region that fails stops being proposed.
+        rows = np.flatnonzero(told)
         rows = rows[best_and_latest(mean[rows], MAX_GP_ROWS)]
         if self._gp is None or self._gp[0] != self._version:
             vectors = np.array([self.lineages[i].vector for i in rows])
@@ -446,8 +448,9 @@ class FreezeThaw(Searcher):
             # A lineage's loss at max_budget is predicted with a spread (0 where observed): its
             # row's noise, in the normal scores' units (the spread over the rows' IQR scale).
             std = self.predictions().std[rows]
-            low, high = np.percentile(mean[rows], [25, 75])
-            spread = float((high - low) / 1.349) or float(mean[rows].std()) or 1.0
+            finite = mean[rows][np.isfinite(mean[rows])]
+            low, high = np.percentile(finite, [25, 75]) if finite.size else (0.0, 0.0)
+            spread = float((high - low) / 1.349) or float(finite.std() if finite.size else 0.0) or 1.0
             model = ConfigGP(vectors, mean[rows], self.dims, scales, noise=(std / spread) ** 2)
             fitted = len(rows) if scales is None else self._gp[2]
             self._gp = (self._version, model, fitted)

@@ -359,6 +359,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
         self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
+        self._failed: dict[str, np.ndarray] = {}            # config that failed (at any budget) -> unit vector
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
         self._trust: tuple[tuple, dict[float, float]] | None = None   # (data key, reliability)
         # Set when BOHB opens with a climbing bracket (`open_with_climb`): its configs give
@@ -390,6 +391,25 @@ class MultiFidelityTPESampler(ConfigSampler):
             if known is not None:
                 self._reached[known[0]] -= 1
             self._reached[budget] = self._reached.get(budget, 0) + 1
+
+    def observe_failure(self, config: Mapping[str, Any], budget: float) -> None:
+        """A failed config ranks after every other in the model (`_fit`, and the Gaussian
+        process's rows): l(x) never holds it and g(x) always does. It stays out of the
+        per-budget results, which the rung agreement and the probes count."""
+        key = config_key(config)
+        if key not in self._failed:
+            known = self.deepest.get(key)
+            self._failed[key] = known[2] if known is not None else self.space.to_unit(config)
+
+    def _data_key(self) -> tuple:
+        """What the models are fitted on: the results per budget and the failures."""
+        return tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items())) + (len(self._failed),)
+
+    def _failures(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows of `_table` whose config also failed, the unit vectors of every failed config)."""
+        rows = np.array([self._rows[key] for key in self._failed if key in self._rows], dtype=int)
+        vectors = np.array(list(self._failed.values()), dtype=float).reshape(-1, len(self.dims))
+        return rows, vectors
 
     def stats(self) -> dict[str, float]:
         budgets = [b for b, _, _ in self.deepest.values()]
@@ -451,8 +471,9 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     # --- the model ------------------------------------------------------------------------
     def _fit(self) -> "_SplitModel":
-        """l(x) and g(x) from the ranking, refitted only when an observation arrived."""
-        key = tuple((b, len(obs)) for b, obs in sorted(self.by_budget.items()))
+        """l(x) and g(x) from the ranking, failed configs last, refitted only when a result
+        or a failure arrived."""
+        key = self._data_key()
         if self._model is not None and self._model[0] == key:
             return self._model[1]
         gamma = self.top_n_percent / 100
@@ -467,7 +488,12 @@ class MultiFidelityTPESampler(ConfigSampler):
         kernels = self.kernels
         if kernels == "auto":
             kernels = "joint" if self._joint_kernels_apply(budgets[order]) else "independent"
-        model = _SplitModel(vectors[order], np.arange(len(order), dtype=float), gamma, self.dims, self.min_bandwidth,
+        ranked = vectors[order]
+        if self._failed:
+            failed_rows, failed = self._failures()
+            succeeded = order[~np.isin(order, failed_rows)]
+            ranked = np.concatenate([vectors[succeeded], failed])
+        model = _SplitModel(ranked, np.arange(len(ranked), dtype=float), gamma, self.dims, self.min_bandwidth,
                             kernels)
         self._model = (key, model)
         return model
