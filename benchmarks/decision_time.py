@@ -2,17 +2,19 @@
 
     nice -n 19 python benchmarks/decision_time.py --quick            # 1,000 jobs, every searcher
     nice -n 19 python benchmarks/decision_time.py --jobs 10000 --searchers bohb asha
-    nice -n 19 python benchmarks/decision_time.py --jobs 3000 --profile bohb   # cProfile's top functions
+    nice -n 19 python benchmarks/decision_time.py --jobs 3000 --searchers bohb --profile   # cProfile
 
 A new user's search: `hpo.optimize` over a cheap 7-parameter function (six floats and one
 choice), `min_budget=1, max_budget=27`, with the study on disk (`study_dir`). The objective
 costs microseconds, so the time between one call of it and the next is the driver's:
 the searcher's tell and ask and the study's writes. Per searcher the table gives the median
-of those gaps over the first 10% and the last 10% of the jobs (the first gap, which
-includes the study's creation, left out). `--checkpoints` adds the median over the 10%
-of jobs ending at each of those job counts (e.g. 1000 3000 10000), from one run.
-
-Timings are wall-clock and the machine may be shared: compare searchers within one run.
+of those gaps over the first 10% of the jobs (the first gap, which includes the study's
+creation, left out) and over the 10% of jobs ending at each checkpoint (1,000, 3,000 and
+10,000 jobs, those the run reaches; `--checkpoints` sets others), from one run, as
+"wall / CPU" milliseconds: wall-clock time, and the process's CPU time (all its threads),
+which a busy machine inflates less. `bohb:floats` is BOHB on the same function with the
+choice replaced by a seventh float: there its Gaussian process proposes (a space with an
+unordered choice keeps the TPE's proposals).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ SPACE = {
     "kind": {"type": "choice", "values": ["a", "b", "c"]},
 }
 SHIFT = {"a": 0.0, "b": 0.3, "c": 0.6}
+FLOATS = {**{k: v for k, v in SPACE.items() if k != "kind"}, "x5": {"type": "float", "low": 0.0, "high": 1.0}}
+VARIANTS = {"bohb:floats": ("bohb", FLOATS)}     # name -> (searcher, space)
 
 
 def objective(config, budget: float) -> float:
@@ -48,20 +52,28 @@ def objective(config, budget: float) -> float:
     return bowl + (math.log10(config["lr"]) + 2.0) ** 2 / 4 + SHIFT[config["kind"]] + 1.0 / budget
 
 
-def measure(searcher: str, jobs: int, seed: int = 0, profile: bool = False) -> tuple[list[float], str]:
-    """The gaps (seconds) between consecutive objective calls of one search of `jobs` jobs,
-    and cProfile's report of the search where `profile`."""
+def objective_floats(config, budget: float) -> float:
+    return objective({**config, "kind": "a"}, budget) + (config["x5"] - 0.3) ** 2
+
+
+def measure(name: str, jobs: int, seed: int = 0, profile: bool = False) -> tuple[list[float], list[float], str]:
+    """The gaps (seconds of wall time, and of the process's CPU time) between consecutive
+    objective calls of one search of `jobs` jobs, and cProfile's report where `profile`."""
+    searcher, space = VARIANTS.get(name, (name, SPACE))
+    function = objective_floats if space is FLOATS else objective
     stamps: list[float] = []
+    cpu: list[float] = []
 
     def timed(config, budget):
         stamps.append(time.perf_counter())
-        return objective(config, budget)
+        cpu.append(time.process_time())
+        return function(config, budget)
 
     profiler = cProfile.Profile() if profile else None
     with tempfile.TemporaryDirectory(prefix="decision-time-") as folder:
         if profiler:
             profiler.enable()
-        hpo.optimize(timed, SPACE, searcher, min_budget=1, max_budget=27, max_trials=jobs, seed=seed,
+        hpo.optimize(timed, space, searcher, min_budget=1, max_budget=27, max_trials=jobs, seed=seed,
                      study_dir=Path(folder) / "study")
         if profiler:
             profiler.disable()
@@ -70,7 +82,7 @@ def measure(searcher: str, jobs: int, seed: int = 0, profile: bool = False) -> t
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(35)
         report = out.getvalue()
-    return [b - a for a, b in zip(stamps, stamps[1:])], report
+    return [b - a for a, b in zip(stamps, stamps[1:])], [b - a for a, b in zip(cpu, cpu[1:])], report
 
 
 def median_ms(gaps: list[float]) -> float:
@@ -81,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs per search (default 10000)")
     parser.add_argument("--quick", action="store_true", help="1,000 jobs (checkpoints 300 and 1000)")
-    parser.add_argument("--searchers", nargs="*", default=list(SEARCHERS), choices=list(SEARCHERS))
+    parser.add_argument("--searchers", nargs="*", default=[*SEARCHERS, *VARIANTS], choices=[*SEARCHERS, *VARIANTS])
     parser.add_argument("--checkpoints", type=int, nargs="*", default=None,
                         help="job counts at which to report the median of the preceding 10%% of gaps")
     parser.add_argument("--seed", type=int, default=0)
@@ -96,13 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     reports = []
     for name in args.searchers:
         started = time.perf_counter()
-        gaps, report = measure(name, jobs, args.seed, args.profile)
+        gaps, cpu, report = measure(name, jobs, args.seed, args.profile)
         wall = time.perf_counter() - started
-        first = gaps[:max(1, len(gaps) // 10)][1:] or gaps[:1]
-        cells = [name, f"{median_ms(first):.2f}"]
+        first = slice(1, max(2, len(gaps) // 10))
+        cells = [name, f"{median_ms(gaps[first]):.2f} / {median_ms(cpu[first]):.2f}"]
         for c in checkpoints:
-            window = gaps[max(0, c - 1 - c // 10):c - 1]
-            cells.append(f"{median_ms(window):.2f}")
+            window = slice(max(0, c - 1 - c // 10), c - 1)
+            cells.append(f"{median_ms(gaps[window]):.2f} / {median_ms(cpu[window]):.2f}")
         cells.append(f"{wall:.1f}")
         print("| " + " | ".join(cells) + " |", flush=True)
         if report:
