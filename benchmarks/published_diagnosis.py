@@ -23,11 +23,22 @@ Parts (`--part`):
   they compare with the best of the random sample, and how much the loss rises when the
   incumbent is moved by up to 5% of each range (median over 50 moves): a sharp rise, or a
   value far below anything random finds, suggests an edge of the surrogate, not a region.
+- `moves` (rbv2_xgboost, or any space with a `booster`-like choice gating others): what a
+  searcher proposes. Per run: the share of its new configs on each value of the space's
+  first choice (the booster) and of its final incumbents; and for each new config after the
+  first quarter of the budget, its nearest earlier config of the same branch (L-infinity
+  distance in the unit cube over the numeric parameters active in both): a "local step" is
+  within 0.1 of it with at most 3 numeric parameters changed by more than 0.01 (SMAC3's local
+  search moves a few parameters of an incumbent at a time), "far" is more than 0.3 from every
+  earlier config of its branch (or the first of its branch), as a random config mostly is.
+  And how often the new config is a step from the incumbent of the time (the best at the
+  largest budget reached).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import warnings
@@ -39,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import benchmarks.searchers as harness  # noqa: E402
 from benchmarks.mf_problems import Problem  # noqa: E402
-from benchmarks.published import PEER_RUNNERS, References, problem_rules, run_hpo  # noqa: E402
-from benchmarks.published_problems import LCBENCH_SPACE, published_problems, sample_configs  # noqa: E402
+from benchmarks.published import DEFAULT_FAMILIES, PEER_RUNNERS, References, problem_rules, run_hpo  # noqa: E402
+from benchmarks.published_problems import FAMILIES, LCBENCH_SPACE, published_problems, sample_configs  # noqa: E402
 from hpo.search.rung_agreement import spearman  # noqa: E402
 
 TOTAL_EVALS = 132
@@ -192,6 +203,62 @@ def corners(published, seeds, total, names, cache) -> None:
         print(f"  {published.name}: reference {ref:.4f}")
 
 
+def unit_of(spec, value) -> float:
+    """A numeric value's place in its range, in log space where the parameter is log-scaled."""
+    low, high = float(spec["low"]), float(spec["high"])
+    if spec.get("log"):
+        return (math.log(value) - math.log(low)) / (math.log(high) - math.log(low))
+    return (value - low) / (high - low)
+
+
+def step(space, a, b) -> tuple[float, int]:
+    """(L-infinity distance, numeric parameters changed by more than 0.01) between two configs
+    of one branch, over the numeric parameters active in both."""
+    gaps = [abs(unit_of(space[n], a[n]) - unit_of(space[n], b[n])) for n in a
+            if n in b and space[n]["type"] != "choice"]
+    return (max(gaps) if gaps else 0.0), sum(g > 0.01 for g in gaps)
+
+
+def moves(published, seeds, total, names) -> None:
+    space = published.problem.space
+    branch = next(n for n, spec in space.items() if spec["type"] == "choice")
+    values = space[branch]["values"]
+    for name in names:
+        shares, finals, local, far, near_incumbent, fresh = [], [], 0, 0, 0, 0
+        for seed in seeds:
+            trace, log = run_logged(name, published, seed, total)
+            seen, order = set(), []
+            incumbent, incumbent_budget, incumbent_value = None, -1.0, math.inf
+            for (config, budget), spent in zip(log, trace.costs):     # one trace entry per evaluation
+                key = repr(sorted(config.items()))
+                if key not in seen:
+                    seen.add(key)
+                    same = [c for c in order if c[branch] == config[branch]]
+                    if spent > 0.25 * total:
+                        fresh += 1
+                        nearest = min((step(space, config, c) for c in same), default=None)
+                        if nearest is not None and nearest[0] <= 0.1 and nearest[1] <= 3:
+                            local += 1
+                        if nearest is None or nearest[0] > 0.3:
+                            far += 1
+                        if incumbent is not None and incumbent[branch] == config[branch]:
+                            gap, changed = step(space, config, incumbent)
+                            near_incumbent += gap <= 0.1 and changed <= 3
+                    order.append(config)
+                value = published.problem.evaluate(config, budget, seed)
+                higher, level = budget > incumbent_budget + 1e-9, abs(budget - incumbent_budget) < 1e-9
+                if higher or (level and value < incumbent_value):
+                    incumbent, incumbent_budget, incumbent_value = config, budget, value
+            shares.append([sum(c[branch] == v for c in order) / len(order) for v in values])
+            finals.append(incumbent[branch])
+        mean = np.mean(shares, axis=0)
+        print(f"  {published.name} {name}: new configs " + ", ".join(f"{v} {m:.0%}" for v, m in zip(values, mean))
+              + "; final incumbents " + ", ".join(f"{v} {finals.count(v)}" for v in values)
+              + f"; after the first quarter {fresh / len(seeds):.0f} new configs a run: local steps "
+              f"{local / max(1, fresh):.0%}, from the incumbent {near_incumbent / max(1, fresh):.0%}, "
+              f"far from every earlier one {far / max(1, fresh):.0%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5)
@@ -206,7 +273,8 @@ def main() -> None:
     root = Path(__file__).resolve().parents[1]
     data = Path(args.yahpo_data)
     data = data if data.is_absolute() else (root / data).resolve()
-    tuning = published_problems("tuning", str(data))
+    families = FAMILIES if args.problems else DEFAULT_FAMILIES      # a named problem brings its family
+    tuning = published_problems("tuning", str(data), families)
     if args.problems and set(args.problems) - set(tuning):
         outside = sorted(set(args.problems) - set(tuning))
         parser.error(f"the diagnosis runs on the tuning set only; not in it: {outside}")
@@ -224,6 +292,8 @@ def main() -> None:
                 rho_check(published, seeds, total)
             elif part == "corners" and published.family == "lcbench":
                 corners(published, seeds, total, args.searchers, args.cache)
+            elif part == "moves" and any(spec["type"] == "choice" for spec in published.problem.space.values()):
+                moves(published, seeds, total, args.searchers)
             sys.stdout.flush()
 
 

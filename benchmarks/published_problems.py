@@ -144,15 +144,22 @@ def active(space: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any
 # --- LCBench ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _yahpo(data_path: str):
-    """One surrogate session for every task."""
+def _yahpo_session(data_path: str) -> None:
+    """YAHPO Gym, set up once per process for every scenario."""
     import ConfigSpace as CS
     # yahpo-gym 1.0.1 calls a private method ConfigSpace 1.x no longer has (the data's README).
     CS.ConfigurationSpace._sort_hyperparameters = lambda self: None
-    from yahpo_gym import BenchmarkSet, local_config
+    from yahpo_gym import local_config
     # 1.0.1 ignores YAHPO_LOCAL_CONFIG: keep its settings file out of the home folder.
     local_config.settings_path = Path(tempfile.mkdtemp()) / "settings.yaml"
     local_config.init_config(data_path=data_path)
+
+
+@functools.lru_cache(maxsize=None)
+def _yahpo(data_path: str):
+    """One surrogate session for every task."""
+    _yahpo_session(data_path)
+    from yahpo_gym import BenchmarkSet
     return BenchmarkSet("lcbench", instance=LCBENCH_TASKS[0], check=False, multithread=False)
 
 
@@ -267,7 +274,7 @@ def mfhartmann(variant: str) -> Published:
 
 @functools.lru_cache(maxsize=None)
 def _yahpo_rbv2(data_path: str):
-    _yahpo(data_path)              # the session's patch and settings
+    _yahpo_session(data_path)
     from yahpo_gym import BenchmarkSet
     return BenchmarkSet("rbv2_xgboost", instance=RBV2_TUNING[0], check=False, multithread=False)
 
