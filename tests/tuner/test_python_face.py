@@ -49,9 +49,14 @@ def folder(tmp_path):
 
 def unconfigured_logging(monkeypatch) -> None:
     """As in a script or a notebook, no logging is set up (pytest's capture handler, added to
-    the root logger for the test's call, is put aside), so search(verbose=1) prints its own
-    lines on stdout."""
+    the root logger for the test's call, and what an in-process `hpo` command of an earlier
+    test left on the `hpo` logger are put aside), so search(verbose=1) prints its own lines
+    on stdout."""
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    hpo_logger = logging.getLogger("hpo")
+    monkeypatch.setattr(hpo_logger, "handlers", [])
+    monkeypatch.setattr(hpo_logger, "propagate", True)
+    monkeypatch.setattr(hpo_logger, "level", logging.NOTSET)
 
 
 @pytest.mark.parametrize("make, message", [
@@ -151,23 +156,35 @@ def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_h
                                                                                                monkeypatch, capsys):
     unconfigured_logging(monkeypatch)
     x, y = tiny
-    builds = []
 
-    def interrupted_on_its_sixth_build(hp):
-        builds.append(1)
-        if len(builds) == 6:          # in the first trials: past discovery and the checks
+    class FirstTrialDone(logging.Handler):
+        """Arms the Ctrl-C once a trial has finished: the next build is a running trial's."""
+        armed = fired = False
+
+        def emit(self, record):
+            self.armed = self.armed or "trials finished" in record.getMessage()
+
+    watch = FirstTrialDone()
+    logging.getLogger("hpo.tuner").addHandler(watch)
+
+    def interrupted_in_its_second_trial(hp):
+        if watch.armed and not watch.fired:
+            watch.fired = True
             os.kill(os.getpid(), signal.SIGINT)
         return mlp(hp)
 
-    tuner = kt.RandomSearch(interrupted_on_its_sixth_build, objective="val_accuracy", max_trials=4,
+    tuner = kt.RandomSearch(interrupted_in_its_second_trial, objective="val_accuracy", max_trials=4,
                             **folder(tmp_path))
-    with pytest.raises(KeyboardInterrupt):
-        tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    finally:
+        logging.getLogger("hpo.tuner").removeHandler(watch)
     out, err = capsys.readouterr()
     lines = [line for line in (out + err).splitlines() if "interrupt" in line]
     assert len(lines) == 1, out + err
     assert lines[0].startswith(f"[hpo] search interrupted: the study in {tmp_path / 'p'} is saved; run search "
-                               f"again (or the script) to resume it")
+                               f"again (or the script) to resume it; trial 1 will run again")
     # Safe: the study resumes, and the interrupted trial runs again.
     resumed = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=4, **folder(tmp_path))
     resumed.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
