@@ -11,6 +11,7 @@ whose jobs cost eta^s times more, most of the budget: random configs at full cos
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,22 +37,18 @@ class _AshaBracket:
     rung_of: dict[int, int] = field(default_factory=dict)           # issued trial id -> rung
     spent: float = 0.0                                               # budget issued (increments)
     ranked: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # rung -> (results, order)
+    # One objective: per rung, the usable results as (loss, trial id), all of them and those
+    # not promoted yet, each kept sorted as results arrive (a sort of the whole rung per
+    # result, and a walk past its promoted top per ask, grew with the search).
+    by_loss: list[list[tuple[float, int]]] = field(default_factory=list)
+    waiting: list[list[tuple[float, int]]] = field(default_factory=list)
+    record_of: dict[int, _Record] = field(default_factory=dict)     # finished trial id -> its record
 
     def __post_init__(self):
         self.finished = [[] for _ in self.budgets]
         self.promoted = [set() for _ in self.budgets]
-
-
-def promotable(records: list[_Record], already: set[int], eta: float,
-               ranked: list[int] | None = None) -> _Record | None:
-    """The best record among the top floor(n / eta) of a rung that was not promoted yet.
-    `ranked`: the rung's usable trial ids, best first (default: by loss, then trial id)."""
-    if ranked is None:
-        ranked = [r.trial_id for r in sorted((r for r in records if math.isfinite(r.loss)),
-                                             key=lambda r: (r.loss, r.trial_id))]
-    top = ranked[: int(len(records) // eta)]
-    trial_id = next((t for t in top if t not in already), None)
-    return None if trial_id is None else next(r for r in records if r.trial_id == trial_id)
+        self.by_loss = [[] for _ in self.budgets]
+        self.waiting = [[] for _ in self.budgets]
 
 
 class ASHA(Searcher):
@@ -69,20 +66,33 @@ class ASHA(Searcher):
     def _next_job(self) -> Job:
         bracket = min(self._brackets, key=lambda b: (b.spent, b.index))
         for rung in range(len(bracket.budgets) - 2, -1, -1):
-            record = promotable(bracket.finished[rung], bracket.promoted[rung], self.eta,
-                                self._ranked(bracket, rung))
-            if record is not None:
-                bracket.promoted[rung].add(record.trial_id)
-                return self._issue(bracket, rung + 1, record.config, continues=record.trial_id)
+            trial_id = self._promotable(bracket, rung)
+            if trial_id is not None:
+                bracket.promoted[rung].add(trial_id)
+                if not self.goals.ranked:
+                    bracket.waiting[rung].pop(0)
+                return self._issue(bracket, rung + 1, bracket.record_of[trial_id].config, continues=trial_id)
         return self._issue(bracket, 0, self._propose(bracket.budgets[0]))
 
+    def _promotable(self, bracket: _AshaBracket, rung: int) -> int | None:
+        """The best trial among the top floor(n / eta) of the rung's n results that was not
+        promoted yet. One objective: the best waiting one, if its rank (by loss, then trial id:
+        `rank_for_promotion`'s order) is inside the top."""
+        top = int(len(bracket.finished[rung]) // self.eta)
+        if not self.goals.ranked:
+            waiting = bracket.waiting[rung]
+            if waiting and bisect.bisect_left(bracket.by_loss[rung], waiting[0]) < top:
+                return waiting[0][1]
+            return None
+        return next((t for t in self._ranked(bracket, rung)[:top] if t not in bracket.promoted[rung]), None)
+
     def _ranked(self, bracket: _AshaBracket, rung: int) -> list[int]:
-        """The rung's order, recomputed only when a result arrived there (several objectives
-        make it a non-dominated sort)."""
+        """Several objectives: the rung's usable trial ids, best first (a non-dominated sort),
+        recomputed only when a result arrived there."""
         records = bracket.finished[rung]
         cached = bracket.ranked.get(rung)
         if cached is None or cached[0] != len(records):
-            # `promotable` looks at the top floor(n / eta) only.
+            # `_promotable` looks at the top floor(n / eta) only.
             top = int(len(records) // self.eta)
             cached = (len(records), self.rank_for_promotion({r.trial_id: r.loss for r in records}, top))
             bracket.ranked[rung] = cached
@@ -99,7 +109,12 @@ class ASHA(Searcher):
     def _on_result(self, job: Job, loss: float) -> None:
         bracket = self._brackets[job.bracket]
         rung = bracket.rung_of.pop(job.trial_id)
-        bracket.finished[rung].append(_Record(job.trial_id, dict(job.config), loss))
+        record = _Record(job.trial_id, dict(job.config), loss)
+        bracket.finished[rung].append(record)
+        bracket.record_of[job.trial_id] = record
+        if math.isfinite(loss) and not self.goals.ranked:
+            bisect.insort(bracket.by_loss[rung], (loss, job.trial_id))
+            bisect.insort(bracket.waiting[rung], (loss, job.trial_id))
 
 
 class AsyncHyperband(ASHA):

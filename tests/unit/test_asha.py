@@ -1,21 +1,41 @@
 from hpo.search import ASHA, AsyncHyperband
-from hpo.search.asha import _Record, promotable
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 1}}
 
 
+def first_rung(losses, eta=3):
+    """An ASHA searcher whose first len(losses) configs finished their first rung with `losses`."""
+    searcher = ASHA(SPACE, min_budget=1, max_budget=9, eta=eta, seed=0)
+    jobs = [searcher.ask() for _ in losses]
+    for job, loss in zip(jobs, losses):
+        searcher.tell(job, loss)
+    return searcher, searcher._brackets[0]
+
+
 def test_promotable_picks_top_fraction_not_yet_promoted():
-    records = [_Record(i, {"x": i}, loss) for i, loss in enumerate([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])]
-    assert promotable(records, set(), eta=3).trial_id == 1           # top 2 of 6: ids 1 and 3
-    assert promotable(records, {1}, eta=3).trial_id == 3
-    assert promotable(records, {1, 3}, eta=3) is None               # id 2 is third: not in the top 1/3
+    searcher, bracket = first_rung([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])
+    assert searcher._promotable(bracket, 0) == 1                    # top 2 of 6: ids 1 and 3
+    assert searcher.ask().continues == 1
+    assert searcher._promotable(bracket, 0) == 3
+    assert searcher.ask().continues == 3
+    assert searcher._promotable(bracket, 0) is None                 # id 2 is third: not in the top 1/3
+
+
+def test_a_better_result_arriving_later_is_promoted_first():
+    searcher, bracket = first_rung([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])
+    assert [searcher.ask().continues for _ in range(2)] == [1, 3]
+    late = searcher.ask()                                           # no promotion left: a new config
+    assert late.continues is None
+    searcher.tell(late, 0.5)                                        # 7 results: the top 2 are ids 6 and 1
+    assert searcher._promotable(bracket, 0) == late.trial_id
 
 
 def test_promotion_needs_eta_finished_configs():
-    records = [_Record(0, {}, 1.0), _Record(1, {}, 2.0)]
-    assert promotable(records, set(), eta=3) is None
-    records.append(_Record(2, {}, 3.0))
-    assert promotable(records, set(), eta=3).trial_id == 0
+    searcher, bracket = first_rung([1.0, 2.0])
+    assert searcher._promotable(bracket, 0) is None
+    job = searcher.ask()
+    searcher.tell(job, 3.0)
+    assert searcher._promotable(bracket, 0) == 0
 
 
 def test_asha_promotes_as_soon_as_a_config_is_in_the_top_third():
