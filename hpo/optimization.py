@@ -25,7 +25,6 @@ the CLI would name).
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +106,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.config import experiment_from_dict
     from hpo.executors.function import FunctionExecutor
     from hpo.runner import build_runner
-    from hpo.study.resume import prepare_study
+    from hpo.study.searching import open_for_search
 
     if max_trials is None and time_limit is None:
         max_trials = DEFAULT_MAX_TRIALS
@@ -137,22 +136,18 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     executor = FunctionExecutor(objective, metric, workers=workers) if simulate is None else None
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
         folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
-        study = prepare_study(experiment, folder, fresh=fresh)
-        try:
-            with contextlib.ExitStack() as stack:
-                if study_dir is not None:
-                    from hpo.console import library_log_file
-                    stack.enter_context(library_log_file(study.log_path))
-                stack.callback(study.release_driver_lock)   # prepare_study took it
-                try:
-                    if simulate is not None:
-                        executor = simulated_executor(simulate, objective, metric, workers, study)
-                    summary = build_runner(experiment, study, executor, **_clock_of(executor)).run()
-                except ConfigError as exc:      # e.g. an option the searcher does not take
-                    raise _argument_error(exc) from None
+        log_file = None          # a study folder of the caller's gets its hpo.log; a scratch one none
+        if study_dir is not None:
+            from hpo.console import library_log_file
+            log_file = library_log_file
+        with open_for_search(experiment, folder, fresh=fresh, log_file=log_file) as study:
+            try:
+                if simulate is not None:
+                    executor = simulated_executor(simulate, objective, metric, workers, study)
+                summary = build_runner(experiment, study, executor, **_clock_of(executor)).run()
+            except ConfigError as exc:      # e.g. an option the searcher does not take
+                raise _argument_error(exc) from None
             trials = study.trials()
-        finally:
-            study.close()
     pareto = pareto_set(trials, goals)
     best = summary.best
     if goals.multi:

@@ -12,7 +12,6 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from hpo.config import Experiment
@@ -25,7 +24,8 @@ from hpo.search import make_searcher
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
 from hpo.study.pareto import current_hypervolume
-from hpo.study.resume import prepare_study, replay
+from hpo.study.resume import replay
+from hpo.study.searching import open_for_search
 from hpo.tensorboard_logs import (
     SearchBoard,
     counts_with_driver_gone,
@@ -391,10 +391,7 @@ def searcher_for(experiment: Experiment) -> Searcher:
 
 def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:
     """Create or resume the study and train it with Keras to its stop condition, holding the
-    driver lock (`hpo search` without the console)."""
-    # prepare_study returns the study holding its driver lock.
-    study = prepare_study(experiment, Path(study_dir) if study_dir else experiment.study_dir, fresh=fresh)
-    try:
+    driver lock (`hpo search` without the console); returns the summary and the study, open
+    and unlocked, for the caller to read and close."""
+    with open_for_search(experiment, study_dir or experiment.study_dir, fresh=fresh, close=False) as study:
         return build_keras_runner(experiment, study).run(), study
-    finally:
-        study.release_driver_lock()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 from pathlib import Path
+from typing import Iterator
 
 from hpo.trial import config_text
 
@@ -13,11 +15,12 @@ log = logging.getLogger("hpo.cli")
 
 def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
-    from hpo.console import console, log_to_file, search_progress, stdout
+    from hpo.console import console, search_progress, stdout
     from hpo.native_logs import import_tensorflow
     from hpo.preflight import preflight
     from hpo.runner import SearchAborted, build_keras_runner
-    from hpo.study.resume import check_study_dir, prepare_study
+    from hpo.study.resume import check_study_dir
+    from hpo.study.searching import open_for_search
 
     # 1. Check everything: nothing exists on disk yet.
     experiment = load_experiment(args.experiment, args.overrides)
@@ -25,11 +28,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
     import_tensorflow()
     findings = preflight(experiment)
-    # 2. The lock, then 3. create, move aside or resume (hpo.study.resume).
-    study = prepare_study(experiment, study_dir, fresh=args.fresh)
-    args.resolved_study_dir = study_dir
-    handler = log_to_file(study.log_path)
-    try:
+    # 2. The lock, then 3. create, move aside or resume (hpo.study.resume), logging to hpo.log.
+    with open_for_search(experiment, study_dir, fresh=args.fresh, log_file=_log_file) as study:
+        args.resolved_study_dir = study_dir
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
         runner = build_keras_runner(experiment, study, output_names=findings.output_names)
         total = experiment.search.max_trials
@@ -48,9 +49,18 @@ def cmd_search(args: argparse.Namespace) -> int:
             stdout.print(_complete_note(args, experiment, summary.stopped_because), highlight=False, markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
+
+
+@contextlib.contextmanager
+def _log_file(path: Path) -> Iterator[None]:
+    """The study's hpo.log for `hpo search`: every record of the `hpo` loggers goes there too,
+    beside the console."""
+    from hpo.console import log_to_file
+
+    handler = log_to_file(path)
+    try:
+        yield
     finally:
-        study.release_driver_lock()
-        study.close()
         logging.getLogger("hpo").removeHandler(handler)
         handler.close()
 

@@ -23,7 +23,7 @@ from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
 from hpo.runner import build_keras_runner
 from hpo.search import hyperband_brackets, make_searcher
-from hpo.study.resume import prepare_study
+from hpo.study.searching import open_for_search
 from hpo.tuner.data import LOADER, SearchData
 from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
 
@@ -156,24 +156,18 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
     """Create, resume or move aside the study and run it; returns the runner's summary."""
 
     experiment = prepared.experiment
-    try:
-        study = prepare_study(experiment, folder, fresh=fresh)
-    except UserInputError as exc:
-        raise ValueError(in_python_terms(str(exc))) from None
-    try:
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(library_log_file(study.log_path))
-            stack.callback(study.release_driver_lock)
-            runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
-            if on_progress is not None:
-                runner.on_progress = on_progress
-            try:
-                summary = runner.run()
-            except ConfigError as exc:
-                raise ValueError(in_python_terms(str(exc))) from None
-        return summary
-    finally:
-        study.close()
+    with contextlib.ExitStack() as stack:
+        try:
+            study = stack.enter_context(open_for_search(experiment, folder, fresh=fresh, log_file=library_log_file))
+        except UserInputError as exc:
+            raise ValueError(in_python_terms(str(exc))) from None
+        runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
+        if on_progress is not None:
+            runner.on_progress = on_progress
+        try:
+            return runner.run()
+        except ConfigError as exc:
+            raise ValueError(in_python_terms(str(exc))) from None
 
 
 # What the study's own messages (written for `hpo search`) say, as a tuner's user says it.
