@@ -124,6 +124,14 @@ def check_replay(build, workers, value_of=lambda job: math.sin(job.trial_id) + j
     assert signature(drive_on(live, 40, workers=workers)) == signature(drive_on(replayed, 40, workers=workers))
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_replay_rebuilds_the_state_with_failures(name, workers):
+    # The models learn from failures (a failed config is their worst result): a replay tells
+    # them the same failures in the same order.
+    check_replay(functools.partial(make, name, seed=5), workers,
+                 value_of=lambda job: None if job.trial_id % 4 == 1 else math.sin(job.trial_id) + job.config["x"])
+
+
 def test_maximize_prefers_large_values(name):
     searcher = make(name, direction="maximize")
     log = drive(searcher, 60)
