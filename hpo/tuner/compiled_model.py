@@ -16,12 +16,17 @@ from typing import Any
 
 from hpo.registry import OPTIMIZERS
 
-# Keras's optimizer classes hpo's TunableOptimizer reproduces, by class name.
-_OPTIMIZERS = {record.keras_class: name for name, record in OPTIMIZERS.items()}
+# The registry's name of each Keras optimizer class hpo's TunableOptimizer reproduces.
+_NAME_BY_KERAS_CLASS = {record.keras_class: name for name, record in OPTIMIZERS.items()}
 # Optimizer settings that must hold their default for hpo to train as `fit` would.
 _MUST_BE_DEFAULT = {"clipnorm": None, "global_clipnorm": None, "clipvalue": None, "use_ema": False,
                     "loss_scale_factor": None, "gradient_accumulation_steps": None, "amsgrad": False,
                     "centered": False}
+# Adam's weight_decay is refused, pointing at AdamW, the record that trains it. Only Adam's:
+# a weight_decay that a record does not hold is not refused in general, which would start
+# refusing SGD(weight_decay=...) and RMSprop(weight_decay=...) models that train today (their
+# weight_decay is not applied by hpo's trainer).
+_ADAM, _ADAMW = OPTIMIZERS["adam"], OPTIMIZERS["adamw"]
 _LOSS_OPTIONS_OK = {"from_logits", "reduction", "name", "axis", "ignore_class", "dtype"}
 
 
@@ -42,9 +47,9 @@ def optimizer_params(model) -> dict[str, Any]:
     model's compiled optimizer."""
     optimizer = model.optimizer
     kind = type(optimizer).__name__
-    if kind not in _OPTIMIZERS:
+    if kind not in _NAME_BY_KERAS_CLASS:
         raise UnsupportedModel(f"optimizer {kind} is not supported by hpo's trainer; expected one of "
-                               f"{', '.join(_OPTIMIZERS)} (keras.optimizers)")
+                               f"{', '.join(_NAME_BY_KERAS_CLASS)} (keras.optimizers)")
     config = optimizer.get_config()
     if not isinstance(config.get("learning_rate"), (int, float)):
         raise UnsupportedModel(f"{kind} with a learning-rate schedule is not supported by hpo's trainer; pass a "
@@ -53,10 +58,11 @@ def optimizer_params(model) -> dict[str, Any]:
         if key in config and config[key] not in (default, 0.0 if default is None else default):
             raise UnsupportedModel(f"{kind}({key}={config[key]!r}) is not supported by hpo's trainer; leave "
                                    f"{key} at its default")
-    name = _OPTIMIZERS[kind]
-    if name == "adam" and config.get("weight_decay"):
-        raise UnsupportedModel("Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW")
+    name = _NAME_BY_KERAS_CLASS[kind]
     record = OPTIMIZERS[name]
+    if record is _ADAM and config.get("weight_decay"):
+        raise UnsupportedModel(f"{_ADAM.keras_class}(weight_decay=...) is not supported by hpo's trainer; use "
+                               f"{_ADAMW.keras_class}")
     return {"optimizer": name, **{key: float(config[key]) for key in record.hyperparameters},
             **record.structural_values(config)}
 

@@ -41,10 +41,6 @@ from hpo.tuner.trainer import NotAModel
 
 log = logging.getLogger("hpo.tuner")
 
-# Every searcher of hpo.search; the Keras Tuner face offers each as a class (`hpo.keras_tuner.CLASSES`).
-ALGORITHMS = tuple(SEARCHERS)
-
-
 class _ConfigBuild:
     """`build(config)` seen as `build(hp)`: the config is the hp's values (active parameters)."""
 
@@ -81,10 +77,10 @@ class Tuner:
                  max_consecutive_failed_trials: int = 3, keep_best_epoch: bool = False):
         from hpo.metric_names import infer_direction
 
-        if algorithm not in ALGORITHMS:
+        if algorithm not in SEARCHERS:
             from hpo.errors import did_you_mean
-            raise ValueError(f"{type(self).__name__}(algorithm={algorithm!r}): expected one of {', '.join(ALGORITHMS)}"
-                             f"{did_you_mean(algorithm, ALGORITHMS)}")
+            raise ValueError(f"{type(self).__name__}(algorithm={algorithm!r}): expected one of {', '.join(SEARCHERS)}"
+                             f"{did_you_mean(algorithm, SEARCHERS)}")
         if direction not in (None, "minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
         if not callable(build) and callable(getattr(build, "build", None)):   # a HyperModel
