@@ -17,8 +17,10 @@ is scored by its best epoch, whose weights `get_best_models` returns
 `tensorboard`); running the script again resumes it. What Keras Tuner offers and hpo does
 not is a ValueError naming it.
 
-The older adapter, our searchers as oracles inside Keras Tuner's own loop, is
-`hpo.keras_tuner.oracles` (it needs `keras_tuner` installed; this face does not).
+What this face refuses because hpo trains the model itself (a `HyperModel` with its own
+`fit`, `executions_per_trial`, several objectives, ...) runs in Keras Tuner's own loop with
+our searchers deciding: `hpo.keras_tuner.oracles` (`OracleTuner` with `BOHBOracle`,
+`HyperbandOracle` or `ASHAOracle`; it needs `keras_tuner` installed, this face does not).
 """
 
 from __future__ import annotations
@@ -183,8 +185,8 @@ def __getattr__(name: str):
     if name in ("Tuner", "Oracle", "GridSearch", "SklearnTuner", "oracles", "tuners", "engine", "applications"):
         raise AttributeError(f"keras_tuner.{name} is Keras Tuner API that hpo.keras_tuner does not offer: use "
                              f"kt.Hyperband, kt.RandomSearch, kt.BayesianOptimization, kt.BOHB, kt.ASHA, "
-                             f"kt.AsyncHyperband, kt.AsyncBOHB or kt.FreezeThaw (or "
-                             f"hpo.keras_tuner.oracles for our searchers inside Keras Tuner's own loop)")
+                             f"kt.AsyncHyperband, kt.AsyncBOHB or kt.FreezeThaw (or, for our searchers inside "
+                             f"Keras Tuner's own loop, hpo.keras_tuner.oracles.OracleTuner with its oracles)")
     raise AttributeError(f"module 'hpo.keras_tuner' has no attribute {name!r}")
 
 

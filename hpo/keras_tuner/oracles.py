@@ -1,23 +1,30 @@
-"""Our searchers inside Keras Tuner's own loop (the older face, kept for `kt.Tuner` subclasses):
+"""Our searchers deciding inside Keras Tuner's own loop: for what the face, `hpo.keras_tuner`,
+refuses because hpo trains the model itself (a `HyperModel` with its own `fit`, a tuner
+subclass with its own `run_trial`, `executions_per_trial`, a `distribution_strategy`, several
+objectives). Keras Tuner trains, keeps the trials and the checkpoints; our searcher decides.
+Needs `keras_tuner` installed (the face does not).
 
-    tuner = kt.Hyperband(build, objective="val_accuracy", max_epochs=27, factor=3, seed=0)
-    tuner = hpo.keras_tuner.BOHB(build, objective="val_accuracy", max_epochs=27, factor=3, seed=0)
+    import keras_tuner as kt
+    from hpo.keras_tuner.oracles import BOHBOracle, OracleTuner
 
-`BOHB`, `Hyperband` and `ASHA` are tuners with `kt.Hyperband`'s signature. Each trial
-trains from `tuner/initial_epoch` to `tuner/epochs`, and a promotion continues from its
-parent trial's checkpoint (Keras Tuner's own Hyperband logic, reused with our oracle).
-With your own tuner class use the oracles directly:
+    oracle = BOHBOracle(objective=kt.Objective("val_accuracy", "max"), max_epochs=9, factor=3, seed=0)
+    tuner = OracleTuner(hypermodel=build, oracle=oracle, directory="runs", project_name="digits")
+    tuner.search(x, y, validation_data=(x_val, y_val))
 
-    tuner = hpo.keras_tuner.Tuner(oracle=BOHBOracle(objective=kt.Objective("val_accuracy", "max"),
-                                                    max_epochs=9, seed=0), hypermodel=build)
+`HyperbandOracle`, `BOHBOracle` and `ASHAOracle` are `kt.Oracle`s with `kt.Hyperband`'s
+arguments (`max_trials` defaults to whole Hyperband iterations, as Keras Tuner counts them).
+`OracleTuner` is `kt.Hyperband`'s trial logic with any oracle: each trial trains from
+`tuner/initial_epoch` to `tuner/epochs`, and a promotion continues from its parent trial's
+checkpoint. A plain `kt.Tuner` ignores `tuner/epochs` and trains every trial for the `epochs`
+given to `search`, so budgets need `OracleTuner`, a subclass of it, or a `run_trial` that
+reads them.
 
-(A plain `kt.Tuner` ignores `tuner/epochs`: it would train every trial for the `epochs`
-given to `search`, so budgets need `hpo.keras_tuner.Tuner` or a `run_trial` that reads them.)
-
-Keras Tuner's HyperParameters, conditional scopes included, become our `SearchSpace`
-(`space_from_hyperparameters`). The oracle's state is our usual event log: `get_state`
-stores every ask and tell, and a reloaded tuner (`overwrite=False`) replays it into a fresh
-searcher, so it continues with the same decisions.
+The searcher is made when the first trial starts, from the parameters Keras Tuner knows then
+(`space_from_hyperparameters`, the conversion the face's space takes too:
+`hpo.tuner.keras_tuner_terms`); one that Keras Tuner meets later takes its default. The
+oracle's state is our usual event log: `get_state` stores every ask and tell, and a reloaded
+tuner (`overwrite=False`) replays it into a fresh searcher, so it continues with the same
+decisions.
 """
 
 from __future__ import annotations
@@ -27,50 +34,17 @@ from typing import Any
 
 import keras_tuner as kt
 
-from hpo.search import hyperband_brackets, make_searcher
+from hpo.search import make_searcher
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult, TrialState
-
-GRID_LIMIT = 100      # a stepped Float/Int with at most this many values becomes a choice
+from hpo.tuner.keras_tuner_terms import declared_from_keras_tuner, iteration_jobs, space_dict
 
 
 def space_from_hyperparameters(hps: kt.HyperParameters) -> SearchSpace:
     """Keras Tuner's search space as ours. `Fixed` values are not searched (Keras Tuner
     fills them in); conditions become `when`."""
-    spec: dict[str, Any] = {}
-    for hp in hps.space:
-        kind = type(hp).__name__
-        body: dict[str, Any]
-        if kind == "Fixed":
-            continue
-        if kind == "Boolean":
-            body = {"type": "choice", "values": [False, True]}
-        elif kind == "Choice":
-            body = {"type": "choice", "values": list(hp.values)}
-        elif kind in ("Int", "Float"):
-            body = _numeric(hp, kind)
-        else:
-            raise ValueError(f"hyperparameter {hp.name!r}: type {kind} is not supported")
-        if hp.conditions:
-            when: dict[str, Any] = {}
-            for condition in hp.conditions:
-                if type(condition).__name__ != "Parent":
-                    raise ValueError(f"hyperparameter {hp.name!r}: condition {condition} is not supported")
-                when[condition.name] = list(condition.values)
-            body["when"] = when
-        spec[hp.name] = body
-    return SearchSpace.from_dict(spec)
-
-
-def _numeric(hp, kind: str) -> dict[str, Any]:
-    low, high, log = hp.min_value, hp.max_value, hp.sampling == "log"
-    step = getattr(hp, "step", None)
-    if step and not log and (kind == "Float" or step != 1):
-        count = int(math.floor((high - low) / step + 1e-9)) + 1
-        if count <= GRID_LIMIT:
-            values = [low + i * step for i in range(count)]
-            return {"type": "choice", "values": [int(v) if kind == "Int" else float(v) for v in values]}
-    return {"type": "int" if kind == "Int" else "float", "low": low, "high": high, "log": log}
+    declared = declared_from_keras_tuner(hps)
+    return SearchSpace.from_dict(space_dict(declared, {name: dict(d.conditions) for name, d in declared.items()}))
 
 
 class SearcherOracle(kt.Oracle):
@@ -84,15 +58,8 @@ class SearcherOracle(kt.Oracle):
                  max_consecutive_failed_trials: int = 3, min_epochs: int = 1, max_trials: int | None = None,
                  searcher_options: dict[str, Any] | None = None):
         if max_trials is None:   # like kt.Hyperband: a number of full Hyperband iterations
-            per_iteration = sum(r.n_configs for b in hyperband_brackets(min_epochs, max_epochs, factor)
-                                for r in b.rungs)
-            first_iteration = per_iteration
-            if self.algorithm == "bohb":   # its first iteration holds the climbing bracket; later ones are Hyperband's
-                first_iteration = make_searcher(
-                    "bohb", {"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0, direction="minimize",
-                    min_budget=min_epochs, max_budget=max_epochs, eta=factor,
-                    options=searcher_options).first_iteration_jobs()
-            max_trials = first_iteration + per_iteration * (hyperband_iterations - 1)
+            max_trials = iteration_jobs(self.algorithm, min_epochs, max_epochs, factor, hyperband_iterations,
+                                        searcher_options)
         super().__init__(objective=objective, max_trials=max_trials, hyperparameters=hyperparameters,
                          allow_new_entries=allow_new_entries, tune_new_entries=tune_new_entries, seed=seed,
                          max_retries_per_trial=max_retries_per_trial,
@@ -204,32 +171,28 @@ class ASHAOracle(SearcherOracle):
     algorithm = "asha"
 
 
-class Tuner(kt.Hyperband):
+class OracleTuner(kt.Hyperband):
     """A `kt.Tuner` for budget oracles: each trial trains `tuner/initial_epoch` to
     `tuner/epochs`, and a promotion loads its parent's checkpoint first. That is
-    `kt.Hyperband`'s trial logic, taken with any oracle."""
+    `kt.Hyperband`'s trial logic, taken with any oracle; `kt.Tuner`'s other arguments
+    (`directory`, `project_name`, `overwrite`, `executions_per_trial`, ...) pass through."""
 
     def __init__(self, hypermodel=None, oracle=None, **kwargs):
         kt.Tuner.__init__(self, oracle=oracle, hypermodel=hypermodel, **kwargs)
 
 
-def _tuner_class(oracle_class: type, doc: str) -> type:
-    def __init__(self, hypermodel=None, objective=None, max_epochs=100, factor=3, hyperband_iterations=1,
-                 seed=None, hyperparameters=None, tune_new_entries=True, allow_new_entries=True,
-                 max_retries_per_trial=0, max_consecutive_failed_trials=3, **kwargs):
-        oracle = oracle_class(objective, max_epochs=max_epochs, factor=factor,
-                              hyperband_iterations=hyperband_iterations, seed=seed,
-                              hyperparameters=hyperparameters, tune_new_entries=tune_new_entries,
-                              allow_new_entries=allow_new_entries, max_retries_per_trial=max_retries_per_trial,
-                              max_consecutive_failed_trials=max_consecutive_failed_trials)
-        Tuner.__init__(self, hypermodel=hypermodel, oracle=oracle, **kwargs)
-    return type(oracle_class.algorithm.upper() if oracle_class.algorithm != "hyperband" else "Hyperband",
-                (Tuner,), {"__init__": __init__, "__doc__": doc})
+def __getattr__(name: str):
+    # The tuner classes of hpo.keras_tuner's names (BOHB, Hyperband, ASHA) are the face's only.
+    oracle = {"BOHB": "BOHBOracle", "Hyperband": "HyperbandOracle", "ASHA": "ASHAOracle"}.get(name)
+    if oracle is not None:
+        raise AttributeError(f"hpo.keras_tuner.oracles has no {name}: for hpo's engine use hpo.keras_tuner.{name}; "
+                             f"for our searcher inside Keras Tuner's loop, "
+                             f"OracleTuner(hypermodel, oracle={oracle}(objective, max_epochs=..., ...), ...)")
+    if name == "Tuner":
+        raise AttributeError("hpo.keras_tuner.oracles has no Tuner: the kt.Tuner for these oracles is OracleTuner "
+                             "(hpo.Tuner is hpo's own)")
+    raise AttributeError(f"module 'hpo.keras_tuner.oracles' has no attribute {name!r}")
 
 
-BOHB = _tuner_class(BOHBOracle, "`kt.Hyperband`'s signature, BOHB's decisions.")
-Hyperband = _tuner_class(HyperbandOracle, "`kt.Hyperband`'s signature, our Hyperband's decisions.")
-ASHA = _tuner_class(ASHAOracle, "`kt.Hyperband`'s signature, asynchronous successive halving.")
-
-__all__ = ["ASHA", "ASHAOracle", "BOHB", "BOHBOracle", "Hyperband", "HyperbandOracle", "SearcherOracle", "Tuner",
+__all__ = ["ASHAOracle", "BOHBOracle", "HyperbandOracle", "OracleTuner", "SearcherOracle",
            "space_from_hyperparameters"]

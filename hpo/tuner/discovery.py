@@ -5,7 +5,7 @@ second layer's filters when `conv_layers` is 2) is unknown until a trial happens
 that branch, and is then neither searched nor carried through promotions. Here the space is
 complete before the first trial: `build_model` runs on a recording `HyperParameters`, first
 with every default, then once per other value of each discrete parameter (choices,
-booleans, integer ranges of at most `GRID_LIMIT` values), and from any build that revealed
+booleans, integer ranges of at most `EXPLORE_GRID_LIMIT` values), and from any build that revealed
 new parameters, once per value of those (their own branches). Each parameter's condition
 comes from its `conditional_scope`, or, for one that appears only on some branches, from
 the discrete parameter whose value decides whether it appears (`when` in hpo's space). The
@@ -15,22 +15,24 @@ study resumes.
 Not found: a parameter that appears only under a float's value or under a combination of
 two values, neither of them the default. If a trial's build asks for one, it takes its
 default and the log says so (`Discovered.unknown_at_trial`).
+
+The parameters found become hpo's space in `hpo.tuner.keras_tuner_terms`, the one conversion
+of Keras Tuner's parameters, which the oracles of `hpo.keras_tuner.oracles` use too.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from hpo.tuner.hyperparameters import Declared, HyperParameters
+from hpo.tuner.keras_tuner_terms import space_dict
 
 log = logging.getLogger("hpo.tuner")
 
-GRID_LIMIT = 16          # an integer range of at most this many values is explored value by value
+EXPLORE_GRID_LIMIT = 16  # an integer range of at most this many values is explored value by value
 MAX_BUILDS = 96          # exploration stops here (logged): a space this branched is rare
-STEP_GRID_LIMIT = 1000   # a stepped range becomes a choice of its values up to this many
 
 
 @dataclass
@@ -51,18 +53,10 @@ class Discovered:
 
     def space_dict(self) -> dict[str, Any]:
         """hpo's `space:` mapping (`SearchSpace.from_dict`)."""
-        spec = {}
-        for d in self.searched:
-            body = _param(d)
-            when = {p: list(v) for p, v in self.when.get(d.name, {}).items() if p in self.declared
-                    and self.declared[p].kind != "fixed"}
-            if when:
-                body["when"] = when
-            spec[d.name] = body
-        return spec
+        return space_dict(self.declared, self.when)
 
 
-def discover(build: Callable[[HyperParameters], Any], grid_limit: int = GRID_LIMIT,
+def discover(build: Callable[[HyperParameters], Any], grid_limit: int = EXPLORE_GRID_LIMIT,
              max_builds: int = MAX_BUILDS) -> Discovered:
     """Run `build` over the branches of its space. A build that fails on the defaults is the
     user's error and propagates; one that fails on another branch is logged and skipped."""
@@ -163,18 +157,3 @@ def _asked(explored, assignment: dict[str, Any], gate: str) -> bool:
 
 def _value(assignment: dict[str, Any], name: str, declared: dict[str, Declared]) -> Any:
     return assignment.get(name, declared[name].default)
-
-
-def _param(d: Declared) -> dict[str, Any]:
-    if d.kind == "boolean":
-        return {"type": "choice", "values": [False, True]}
-    if d.kind == "choice":
-        return {"type": "choice", "values": list(d.values)}
-    if d.step is not None and not d.log:
-        count = int(math.floor((d.high - d.low) / d.step + 1e-9)) + 1
-        if count > STEP_GRID_LIMIT:
-            raise ValueError(f"hyperparameter {d.name!r}: a stepped range of {count} values is not supported "
-                             f"(at most {STEP_GRID_LIMIT}); widen the step or drop it")
-        values = [d.low + i * d.step for i in range(count)]
-        return {"type": "choice", "values": [int(v) if d.kind == "int" else float(v) for v in values]}
-    return {"type": d.kind, "low": d.low, "high": d.high, "log": d.log}

@@ -22,9 +22,9 @@ from hpo.console import library_log_file
 from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
 from hpo.runner import build_keras_runner
-from hpo.search import hyperband_brackets, make_searcher
 from hpo.study.searching import open_for_search
 from hpo.tuner.data import LOADER, SearchData
+from hpo.tuner.keras_tuner_terms import iteration_jobs
 from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
 
 log = logging.getLogger("hpo.tuner")
@@ -108,19 +108,6 @@ def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: Searc
     if settings.keep_best_epoch:
         raw["training"]["keep_best_epoch"] = True
     return raw
-
-
-def iteration_jobs(algorithm: str, min_budget: float, max_budget: float, factor: int, iterations: int,
-                   options: dict[str, Any]) -> int:
-    """Jobs in `iterations` whole Hyperband iterations (kt.Hyperband's count); BOHB's first
-    iteration holds its climbing bracket."""
-    per_iteration = sum(r.n_configs for b in hyperband_brackets(min_budget, max_budget, factor) for r in b.rungs)
-    first = per_iteration
-    if algorithm in ("bohb", "async_bohb"):
-        first = make_searcher("bohb", {"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0,
-                              direction="minimize", min_budget=min_budget, max_budget=max_budget, eta=factor,
-                              options=options).first_iteration_jobs()
-    return first + per_iteration * (max(1, iterations) - 1)
 
 
 def early_stopping_of(callbacks: Sequence[Any], best_epoch_of: str | None = None) -> dict[str, Any] | None:

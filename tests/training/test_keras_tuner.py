@@ -1,4 +1,5 @@
-"""Our searchers as Keras Tuner oracles, driving a real kt tuner on digits."""
+"""Our searchers as Keras Tuner oracles inside Keras Tuner's own loop (`hpo.keras_tuner.oracles`),
+driving a real kt tuner on digits; their space is the face's conversion."""
 
 import keras
 import keras_tuner as kt
@@ -6,7 +7,9 @@ import numpy as np
 import pytest
 
 import hpo.keras_tuner.oracles as hkt
-from hpo.space import ChoiceParam, FloatParam, IntParam
+from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace
+from hpo.tuner.discovery import discover
+from hpo.tuner.keras_tuner_terms import STEP_GRID_LIMIT
 
 # Slow (Keras Tuner searches of several trials each): left out of `-m "not slow"`.
 pytestmark = pytest.mark.slow
@@ -36,6 +39,50 @@ def test_keras_tuner_hyperparameters_become_our_space():
     assert optimizer == "adam"
 
 
+def declarations(hp):
+    """One set of declarations, run on Keras Tuner's HyperParameters and on the face's."""
+    hp.Int("units", 16, 64, step=16)
+    hp.Int("layers", 1, 40)
+    hp.Float("ratio", 0.0, 1.0, step=0.25)
+    hp.Float("lr", 1e-4, 1e-1, sampling="log", default=1e-3)
+    hp.Boolean("batchnorm", default=True)
+    hp.Fixed("epochs_hint", 3)
+    hp.Choice("optimizer", ["adam", "sgd"], default="sgd")
+    with hp.conditional_scope("optimizer", ["sgd"]):
+        hp.Float("momentum", 0.0, 0.9)
+
+
+def test_the_oracles_space_is_the_faces_conversion():
+    theirs = kt.HyperParameters()
+    declarations(theirs)
+    assert hkt.space_from_hyperparameters(theirs).to_dict() == \
+        SearchSpace.from_dict(discover(declarations).space_dict()).to_dict()
+
+
+@pytest.mark.parametrize("declare, message", [
+    (lambda hp: hp.Int("width", 0, 2 * STEP_GRID_LIMIT, step=2),
+     rf"'width': a stepped range of {STEP_GRID_LIMIT + 1} values is not supported \(at most {STEP_GRID_LIMIT}\)"),
+    (lambda hp: hp.Int("filters", 8, 256, step=2, sampling="log"), "a step with sampling='log'"),
+    (lambda hp: hp.Float("lr", 1e-4, 1e-1, sampling="reverse_log"), "'reverse_log' has no hpo counterpart"),
+])
+def test_what_the_face_refuses_the_oracles_refuse_with_the_same_words(declare, message):
+    theirs = kt.HyperParameters()
+    declare(theirs)
+    with pytest.raises(ValueError, match=message):
+        hkt.space_from_hyperparameters(theirs)
+    with pytest.raises(ValueError, match=message):
+        discover(declare).space_dict()
+
+
+def test_the_tuner_classes_of_the_faces_names_are_the_faces_only():
+    for name, oracle in (("BOHB", "BOHBOracle"), ("Hyperband", "HyperbandOracle"), ("ASHA", "ASHAOracle")):
+        with pytest.raises(AttributeError, match=rf"for hpo's engine use hpo.keras_tuner.{name}; .*"
+                                                 rf"OracleTuner\(hypermodel, oracle={oracle}\("):
+            getattr(hkt, name)
+    with pytest.raises(AttributeError, match="is OracleTuner"):
+        hkt.Tuner  # noqa: B018
+
+
 @pytest.fixture(autouse=True)
 def seeded_weights():
     # The oracle is seeded by the tuner; this seeds weight init too, so accuracy bars below see one draw, not many.
@@ -62,25 +109,29 @@ def digits_arrays():
     return (x / 16.0).astype("float32"), y
 
 
+def bohb(objective, **arguments):
+    return hkt.BOHBOracle(kt.Objective(objective, "max"), **arguments)
+
+
 def search(tuner, data):
     x, y = data
     tuner.search(x[:1200], y[:1200], validation_data=(x[1200:], y[1200:]), batch_size=64, verbose=0)
 
 
 def test_a_kt_search_runs_hyperband_budgets_and_continues_promotions(tmp_path, digits_arrays):
-    """BOHB's oracle in Keras Tuner's loop (hkt.Hyperband is the same oracle over our Hyperband)."""
+    """BOHB's oracle in Keras Tuner's loop (HyperbandOracle is the same oracle over our Hyperband)."""
     max_epochs, budgets = 3, [1, 3]
     starting_weights = {}
 
-    class Spy(hkt.BOHB):
+    class Spy(hkt.OracleTuner):
         def _build_hypermodel(self, hp):
             model = super()._build_hypermodel(hp)
             if "tuner/trial_id" in hp.values:
                 starting_weights[hp.values["tuner/trial_id"]] = model.get_weights()
             return model
 
-    tuner = Spy(build, objective="val_accuracy", max_epochs=max_epochs, factor=3, seed=0,
-                directory=str(tmp_path), project_name="p")
+    tuner = Spy(build, bohb("val_accuracy", max_epochs=max_epochs, factor=3, seed=0), directory=str(tmp_path),
+                project_name="p")
     search(tuner, digits_arrays)
     trials = list(tuner.oracle.trials.values())
     assert len(trials) == tuner.oracle.max_trials == tuner.oracle.searcher.n_asked
@@ -102,13 +153,13 @@ def test_a_kt_search_runs_hyperband_budgets_and_continues_promotions(tmp_path, d
 
 
 def test_a_reloaded_tuner_replays_the_oracle_and_carries_on(tmp_path, digits_arrays):
-    first = hkt.BOHB(build, objective="val_accuracy", max_epochs=3, factor=3, seed=1,
-                     directory=str(tmp_path), project_name="p")
+    first = hkt.OracleTuner(build, bohb("val_accuracy", max_epochs=3, factor=3, seed=1), directory=str(tmp_path),
+                            project_name="p")
     first.oracle.max_trials = 2
     search(first, digits_arrays)
     asked = [t.hyperparameters.values for t in first.oracle.trials.values()]
-    second = hkt.BOHB(build, objective="val_accuracy", max_epochs=3, factor=3, seed=1,
-                      directory=str(tmp_path), project_name="p", overwrite=False)
+    second = hkt.OracleTuner(build, bohb("val_accuracy", max_epochs=3, factor=3, seed=1), directory=str(tmp_path),
+                             project_name="p", overwrite=False)
     assert second.oracle.searcher.n_asked == 2      # the log was replayed into a fresh searcher
     second.oracle.max_trials = 4
     search(second, digits_arrays)

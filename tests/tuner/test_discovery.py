@@ -114,3 +114,19 @@ def test_a_parameter_discovery_missed_takes_its_default_and_the_log_says_so_once
     # One record, seen once or twice (at the logger and, if it propagates, at the root).
     warnings = list({id(r): r.getMessage() for r in caplog.records if "'hidden'" in r.getMessage()}.values())
     assert len(warnings) == 1 and "takes its default 5" in warnings[0]
+
+
+def test_a_stepped_range_is_its_grid_up_to_the_one_limit_and_refused_above_it():
+    from hpo.tuner.keras_tuner_terms import STEP_GRID_LIMIT
+
+    def at_limit(hp):
+        hp.Float("rate", 0.0, 1.0, step=1 / (STEP_GRID_LIMIT - 1))
+
+    def above_limit(hp):
+        hp.Int("units", 0, STEP_GRID_LIMIT)   # unit steps are a plain int range: any count is fine
+        hp.Int("width", 0, 2 * STEP_GRID_LIMIT, step=2)
+
+    assert len(discover(at_limit).space_dict()["rate"]["values"]) == STEP_GRID_LIMIT
+    with pytest.raises(ValueError, match=rf"'width': a stepped range of {STEP_GRID_LIMIT + 1} values is not "
+                                         rf"supported \(at most {STEP_GRID_LIMIT}\); widen the step"):
+        discover(above_limit).space_dict()
