@@ -18,7 +18,7 @@ is scored by its best epoch, whose weights `get_best_models` returns
 not is a ValueError naming it.
 
 What this face refuses because hpo trains the model itself (a `HyperModel` with its own
-`fit`, `executions_per_trial`, several objectives, ...) runs in Keras Tuner's own loop with
+`fit`, a `run_trial` of one's own, `executions_per_trial`, ...) runs in Keras Tuner's own loop with
 our searchers deciding: `hpo.keras_tuner.oracles` (`OracleTuner` with `BOHBOracle`,
 `HyperbandOracle` or `ASHAOracle`; it needs `keras_tuner` installed, this face does not).
 """

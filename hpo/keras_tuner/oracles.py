@@ -1,7 +1,7 @@
 """Our searchers deciding inside Keras Tuner's own loop: for what the face, `hpo.keras_tuner`,
 refuses because hpo trains the model itself (a `HyperModel` with its own `fit`, a tuner
-subclass with its own `run_trial`, `executions_per_trial`, a `distribution_strategy`, several
-objectives). Keras Tuner trains, keeps the trials and the checkpoints; our searcher decides.
+subclass with its own `run_trial`, `executions_per_trial`, a `distribution_strategy`).
+Keras Tuner trains, keeps the trials and the checkpoints; our searcher decides.
 Needs `keras_tuner` installed (the face does not).
 
     import keras_tuner as kt
