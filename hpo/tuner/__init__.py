@@ -2,7 +2,9 @@
 Keras Tuner face (`hpo.keras_tuner`) shares with it: `HyperParameters` (what `build_model(hp)`
 calls), the space discovery, the trainer of user-compiled models, the results.
 
-`hpo.tuner.hyperparameters` and `hpo.tuner.discovery` import no TensorFlow; `Tuner` does.
+`hpo.tuner.hyperparameters`, `hpo.tuner.discovery` and `hpo.tuner.keras_tuner_terms` (the
+conversion of Keras Tuner's parameters, which `hpo.keras_tuner.oracles` reads too) import no
+TensorFlow; `Tuner` does.
 """
 
 from hpo.tuner.hyperparameters import HyperParameters
