@@ -22,10 +22,8 @@ _NAME_BY_KERAS_CLASS = {record.keras_class: name for name, record in OPTIMIZERS.
 _MUST_BE_DEFAULT = {"clipnorm": None, "global_clipnorm": None, "clipvalue": None, "use_ema": False,
                     "loss_scale_factor": None, "gradient_accumulation_steps": None, "amsgrad": False,
                     "centered": False}
-# Adam's weight_decay is refused, pointing at AdamW, the record that trains it. Only Adam's:
-# a weight_decay that a record does not hold is not refused in general, which would start
-# refusing SGD(weight_decay=...) and RMSprop(weight_decay=...) models that train today (their
-# weight_decay is not applied by hpo's trainer).
+# A weight_decay that the optimizer's record does not train is refused (Adam's points at AdamW,
+# the record that trains it): hpo's trainer would otherwise train without it, a silent difference.
 _ADAM, _ADAMW = OPTIMIZERS["adam"], OPTIMIZERS["adamw"]
 _LOSS_OPTIONS_OK = {"from_logits", "reduction", "name", "axis", "ignore_class", "dtype"}
 
@@ -60,9 +58,10 @@ def optimizer_params(model) -> dict[str, Any]:
                                    f"{key} at its default")
     name = _NAME_BY_KERAS_CLASS[kind]
     record = OPTIMIZERS[name]
-    if record is _ADAM and config.get("weight_decay"):
-        raise UnsupportedModel(f"{_ADAM.keras_class}(weight_decay=...) is not supported by hpo's trainer; use "
-                               f"{_ADAMW.keras_class}")
+    if config.get("weight_decay") and "weight_decay" not in record.hyperparameters:
+        instead = (f"use {_ADAMW.keras_class}" if record is _ADAM else
+                   "leave weight_decay at its default (a kernel_regularizer on the layers regularises instead)")
+        raise UnsupportedModel(f"{kind}(weight_decay=...) is not supported by hpo's trainer; {instead}")
     return {"optimizer": name, **{key: float(config[key]) for key in record.hyperparameters},
             **record.structural_values(config)}
 

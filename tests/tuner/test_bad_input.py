@@ -36,11 +36,19 @@ def adam_with_weight_decay(hp):
     return model
 
 
+def sgd_with_weight_decay(hp):
+    import keras
+    model = small_mlp(hp)
+    model.compile(keras.optimizers.SGD(weight_decay=0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
 @pytest.mark.parametrize("build, kwargs, message", [
     (never_builds, {}, "build_model failed on the default hyperparameters: RuntimeError: cannot build this"),
     (no_hyperparameters, {}, "the search space is empty"),
     (adagrad, {}, "optimizer Adagrad is not supported"),
     (adam_with_weight_decay, {}, "Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW"),
+    (sgd_with_weight_decay, {}, "SGD(weight_decay=...) is not supported by hpo's trainer; leave weight_decay"),
     (small_mlp, {"objective": "val_auc"}, "objective 'val_auc' is not a metric the model logs; expected one of"),
 ])
 def test_a_search_that_cannot_work_is_refused_before_any_file(tmp_path, digits, build, kwargs, message):
