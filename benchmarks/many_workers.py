@@ -45,6 +45,12 @@ Reported per worker count and searcher:
   geometric mean over problems and seeds of the regret divided by random search's final
   regret on 1 worker, against simulated time over T1.
 
+- speedup to a common target: the same, with one target for every searcher (the worst of
+  their 1-worker final regrets on that problem and seed, which every run that reached its own
+  target has passed) and one baseline (random search on 1 worker): how many times sooner than
+  random search on one worker the searcher on W workers gets there. This one rewards a good
+  searcher; the first rewards a searcher whose 1-worker run ends badly, as its target is easy.
+
 Peers, in the same event simulation (their own ask and tell, one trial per free worker):
 Optuna's TPE with the constant liar (full budget only), and random search (ours, at the
 full budget). Syne Tune's schedulers are not run here.
@@ -450,15 +456,18 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
             references[problem.name] = min(v for (p, *_), run in runs.items() if p == problem.name
                                            for _, v in run.trace)
     table: dict[str, dict[str, Any]] = {}
+    commons = {(problem.name, seed): max(runs[(problem.name, s, 1, seed)].trace[-1][1] for s in searchers
+                                         if runs[(problem.name, s, 1, seed)].trace)
+               for problem in problems for seed in range(seeds)}
     print(f"\nT1 = {args.full_evals:g} full-budget evaluations; window K = {args.window:g}; seeds {seeds}; "
           f"problems: {', '.join(p.name for p in problems)}")
     for w in workers:
         print(f"\n## {w} worker{'s' if w > 1 else ''}")
-        print("| searcher | speedup (geomean) | not reached | utilisation (median) | decision ms (median) | "
-              "driver load (median) | final regret (mean) |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print("| searcher | speedup (geomean) | not reached | speedup to the common target | utilisation (median) | "
+              "decision ms (median) | driver load (median) | final regret (mean) |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for searcher in searchers:
-            speedups, censored, utils, decisions, loads, finals = [], 0, [], [], [], []
+            speedups, censored, utils, decisions, loads, finals, common = [], 0, [], [], [], [], []
             for problem in problems:
                 for seed in range(seeds):
                     one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, w, seed)]
@@ -470,17 +479,25 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
                         censored += 1
                         t_many = many.end
                     speedups.append(t_one / max(t_many, 1e-12))
+                    base = runs.get((problem.name, REFERENCE, 1, seed))
+                    if base is not None and base.trace:
+                        level = commons[(problem.name, seed)]
+                        reach = time_to(many.trace, level)
+                        common.append(time_to(base.trace, level) / max(reach if math.isfinite(reach) else many.end,
+                                                                       1e-12))
                     utils.append(many.utilisation)
                     decisions.extend(many.decisions)
                     loads.append(sum(many.decisions) / many.end if many.end > 0 else math.nan)
                     finals.append(regret_at(many.trace, many.end, references[problem.name]))
             row = {"speedup": geomean(speedups), "not_reached": censored, "runs": len(speedups),
                    "utilisation": statistics.median(utils) if utils else math.nan,
+                   "common_speedup": geomean(common),
                    "decision_ms": 1000 * statistics.median(decisions) if decisions else math.nan,
                    "driver_load": statistics.median(loads) if loads else math.nan,
                    "final_regret": statistics.mean(finals) if finals else math.nan}
             table.setdefault(str(w), {})[searcher] = row
-            print(f"| {searcher} | {row['speedup']:.1f}x | {censored}/{len(speedups)} | {row['utilisation']:.3f} | "
+            print(f"| {searcher} | {row['speedup']:.1f}x | {censored}/{len(speedups)} | {row['common_speedup']:.1f}x | "
+                  f"{row['utilisation']:.3f} | "
                   f"{row['decision_ms']:.2f} | {row['driver_load']:.4f} | {row['final_regret']:.4f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
