@@ -89,6 +89,12 @@ class FreshWeights:
         with tf.device(self.context.device):
             return make()
 
+    def forget(self, signature: str) -> None:
+        """Drop what is kept for an architecture (its trainer evicted its program): if it
+        comes back, a real build vouches for it again."""
+        self.checked.pop(signature, None)
+        self.recipes.pop(signature, None)
+
     def verify(self, signature: str, model, params: Mapping[str, Any], seed: int) -> None:
         if signature in self.checked:
             return

@@ -48,6 +48,7 @@ class TunableOptimizer:
                                            name=key)
                        for key, default in self.record.hyperparameters.items() if key != "learning_rate"}
         self.optimizer = _make(self.record, params, self.values)
+        _skip_single_replica_all_reduce(self.optimizer)
         # Adam(W) in one pass over memory; only worth it where XLA fuses the pass (xla_fusion).
         # (SGD keeps Keras's form unfused: see `single_pass_momentum`.)
         self.optimizer.single_pass = single_pass and isinstance(self.optimizer, _SinglePassAdamMixin)
@@ -73,6 +74,21 @@ class TunableOptimizer:
     @property
     def learning_rate(self) -> float:
         return float(ops.convert_to_numpy(self.optimizer.learning_rate))
+
+
+def _skip_single_replica_all_reduce(optimizer: keras.optimizers.Optimizer) -> None:
+    """Outside a distribution strategy, Keras's TensorFlow optimizer sums each gradient over
+    one replica, an identity that `tf.custom_gradient` wraps; traced, that registers a
+    gradient function in TensorFlow's global registry which is never removed and keeps the
+    whole traced step alive. Every new architecture then leaked its step graph, about 3 MB
+    (benchmarks/worker_memory.py). Without a strategy the gradients pass through unchanged,
+    the same values; under one, Keras's sum runs as before."""
+    keras_sum = optimizer._all_reduce_sum_gradients
+
+    def all_reduce_sum_gradients(grads_and_vars):
+        return keras_sum(grads_and_vars) if tf.distribute.has_strategy() else list(grads_and_vars)
+
+    optimizer._all_reduce_sum_gradients = all_reduce_sum_gradients
 
 
 def _make(record: OptimizerRecord, params: Mapping[str, Any], values: Mapping[str, Any]) -> keras.optimizers.Optimizer:

@@ -7,13 +7,12 @@ the batch size, which the step takes as a shape-polymorphic index tensor) share 
 program. A new trial re-initialises the weights by assignment from a freshly built model
 (so initialisation is exactly the builder's, under the trial's seed) and zeroes the
 optimizer slots. Hyperband promotions of one config hit the same program and skip both the
-trace and the build.
+trace and the build. A worker keeps a bounded number of programs (`hpo.training.program_cache`).
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -100,37 +99,3 @@ def build_program(signature: str, model, params: Mapping[str, Any], x_train, y_t
     train_steps = make_train_steps(model, optimizer.optimizer, x_train, y_train, mode, measures, on_trace=traces)
     evaluate = make_evaluate(model, mode, measures)
     return TrainingProgram(signature, mode, model, optimizer, train_steps, evaluate, measures, traces)
-
-
-class ProgramCache:
-    """Least-recently-used programs by (signature, device, mode).
-
-    Sized to hold one Hyperband bracket's first rung (27 configs at the default 1/27/3), so
-    promotions find their program; small models keep the whole cache to a few hundred MB.
-    """
-
-    def __init__(self, capacity: int = 32):
-        self.capacity = capacity
-        self._programs: OrderedDict[tuple, TrainingProgram] = OrderedDict()
-
-    def get(self, key: tuple) -> TrainingProgram | None:
-        program = self._programs.get(key)
-        if program is not None:
-            self._programs.move_to_end(key)
-        return program
-
-    def put(self, key: tuple, program: TrainingProgram) -> None:
-        self._programs[key] = program
-        self._programs.move_to_end(key)
-        while len(self._programs) > self.capacity:
-            self._programs.popitem(last=False)
-
-    def discard(self, key: tuple) -> None:
-        self._programs.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._programs)
-
-    @property
-    def traces(self) -> int:
-        return sum(p.traces[0] for p in self._programs.values())

@@ -37,11 +37,19 @@ from hpo.training.context import TrainingContext
 from hpo.training.devices import device_type
 from hpo.training.engines import EngineChoice, choose_engine
 from hpo.training.epoch_loop import train_epochs
-from hpo.training.fit_engine import FitTrial, build_fit_program, fit_signature, is_fit_signature, output_names
+from hpo.training.fit_engine import (
+    ENGINE_KEY,
+    FitTrial,
+    build_fit_program,
+    fit_signature,
+    is_fit_signature,
+    output_names,
+)
 from hpo.training.fresh_weights import FreshWeights
 from hpo.training.kernel_cache import KernelCacheJanitor
 from hpo.training.model_measures import measure_model
-from hpo.training.program import ProgramCache, TrainingProgram, architecture_signature, build_program
+from hpo.training.program import TrainingProgram, architecture_signature, build_program
+from hpo.training.program_cache import DEFAULT_CAPACITY, ProgramCache
 from hpo.training.seeding import seed_trial
 from hpo.training.single_trial import SingleTrial, resume_point
 from hpo.training.training_data import check_batch_size, device_data
@@ -59,7 +67,7 @@ class Trainer:
     def __init__(self, dataset: Dataset, builder: Callable, training: TrainingConfig,
                  fixed_params: Mapping[str, Any], device: str, *,
                  known_compile_choices: Mapping[str, tuple[str, Mapping]] | None = None,
-                 cache_capacity: int = 32):
+                 cache_capacity: int = DEFAULT_CAPACITY):
         request_multi_output_fusion()     # before this process's first XLA compilation reads XLA_FLAGS
         import tensorflow as tf
 
@@ -75,7 +83,7 @@ class Trainer:
         # Decisions made here go back to the runner as events (`new_compile_choices`): the
         # runner is the study's only writer.
         self.compile_choices = InMemoryCompileChoices(known_compile_choices)
-        self.programs = ProgramCache(cache_capacity)
+        self.programs = ProgramCache(cache_capacity, on_evict=self._forget_architecture)
         self.weights = FreshWeights(self.context, self.build_model)
         self._janitor = KernelCacheJanitor()
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
@@ -173,6 +181,14 @@ class Trainer:
         if fresh_start:
             program.start_trial(self.fresh_weights(params, seed), params)
         return program
+
+    def _forget_architecture(self, key: tuple, program: TrainingProgram) -> None:
+        """An evicted program's architecture, once no cached program has it: its fresh-weights
+        recipe and engine go too, so a long search's memory stays flat (`program_cache`)."""
+        signature = _compiled_signature(key[0])
+        if all(_compiled_signature(other[0]) != signature for other in self.programs.keys()):
+            self.weights.forget(signature)
+            self._engines.pop(signature, None)
 
     @property
     def traces(self) -> int:
@@ -369,6 +385,15 @@ class Trainer:
             group = SingleTrial(program, task, control)
         for reports in train_epochs(self.context, group, batch_size, [replay], job_started):
             yield from reports
+
+
+def _compiled_signature(signature: str) -> str:
+    """`architecture_signature`'s form of a program's signature (a fit program's without its engine)."""
+    if not is_fit_signature(signature):
+        return signature
+    structure = json.loads(signature)
+    structure.pop(ENGINE_KEY)
+    return json.dumps(structure, sort_keys=True, default=str)
 
 
 def _params_key(params: Mapping[str, Any]) -> str:
