@@ -65,8 +65,7 @@ class PriorTrust:
             ours = [loss for key, loss in self.results[budget].items() if key in self.drawn]
             other = [loss for key, loss in self.results[budget].items() if key not in self.drawn]
             if len(ours) >= PRIOR_EVIDENCE and len(other) >= PRIOR_EVIDENCE:
-                a, b = np.array(ours)[:, None], np.array(other)[None, :]
-                auc = float(((a < b) + 0.5 * (a == b)).mean())
+                auc = win_rate(np.array(ours), np.array(other))
                 share = float(np.clip(PRIOR_START * 2 * auc, *PRIOR_RANGE))
                 break
         self._cached = (count, share)
@@ -145,6 +144,18 @@ class ConfigSampler:
     def open_with_climb(self) -> None:
         """BOHB opens with a climbing bracket: its configs are promoted through every rung
         whatever their results, which a budget-judging sampler may take into account."""
+
+
+def win_rate(a: np.ndarray, b: np.ndarray) -> float:
+    """The chance that a value of `a` is below one of `b` (ties count half), over every pair:
+    the AUC of Mann and Whitney. Counted from `b` sorted, in O((n + m) log m) rather than by
+    the n x m table of pairs (whose size grew with the search). Both counts are whole, so the
+    figure is exactly the table's mean."""
+    b = np.sort(b)
+    below = np.searchsorted(b, a, side="left")
+    above = np.searchsorted(b, a, side="right")
+    wins = float((len(b) - above).sum()) + 0.5 * float((above - below).sum())
+    return wins / (len(a) * len(b))
 
 
 def check_model_options(top_n_percent: float, random_fraction: float, num_samples: int) -> None:

@@ -71,6 +71,7 @@ from hpo.search.base import (
     latin_hypercube,
     spread_over_ranking,
     unseen_sample,
+    win_rate,
 )
 from hpo.search.kde import dimensions_of
 from hpo.search.rung_agreement import MAX_LOWER, agreement, features
@@ -549,8 +550,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             results = self._results(upper)
             promoted = results[:, 1] == lower
             if not self.climbing and promoted.sum() >= MIN_PAIRS and (~promoted).sum() >= MIN_PAIRS:
-                p, f = results[promoted, 0][:, None], results[~promoted, 0][None, :]
-                auc = float(((p < f) + 0.5 * (p == f)).mean())     # P(a promoted config wins)
+                auc = win_rate(results[promoted, 0], results[~promoted, 0])     # P(a promoted config wins)
                 trust *= 0.0 if auc < AUC_MIN else 1.0
             reliability[lower] = trust
         # The top budget's side: its configs that the model did not draw there (random probes,

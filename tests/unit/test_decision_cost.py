@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hpo.search import BOHB
-from hpo.search.base import MAX_DENSITY_ROWS, spread_over_ranking
+from hpo.search.base import MAX_DENSITY_ROWS, spread_over_ranking, win_rate
 from hpo.search.blas import one_blas_thread
 from hpo.search.kde import Dimension
 from hpo.search.tpe import MultiFidelityTPESampler, _SplitModel
@@ -82,3 +82,12 @@ def test_a_capped_model_still_proposes_near_the_optimum_of_a_long_search():
     late = [job.config for job, _ in searcher.history[-100:]]
     distance = np.median([math.hypot(c["x"] - 0.3, c["y"] - 0.7) for c in late])
     assert distance < 0.1
+
+
+def test_the_win_rate_is_exactly_the_mean_over_the_table_of_pairs():
+    rng = np.random.default_rng(1)
+    for n, m in ((1, 1), (7, 5), (300, 40)):
+        for a, b in ((rng.integers(0, 9, n).astype(float), rng.integers(0, 9, m).astype(float)),
+                     (rng.random(n), rng.random(m))):
+            table = (a[:, None] < b[None, :]) + 0.5 * (a[:, None] == b[None, :])
+            assert win_rate(a, b) == float(table.mean())
