@@ -221,6 +221,27 @@ def test_a_build_model_writing_to_an_open_file_is_refused_naming_the_file(tmp_pa
                                        rf"cannot be pickled \(PicklingError: Cannot pickle files")
 
 
+def test_a_build_model_carrying_a_large_global_array_is_warned_naming_the_array(caplog):
+    """A script's build_model that reads a global array (for its shape) pickles with the whole
+    array, sent to every worker at each start: the warning names the array and its size."""
+    from hpo.tuner.shipping import LARGE_BUILD_BYTES, check_shippable
+
+    script = {"__name__": "__main__", "x_train": np.zeros(LARGE_BUILD_BYTES // 2, "float32")}
+    exec("def build_model(hp):\n    return x_train.shape[1:]\n", script)       # as in a script's __main__
+    with caplog.at_level(logging.WARNING, logger="hpo.tuner"):
+        check_shippable(script["build_model"], "workers=2")
+    message = "\n".join(r.getMessage() for r in caplog.records)
+    assert "build_model pickles to 2.1 MB, copied to every worker process (workers=2)" in message
+    assert "2.1 MB of it is x_train (build_model -> x_train, a numpy.ndarray)" in message
+
+    caplog.clear()
+    small = {"__name__": "__main__", "input_shape": script["x_train"].shape[1:]}
+    exec("def build_model(hp):\n    return input_shape\n", small)
+    with caplog.at_level(logging.WARNING, logger="hpo.tuner"):
+        check_shippable(small["build_model"], "workers=2")
+    assert not caplog.records
+
+
 def test_a_changed_space_on_resume_is_refused_with_the_differences_in_python_terms(tmp_path, tiny):
     x, y = tiny
     kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path)).search(
