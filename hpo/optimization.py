@@ -108,6 +108,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.runner import build_runner
     from hpo.study.searching import open_for_search
 
+    _check_workers_and_simulate(workers, simulate)
     if max_trials is None and time_limit is None:
         max_trials = DEFAULT_MAX_TRIALS
     goals = _goals(objectives, constraints, metric, direction, options)
@@ -160,6 +161,22 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           study_dir=Path(study_dir) if study_dir is not None else None,
                           objectives=goals.objectives if objectives is not None else (),
                           pareto=pareto, simulation=executor.report() if simulate is not None else None)
+
+
+def _check_workers_and_simulate(workers: Any, simulate: Any) -> None:
+    """`workers` counts threads (or simulated workers), so it is a whole number >= 1 here:
+    'auto', which the CLI resolves from the machine's devices, has no meaning for a thread
+    pool of a Python function or for simulated workers."""
+    if simulate is not None and not isinstance(simulate, Simulation):
+        raise ConfigTypeError(f"expected an hpo.Simulation (for example hpo.Simulation(cost='cost')) or None, got "
+                              f"{type(simulate).__name__} {simulate!r}", source="hpo.optimize(), argument 'simulate'")
+    what = "simulated workers" if simulate is not None else "threads calling the objective"
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        raise ConfigTypeError(f"expected a whole number >= 1 (the {what}), got {workers!r}",
+                              source="hpo.optimize(), argument 'workers'")
+    if workers < 1:
+        raise ConfigError(f"expected a whole number >= 1 (the {what}), got {workers!r}",
+                          source="hpo.optimize(), argument 'workers'")
 
 
 def _clock_of(executor) -> dict[str, Any]:

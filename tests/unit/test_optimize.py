@@ -148,6 +148,25 @@ def test_a_schedule_that_cannot_run_is_refused_naming_the_argument_before_any_st
     assert not (tmp_path / "study").exists()
 
 
+@pytest.mark.parametrize("arguments, kind, message", [
+    ({"simulate": True}, TypeError, "argument 'simulate': expected an hpo.Simulation (for example "
+                                    "hpo.Simulation(cost='cost')) or None, got bool True"),
+    ({"workers": "auto"}, TypeError, "argument 'workers': expected a whole number >= 1 (the threads calling the "
+                                     "objective), got 'auto'"),
+    ({"workers": "auto", "simulate": hpo.Simulation()}, TypeError,
+     "argument 'workers': expected a whole number >= 1 (the simulated workers), got 'auto'"),
+    ({"workers": 0}, ValueError, "argument 'workers': expected a whole number >= 1 (the threads calling the "
+                                 "objective), got 0"),
+])
+def test_workers_and_simulate_of_the_wrong_kind_are_refused_naming_the_argument(tmp_path, arguments, kind, message):
+    with pytest.raises(kind) as caught:
+        hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=2, study_dir=tmp_path / "study",
+                     **arguments)
+    assert isinstance(caught.value, ConfigError)
+    assert f"hpo.optimize(), {message}" in str(caught.value)
+    assert not (tmp_path / "study").exists()
+
+
 def test_a_changed_space_under_study_dir_says_to_pass_fresh_and_fresh_starts_anew(tmp_path):
     study = tmp_path / "study"
     hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=3, study_dir=study)
