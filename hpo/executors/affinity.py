@@ -1,7 +1,7 @@
 """Send a promotion to the worker that trained its parent, when that worker can take it.
 
 Each worker keeps the compiled programs of the architectures it trained
-(`hpo.training.program.ProgramCache`), but a worker process cannot lend them to another:
+(`hpo.training.program_cache.ProgramCache`), but a worker process cannot lend them to another:
 a traced TensorFlow function and its variables live in one process's runtime. A promotion
 (a task that continues its parent from `checkpoint_in`) that lands on the worker whose cache
 holds its architecture skips the build, the trace and the graph optimisation, and only
