@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from hpo.clock import SimulatedClock, SimulationReport
+from hpo.errors import UserInputError
 from hpo.executors.function import Objective, evaluate
 from hpo.jobs import EpochDone, Event, TrainTask, TrialDone
 
@@ -64,6 +65,7 @@ class SimulatedExecutor:
         self._reached: dict[str, dict[int, float]] = {}        # config -> epoch -> cost from scratch
         self._decisions: list[float] = []
         self._handed_done: float | None = None                # real time a TrialDone went back
+        self._costed = False                                  # a call has returned its cost
 
     # --- the executor protocol (hpo.jobs) -------------------------------------------------
     def free_slots(self) -> int:
@@ -120,18 +122,27 @@ class SimulatedExecutor:
 
     # --- helpers --------------------------------------------------------------------------
     def _charged(self, task: TrainTask, events: list[Event]) -> tuple[list[Event], float]:
-        """The trial's events and the simulated seconds it occupies a worker. A successful
-        call without a finite, non-negative cost fails its trial; a failed call costs nothing."""
+        """The trial's events and the simulated seconds it occupies a worker. The first
+        successful call without a cost is a setup mistake (UserInputError: every call would
+        fail); after a call that returned one, a successful call without a finite,
+        non-negative cost fails its trial. A failed call costs nothing."""
         done = events[-1]
         if not isinstance(done, TrialDone) or done.error is not None:
             return events, 0.0
         metrics = next(e.report.metrics for e in events if isinstance(e, EpochDone))
         cost = metrics.get(self.cost_key)
+        if cost is None and not self._costed:
+            returned = ", ".join(f"{name!r}: {value:g}" for name, value in metrics.items())
+            raise UserInputError(
+                f"a simulated search needs each trial's duration in simulated seconds: the objective must return a "
+                f"dict such as {{{self.metric!r}: 0.25, {self.cost_key!r}: 120.0}}, but its first call (trial "
+                f"{task.trial_id}) returned {{{returned}}}, with no {self.cost_key!r}")
         if cost is None or not math.isfinite(cost) or cost < 0:
             said = "no" if cost is None else f"the cost {cost} as"
             error = (f"the objective returned {said} {self.cost_key!r}; a simulated search needs each "
                      f"trial's duration in seconds there")
             return [TrialDone(trial_id=task.trial_id, epochs_trained=0, error=error)], 0.0
+        self._costed = True
         if not self.resumes:
             return events, float(cost)
         reached = self._reached.setdefault(_config_key(task.config), {})

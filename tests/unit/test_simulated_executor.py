@@ -6,6 +6,7 @@ import math
 import pytest
 
 import hpo
+import hpo.errors
 from hpo.clock import SimulatedClock
 from hpo.executors.simulated import SimulatedExecutor
 from hpo.jobs import EpochDone, TrainTask, TrialDone
@@ -116,14 +117,30 @@ def test_a_resumed_promotion_costs_only_its_epochs_beyond_its_parents():
         assert trial.duration == pytest.approx(10.0 * (trial.budget - rows[trial.continues].budget))
 
 
-def test_an_objective_without_a_cost_fails_its_trial_saying_what_is_missing():
+@pytest.mark.parametrize("returns", [lambda x: x ** 2, lambda x: {"objective": x ** 2, "seconds": 3.0}],
+                         ids=["a float", "a dict without cost"])
+def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_showing_the_dict(tmp_path, returns):
     def costless(config, budget):
-        return config["x"] ** 2
+        return returns(config["x"])
 
-    result = hpo.optimize(costless, SPACE, "random", min_budget=1, max_budget=9, max_trials=3,
-                          simulate=hpo.Simulation())
-    assert all(t.state == TrialState.FAILED for t in result.trials)
-    assert "'cost'" in result.trials[0].error
+    with pytest.raises(hpo.errors.UserInputError) as caught:
+        hpo.optimize(costless, SPACE, "random", min_budget=1, max_budget=9, max_trials=5, study_dir=tmp_path / "s",
+                     simulate=hpo.Simulation())
+    message = str(caught.value)
+    assert "the objective must return a dict such as {'objective': 0.25, 'cost': 120.0}" in message
+    assert "its first call (trial 0) returned {'objective': " in message and "with no 'cost'" in message
+
+
+def test_after_a_call_with_its_cost_a_call_without_fails_only_its_trial():
+    def sometimes(config, budget):
+        return {"objective": config["x"] ** 2, **({"cost": 1.0} if config["x"] < 0 else {})}
+
+    result = hpo.optimize(sometimes, SPACE, "random", min_budget=1, max_budget=1, max_trials=40, seed=0,
+                          simulate=hpo.Simulation(), initial_configs=[{"x": -1.0, "y": 0.5}])
+    later = result.trials
+    assert {t.state for t in later if t.config["x"] < 0} == {TrialState.COMPLETE}
+    costless = [t for t in later if t.config["x"] >= 0]
+    assert costless and all(t.state == TrialState.FAILED and "'cost'" in t.error for t in costless)
 
 
 def test_the_executor_hands_back_trials_in_the_order_they_finish():
