@@ -75,11 +75,18 @@ class Prepared:
     data: SearchData
 
 
+def budgets(max_epochs: int | None, min_epochs: int, epochs: int) -> tuple[int, int]:
+    """The search's (min_budget, max_budget) in epochs: both `search(epochs=)` for a
+    one-budget search (`max_epochs` None), else the tuner's own, as given: a `min_epochs`
+    above `max_epochs` is refused by `check_schedule`, never lowered."""
+    if max_epochs is None:
+        return epochs, epochs
+    return min_epochs, max_epochs
+
+
 def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: SearchData, loss: str,
                     metrics: Sequence[str], batch_size: int, epochs: int, early_stopping: dict | None) -> dict:
-    one_budget = settings.max_epochs is None
-    max_budget = epochs if one_budget else settings.max_epochs
-    min_budget = max_budget if one_budget else min(settings.min_epochs, max_budget)
+    min_budget, max_budget = budgets(settings.max_epochs, settings.min_epochs, epochs)
     max_trials = settings.max_trials
     if max_trials is None:
         max_trials = iteration_jobs(settings.algorithm, min_budget, max_budget, settings.factor,

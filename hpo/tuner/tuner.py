@@ -225,10 +225,8 @@ class Tuner:
         names = dict(driver.SCHEDULE_ARGUMENTS)
         if one_budget:
             names["max_budget"] = names["min_budget"] = "search(epochs=)"
-            max_budget = min_budget = 1 if epochs is None else epochs
-        else:
-            max_budget = self.max_epochs
-            min_budget = min(self.min_epochs, max_budget)
+        min_budget, max_budget = driver.budgets(None if one_budget else self.max_epochs, self.min_epochs,
+                                                1 if epochs is None else epochs)
         try:
             check_schedule(min_budget, max_budget, self.factor, self.max_trials, names=names, whole_budgets=True)
         except ConfigError as exc:

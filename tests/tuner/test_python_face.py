@@ -69,6 +69,9 @@ def unconfigured_logging(monkeypatch) -> None:
     (lambda d: hpo.Tuner(lambda c: mlp(kt.HyperParameters()), {"units": {"type": "choice", "values": [8, 16]}},
                          max_epochs=9, min_epochs=0, **d),
      r"Tuner\(\), argument 'min_epochs': expected min_epochs >= 1"),
+    (lambda d: hpo.Tuner(lambda c: mlp(kt.HyperParameters()), {"units": {"type": "choice", "values": [8, 16]}},
+                         max_epochs=3, min_epochs=9, **d),
+     r"Tuner\(\), argument 'min_epochs': expected min_epochs <= max_epochs"),
     (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=3, hyperband_iterations=0, **d),
      r"Hyperband\(\), argument 'hyperband_iterations': expected hyperband_iterations >= 1, got 0"),
 ])
