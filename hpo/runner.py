@@ -101,6 +101,8 @@ class Runner:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
+        self._end_epochs: dict[int, int] = {}     # running trial -> its last epoch
+        self._finishing: set[int] = set()          # running trials whose last epoch has arrived
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
         self._started = self.clock()
         self._engine_lines = EngineLines()
@@ -123,11 +125,14 @@ class Runner:
         stopped = "max_trials"
         try:
             while True:
-                if search.time_limit is not None and self.clock() - started > search.time_limit:
+                # Past the limit, a trial whose last epoch arrived is waited for (its TrialDone
+                # follows), so that a trial which finished is recorded, not interrupted and rerun.
+                over = search.time_limit is not None and self.clock() - started > search.time_limit
+                if over and not self._finishing:
                     stopped = "time_limit"
                     self._interrupt_running("time limit reached")
                     break
-                while self.executor.free_slots() > 0:
+                while not over and self.executor.free_slots() > 0:
                     job = queue.pop(0) if queue else self._ask()
                     if job is None:
                         break
@@ -143,9 +148,14 @@ class Runner:
                     self.study.record_compile_choice(event.key, event.mode, event.detail)
                 elif isinstance(event, EpochDone):
                     self._on_epoch(event)
-                elif self._on_done(event):
-                    finished_now += 1
-                    self._report_progress(started)
+                    if event.report.epoch >= self._end_epochs.get(event.report.trial_id, math.inf):
+                        self._finishing.add(event.report.trial_id)
+                else:
+                    self._finishing.discard(event.trial_id)
+                    self._end_epochs.pop(event.trial_id, None)
+                    if self._on_done(event):
+                        finished_now += 1
+                        self._report_progress(started)
         except KeyboardInterrupt:
             stopped = "interrupted"
             self._interrupt_running("interrupted by the user (Ctrl-C)")
@@ -189,6 +199,7 @@ class Runner:
                          keep_best_epoch=self.experiment.training.keep_best_epoch,
                          maximize=self.experiment.search.direction == "maximize")
         self._jobs[job.trial_id] = job
+        self._end_epochs[job.trial_id] = end_epoch
         self.study.mark_running(job.trial_id)
         log.debug("trial %d: epochs %d..%d of %s", job.trial_id, start_epoch + 1, end_epoch, job.config)
         self.executor.submit(task)

@@ -15,7 +15,10 @@ simulated workers for the seconds it returned under `cost`, and the driver sees 
 when the simulated clock reaches that point (`hpo.executors.simulated`). The searcher, the
 study and `time_limit` are the real ones, reading the simulated clock: the study's
 timestamps are simulated seconds since the search began, and `time_limit` is in simulated
-seconds. Nothing sleeps, and a simulation with the same seed repeats exactly.
+seconds. The driver reads the limit when a trial ends: the first trial to finish past it is
+recorded, then the trials still running are interrupted, so `simulated_seconds` ends past
+`time_limit` by up to one trial. Nothing sleeps, and a simulation with the same seed repeats
+exactly.
 
 `resumes=True` says the objective models training resumed from a checkpoint: it returns
 the cost from scratch to `budget`, and a promotion is charged only the part beyond its

@@ -73,15 +73,18 @@ def test_no_more_trials_overlap_than_there_are_workers_and_a_free_worker_starts_
     assert result.simulation.trials == 30
 
 
-def test_time_limit_counts_simulated_seconds():
+def test_time_limit_counts_simulated_seconds_and_keeps_the_trial_that_finished_past_it():
     result = run("asha", workers=4, max_trials=None, time_limit=60.0)
     assert result.stopped_because == "time_limit"
     assert all(t.started_at <= 60.0 for t in result.trials if t.started_at is not None)
-    assert all(t.finished_at <= 60.0 for t in result.trials if t.finished_at is not None)
-    # The driver reads the limit between events: the first event past it stops the search,
-    # and the trials still running are interrupted, as on real workers.
-    assert result.simulation.simulated_seconds > 60.0
-    assert any(t.state == TrialState.INTERRUPTED for t in result.trials)
+    # The driver reads the limit between trials' ends: the first trial to finish past it is
+    # recorded as finished (not interrupted and rerun), then the search stops and the trials
+    # still running are interrupted, as on real workers. So the simulated time exceeds the limit.
+    past = [t for t in result.trials if t.finished_at is not None and t.finished_at > 60.0]
+    assert len(past) == 1 and past[0].state == TrialState.COMPLETE and past[0].value is not None
+    assert result.simulation.simulated_seconds == pytest.approx(past[0].finished_at)
+    interrupted = [t for t in result.trials if t.state == TrialState.INTERRUPTED]
+    assert interrupted and all(t.value is None and t.finished_at is None for t in interrupted)
 
 
 def test_utilisation_is_the_workers_busy_share_of_the_simulated_time():
