@@ -45,15 +45,25 @@ class Simulation:
 
 def simulated_executor(simulation: Simulation, objective, metric: str, workers: int, study=None):
     """The executor of a simulated search, its clock set on `study` too. A resumed study's
-    clock goes on from the last time the study recorded."""
-    start = 0.0
-    if study is not None:
-        stamps = [t for row in study.trials() for t in (row.created_at, row.started_at, row.finished_at)
-                  if t is not None]
-        start = max(stamps, default=0.0)
-    clock = SimulatedClock(start)
+    clock goes on from the last time the study recorded, and with `resumes` its finished
+    trials' costs are known, so that a promotion of one is charged only its further epochs."""
+    rows = study.trials() if study is not None else []
+    stamps = [t for row in rows for t in (row.created_at, row.started_at, row.finished_at) if t is not None]
+    clock = SimulatedClock(max(stamps, default=0.0))
     if study is not None:
         study.clock = clock
-    from hpo.executors.simulated import SimulatedExecutor  # the executors package is heavy for `import hpo`
+    # Imported here: the executors package and the runner are heavy for `import hpo`.
+    from hpo.executors.simulated import SimulatedExecutor
+    from hpo.runner import epochs_for
+    from hpo.trial import TrialState
 
-    return SimulatedExecutor(objective, metric, workers, clock, cost_key=simulation.cost, resumes=simulation.resumes)
+    executor = SimulatedExecutor(objective, metric, workers, clock, cost_key=simulation.cost,
+                                 resumes=simulation.resumes)
+    by_id = {row.trial_id: row for row in rows}
+    for row in rows:
+        cost = row.metrics.get(simulation.cost)
+        if simulation.resumes and row.state == TrialState.COMPLETE and cost is not None:
+            parent = by_id.get(row.continues) if row.continues is not None else None
+            start = epochs_for(parent.budget) if parent is not None else 0
+            executor.reached(row.config, max(epochs_for(row.budget), start + 1), cost)   # the runner's end epoch
+    return executor

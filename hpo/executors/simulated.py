@@ -113,6 +113,11 @@ class SimulatedExecutor:
         for trial_id in list(self._running):
             self.cancel(trial_id)
 
+    def reached(self, config: Mapping[str, Any], epoch: int, cost: float) -> None:
+        """Note that `config` trained from scratch to `epoch` costs `cost` (with `resumes`, a
+        promotion from `epoch` is charged the rest): a resumed study's finished trials."""
+        self._reached.setdefault(_config_key(config), {})[epoch] = float(cost)
+
     # --- what a simulation reports --------------------------------------------------------
     def report(self) -> SimulationReport:
         busy = self._busy - sum(max(0.0, r.finishes - self.clock()) for r in self._running.values())

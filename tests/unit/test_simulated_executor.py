@@ -120,6 +120,43 @@ def test_a_resumed_promotion_costs_only_its_epochs_beyond_its_parents():
         assert trial.duration == pytest.approx(10.0 * (trial.budget - rows[trial.continues].budget))
 
 
+def test_a_resumed_simulation_goes_on_from_its_clock_and_charges_promotions_of_earlier_trials_their_rest(tmp_path):
+    def by_budget(config, budget):
+        return {"objective": config["x"] ** 2 + 1 / budget, "cost": 10.0 * budget}
+
+    def search(max_trials):
+        return hpo.optimize(by_budget, SPACE, "asha", min_budget=1, max_budget=9, max_trials=max_trials, seed=0,
+                            workers=2, study_dir=tmp_path / "study", simulate=hpo.Simulation(resumes=True))
+
+    first = search(4)           # four trials at budget 1; ASHA promotes one of them next
+    ended = max(t for row in first.trials for t in (row.created_at, row.started_at, row.finished_at) if t is not None)
+    second = search(40)
+    kept = {t.trial_id for t in first.trials if t.state == TrialState.COMPLETE}
+    new = [t for t in second.trials if t.trial_id not in kept]
+    assert new and all(t.started_at >= ended for t in new if t.started_at is not None)
+    rows = {t.trial_id: t for t in second.trials}
+    across = [t for t in new if t.continues in kept and t.finished_at is not None]
+    assert across, "a promotion of a trial finished before the resume"
+    for trial in across:
+        assert trial.duration == pytest.approx(10.0 * (trial.budget - rows[trial.continues].budget))
+
+
+def test_failed_calls_cost_no_simulated_time_and_the_search_goes_on():
+    def half_fails(config, budget):
+        if config["x"] > 0:
+            raise ValueError("this half of the space fails")
+        return {"objective": config["x"] ** 2, "cost": 5.0}
+
+    result = hpo.optimize(half_fails, SPACE, "random", min_budget=1, max_budget=1, max_trials=30, seed=0, workers=1,
+                          simulate=hpo.Simulation(), initial_configs=[{"x": -1.0, "y": 0.5}])
+    failed = [t for t in result.trials if t.state == TrialState.FAILED]
+    complete = [t for t in result.trials if t.state == TrialState.COMPLETE]
+    assert failed and complete and len(failed) + len(complete) == 30
+    assert all(t.duration == 0.0 and "this half of the space fails" in t.error for t in failed)
+    assert result.simulation.simulated_seconds == pytest.approx(5.0 * len(complete))
+    assert result.simulation.busy_seconds == pytest.approx(5.0 * len(complete))
+
+
 @pytest.mark.parametrize("returns", [lambda x: x ** 2, lambda x: {"objective": x ** 2, "seconds": 3.0}],
                          ids=["a float", "a dict without cost"])
 def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_showing_the_dict(tmp_path, returns):
