@@ -15,6 +15,7 @@ simulated search's timestamps are seconds of simulated time since it began, and 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -45,9 +46,10 @@ class SimulationReport:
 
     @property
     def utilisation(self) -> float:
-        """The share of the workers' simulated time spent on trials (1.0 when nothing ran yet)."""
+        """The share of the workers' simulated time spent on trials; NaN when no simulated
+        time passed (nothing ran, or every call failed: a failed call costs no time)."""
         if self.simulated_seconds <= 0:
-            return 1.0
+            return math.nan
         return self.busy_seconds / (self.workers * self.simulated_seconds)
 
     @property

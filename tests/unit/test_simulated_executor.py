@@ -10,6 +10,7 @@ import hpo.errors
 from hpo.clock import SimulatedClock
 from hpo.executors.simulated import SimulatedExecutor
 from hpo.jobs import EpochDone, TrainTask, TrialDone
+from hpo.search import SEARCHERS
 from hpo.trial import TrialState
 
 SPACE = {"x": {"type": "float", "low": -5.0, "high": 5.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -35,7 +36,7 @@ def timestamps(result):
     return [(t.created_at, t.started_at, t.finished_at) for t in result.trials]
 
 
-@pytest.mark.parametrize("searcher", ["random", "hyperband", "asha", "bohb", "async_bohb", "freeze_thaw"])
+@pytest.mark.parametrize("searcher", sorted(SEARCHERS))
 def test_one_simulated_worker_asks_the_jobs_a_real_inline_run_asks(searcher):
     assert jobs(run(searcher, simulate=True)) == jobs(run(searcher, simulate=False))
 
@@ -155,6 +156,16 @@ def test_failed_calls_cost_no_simulated_time_and_the_search_goes_on():
     assert all(t.duration == 0.0 and "this half of the space fails" in t.error for t in failed)
     assert result.simulation.simulated_seconds == pytest.approx(5.0 * len(complete))
     assert result.simulation.busy_seconds == pytest.approx(5.0 * len(complete))
+
+
+def test_utilisation_is_nan_when_no_simulated_time_passed():
+    def always_fails(config, budget):
+        raise ValueError("no")
+
+    result = hpo.optimize(always_fails, SPACE, "random", min_budget=1, max_budget=1, max_trials=2,
+                          simulate=hpo.Simulation())
+    assert result.simulation.simulated_seconds == 0.0
+    assert math.isnan(result.simulation.utilisation)
 
 
 @pytest.mark.parametrize("returns", [lambda x: x ** 2, lambda x: {"objective": x ** 2, "seconds": 3.0}],
