@@ -58,7 +58,7 @@ class SearchSummary:
     trials_finished_now: int
     stopped_because: str
     best: TrialRow | None
-    wall_seconds: float
+    elapsed_seconds: float     # by the runner's clock: real seconds, or simulated ones in a simulation (hpo.clock)
 
 
 def epochs_for(budget: float) -> int:
@@ -164,7 +164,7 @@ class Runner:
             if self.board is not None:
                 self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
-                             best=self.study.best(search.direction), wall_seconds=self.clock() - started)
+                             best=self.study.best(search.direction), elapsed_seconds=self.clock() - started)
 
     def _asked(self) -> int:
         return self.searcher.n_asked

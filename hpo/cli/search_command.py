@@ -84,7 +84,7 @@ def _print_summary(study, objective: str, direction: str, summary) -> None:
     for t in trials:
         counts[t.state.value] = counts.get(t.state.value, 0) + 1
     stdout.print(f"stopped: {summary.stopped_because}; {summary.trials_finished_now} trial(s) finished in "
-                 f"{summary.wall_seconds:.1f}s; study: " +
+                 f"{summary.elapsed_seconds:.1f}s; study: " +
                  ", ".join(f"{n} {state}" for state, n in sorted(counts.items())), highlight=False)
     table = top_table(trials, objective, direction, stdout.width)
     if table is not None:
