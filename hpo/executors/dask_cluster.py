@@ -332,7 +332,10 @@ def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, c
 
 
 def _trainer(experiment, worker_name, threads: int, make_trainer=None):
-    maker = "keras" if make_trainer is None else f"{make_trainer.__module__}.{make_trainer.__qualname__}"
+    # A maker's fingerprint (`hpo.tuner.trainer.TrainerFactory`'s: its pickled build_model) is in
+    # the key, so that a long-lived worker given an edited build_model makes a new trainer.
+    maker = "keras" if make_trainer is None else \
+        f"{make_trainer.__module__}.{make_trainer.__qualname__}:{getattr(make_trainer, 'fingerprint', '')}"
     key = f"{experiment.name}:{experiment.seed}:{hash(repr(experiment.to_dict()))}:{maker}"
     if key not in _TRAINERS:
         if make_trainer is None:

@@ -133,6 +133,14 @@ class _ByValue:
         return self.function(*args, **kwargs)
 
 
+def shipped(make_trainer):
+    """What travels to each worker for `make_trainer`: itself when it sends what must go by
+    value on its own (`ships_by_value`, as `hpo.tuner.trainer.TrainerFactory` cloudpickles its
+    `build_model`), else a `_ByValue` around it. Wrapping such an object would pickle its
+    pickled build a second time at every worker start."""
+    return make_trainer if getattr(make_trainer, "ships_by_value", False) else _ByValue(make_trainer)
+
+
 def default_workers(devices: list[str], cpu_count: int) -> int:
     """One worker per GPU; on CPUs only, one per core (capped at 8: beyond that the data
     copies per worker cost more memory than small trials gain)."""
@@ -171,7 +179,7 @@ class LocalProcessExecutor:
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
         self._ctx = worker_start_context(self._gpus, preload_tensorflow=make_trainer is None)
-        self._make_trainer = None if make_trainer is None else _ByValue(make_trainer)
+        self._make_trainer = None if make_trainer is None else shipped(make_trainer)
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0
         self.affinity = WorkerAffinity()

@@ -11,6 +11,7 @@ or `fit`) is the trainer's usual choice (`hpo.training.engines`), and the log sa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any, Callable, Mapping, Sequence
@@ -158,6 +159,10 @@ class TrainerFactory:
     a notebook travels by value, and with the search's data (`data`), which a worker
     registers before its loader reads it: the arrays go to each worker once per search."""
 
+    # Its class is importable and its state carries `build` by value, so an executor sends it
+    # as it is (`hpo.executors.local.shipped`): the build is pickled once per worker start.
+    ships_by_value = True
+
     def __init__(self, build: Callable, names: Sequence[str], tunable: Sequence[str], data=None,
                  threads: int | None = None):
         # The Dask executor names a worker's trainer maker by these.
@@ -166,11 +171,22 @@ class TrainerFactory:
         self.names, self.tunable = tuple(names), tuple(tunable)
         self.data = data
         self.threads = threads
+        self._build_digest: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the pickled build_model: the same name with an edited body differs
+        (the Dask workers' trainer cache is keyed on it)."""
+        if self._build_digest is None:
+            import cloudpickle
+            self._build_digest = hashlib.sha256(cloudpickle.dumps(self.build)).hexdigest()[:16]
+        return self._build_digest
 
     def __getstate__(self):
         import cloudpickle  # by value: a function of __main__ or a notebook cannot be imported by name
 
-        return {**self.__dict__, "build": cloudpickle.dumps(self.build)}
+        build = cloudpickle.dumps(self.build)
+        return {**self.__dict__, "build": build, "_build_digest": hashlib.sha256(build).hexdigest()[:16]}
 
     def __setstate__(self, state):
         import pickle

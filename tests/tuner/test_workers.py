@@ -48,3 +48,59 @@ def test_a_tuner_given_a_dask_scheduler_trains_its_trials_there(tmp_path, digits
     assert "joined the Dask scheduler" in (tmp_path / "dask" / "hpo.log").read_text()
     model = tuner.get_best_models(1)[0]
     assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(tuner.oracle.get_best_trials(1)[0].score, abs=1e-6)
+
+
+def test_the_trainer_factory_travels_to_a_worker_with_its_build_pickled_once(monkeypatch):
+    """A worker start pickles the factory with multiprocessing's pickler: its state holds the
+    script's build_model, cloudpickled by value, and nothing pickles that pickle again."""
+    import pickle
+
+    import cloudpickle
+
+    from hpo.executors.local import _ByValue, shipped
+    from hpo.tuner.trainer import TrainerFactory
+
+    script = {"__name__": "__main__"}
+    exec("def build_model(hp):\n    return 'model'\n", script)       # as in a script's __main__
+    factory = TrainerFactory(script["build_model"], ["units"], ["units"])
+    assert shipped(factory) is factory
+    assert isinstance(shipped(script["build_model"]), _ByValue)     # a bare function still goes by value
+
+    calls = []
+    real = cloudpickle.dumps
+    monkeypatch.setattr(cloudpickle, "dumps", lambda obj, *a, **k: calls.append(obj) or real(obj, *a, **k))
+    sent = pickle.loads(pickle.dumps(shipped(factory)))
+    assert calls == [script["build_model"]]
+    assert sent.build(None) == "model" and sent.names == ("units",)
+
+
+def test_a_dask_worker_makes_a_new_trainer_for_an_edited_build_model(monkeypatch):
+    """A long-lived Dask worker keeps its trainer between searches of one experiment; a rerun
+    whose build_model has the same name but another body must not train the old one."""
+    import pickle
+
+    from hpo.executors import dask_cluster
+    from hpo.tuner.trainer import TrainerFactory
+
+    def factory_for(body):
+        script = {"__name__": "__main__"}
+        exec(f"def build_model(hp):\n    return {body!r}\n", script)
+        return pickle.loads(pickle.dumps(TrainerFactory(script["build_model"], ["units"], ["units"])))
+
+    made = []
+    monkeypatch.setattr(TrainerFactory, "__call__", lambda self, experiment, slot=0, known=None:
+                        made.append(self.build(None)) or self.build(None))
+    monkeypatch.setattr(dask_cluster, "_TRAINERS", {})
+
+    class Experiment:
+        name, seed = "e", 0
+
+        def to_dict(self):
+            return {"name": "e"}
+
+    old, same, edited = factory_for("old model"), factory_for("old model"), factory_for("edited model")
+    assert old.fingerprint == same.fingerprint != edited.fingerprint
+    assert dask_cluster._trainer(Experiment(), 0, 1, old) == "old model"
+    assert dask_cluster._trainer(Experiment(), 0, 1, same) == "old model"
+    assert dask_cluster._trainer(Experiment(), 0, 1, edited) == "edited model"
+    assert made == ["old model", "edited model"]
