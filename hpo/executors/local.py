@@ -100,7 +100,12 @@ def _hpo_as_main():
     `__main__`: multiprocessing records the main module when a process starts, and the child
     (spawned, or forked from the forkserver) runs it again first. The user's script must not
     run again in a worker (a top-level search would start a search of its own there); the
-    worker's target and arguments are hpo's, and `build_model` travels by value."""
+    worker's target and arguments are hpo's, and `build_model` travels by value.
+
+    The swap is process-wide, for the moment `Process.start` takes: another thread of the
+    driver that reads `sys.modules['__main__']` then (a pickle by reference of one of the
+    script's objects) sees hpo's module instead. The driver starts workers from its one
+    search loop; a program that starts searches from several threads at once shares this."""
     import hpo.executors.worker_entry as entry
 
     saved = sys.modules["__main__"]

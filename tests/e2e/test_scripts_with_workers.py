@@ -62,6 +62,28 @@ def test_a_top_level_script_without_a_main_guard_runs_with_two_workers_as_with_o
         study.close()
 
 
+# The spawn start method (workers with a GPU each, and off Linux), taken here on a CPU machine.
+SPAWNED_WORKERS = '''
+import multiprocessing
+
+import hpo.executors.local
+
+hpo.executors.local.worker_start_context = lambda *args, **kwargs: multiprocessing.get_context("spawn")
+'''
+
+
+def test_spawned_workers_do_not_run_a_top_level_script_either(tmp_path):
+    """A spawned worker runs the parent's __main__ first unless hpo stands in for it while the
+    worker starts (hpo.executors.local._hpo_as_main): the script, which searches at the top
+    level, must run once, in the driver, as with forked workers."""
+    script = tmp_path / "search_digits.py"
+    script.write_text(SPAWNED_WORKERS + TOP_LEVEL_SCRIPT)
+    done = run_script(script, "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("the script runs") == 1, done.stdout
+    assert "trials 6 ['COMPLETED']" in done.stdout
+
+
 def readme_python_snippet() -> str:
     text = (ROOT / "README.md").read_text()
     section = text[text.index("**From Python or a notebook**"):]
