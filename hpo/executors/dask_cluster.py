@@ -76,6 +76,7 @@ class DaskExecutor:
         self.experiment = experiment
         self.study_dir = str(study_dir)
         self._make_trainer = make_trainer
+        self._scattered = None         # make_trainer, held by the workers (`_trainer_maker`)
         self._cluster = None
         if scheduler:
             self.client = join_scheduler(scheduler)
@@ -211,10 +212,22 @@ class DaskExecutor:
             self._heard = time.monotonic()
         future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
                                     self._cancel_list.name, self._threads, dict(self._compile_choices),
-                                    self._make_trainer, pure=False, resources=resources, key=key)
+                                    self._trainer_maker(), pure=False, resources=resources, key=key)
         self._shares[key] = _Share(future, {t.trial_id for t in tasks})
         for task in tasks:
             self._share_of[task.trial_id], self._epochs[task.trial_id] = key, 0
+
+    def _trainer_maker(self):
+        """`make_trainer` as every share receives it: scattered to the workers once (a
+        TrainerFactory holds the search's arrays and the pickled build_model), rather than
+        sent with each share; scattered again if the workers holding it were lost. Dask
+        hands it to each share's function as the object itself."""
+        if self._make_trainer is None:
+            return None
+        if self._scattered is None or self._scattered.status != "finished":
+            with self._watch.call("the sending of the trainer maker to the workers"):
+                self._scattered = self.client.scatter(self._make_trainer, broadcast=True, hash=False)
+        return self._scattered
 
     def _on_event(self, event: Event) -> Event | None:
         """Book one event from a worker -> the event to hand on (None: nothing for the runner)."""

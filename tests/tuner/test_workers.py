@@ -24,11 +24,17 @@ def test_a_build_model_in_main_ships_to_two_worker_processes(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_tuner_given_a_dask_scheduler_trains_its_trials_there(tmp_path, digits):
+def test_a_tuner_given_a_dask_scheduler_trains_its_trials_there(tmp_path, digits, monkeypatch):
     """`scheduler=` joins a running Dask scheduler: the trainer factory (with build_model, by
-    value, and the arrays) goes to its worker, which trains every trial. The cluster's worker
-    runs in this process (threads), so the test pays no TensorFlow import of its own."""
-    from distributed import LocalCluster
+    value, and the arrays) goes to its worker once, scattered, and every share of trials
+    refers to that copy. The cluster's worker runs in this process (threads), so the test
+    pays no TensorFlow import of its own."""
+    from distributed import Client, Future, LocalCluster
+
+    makers = []
+    submit = Client.submit
+    monkeypatch.setattr(Client, "submit", lambda self, function, *args, **kwargs:
+                        makers.append(args[-1]) or submit(self, function, *args, **kwargs))
 
     import hpo.keras_tuner as kt
     from tests.tuner.conftest import small_mlp
@@ -40,6 +46,8 @@ def test_a_tuner_given_a_dask_scheduler_trains_its_trials_there(tmp_path, digits
         tuner.search(x, y, validation_data=(xv, yv), batch_size=32, verbose=0)
         executed = sum(len(w.state.tasks) + w.state.executed_count for w in cluster.workers.values())
     assert executed >= 1                                    # shares ran on the cluster's worker
+    assert len(makers) >= 2 and all(isinstance(m, Future) for m in makers)
+    assert len({m.key for m in makers}) == 1                # one copy of the factory, scattered once
     study = Study.open(tmp_path / "dask", read_only=True)
     assert study.experiment()["execution"]["backend"] == "dask"
     assert study.experiment()["execution"]["scheduler"] == cluster.scheduler_address
