@@ -65,7 +65,7 @@ from hpo.space import SearchSpace
 # score, expected improvement below that score was largest where the process knew least, on
 # the edges of the cube, and the search never refined. 1e-3 throughout fixed that but cost
 # LCBench at 20 the exploration 0.1 bought there; 0.1 up to 20 rows cost branin_mf and
-# noisy_branin, and falling as 1 / rows^2 from there, MFHartmann at 132 (benchmarks/RESULTS.md,
+# noisy_branin, and falling as 1 / rows^2 from there, MFHartmann at 132 (benchmarks/notes/published_bohb.md,
 # "BOHB's Gaussian process: why it lost MFHartmann").
 NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
 MAX_GP_ROWS = 150
@@ -77,7 +77,7 @@ FIT_ON = ("ranking", "top", "joint")
 # trusts a lucky draw on a noisy problem (with "uniform" the synthetic suite's noisy_levy4
 # ended at 1.6 times the best peer's regret); l(x) keeps the proposals where the ranking of
 # every budget points. 512 draws measured the same and cost 18-27 ms an ask with 1,000
-# finished trials (benchmarks/RESULTS.md, "BOHB's Gaussian process over the TPE's candidates").
+# finished trials (benchmarks/notes/published_bohb.md, "BOHB's Gaussian process over the TPE's candidates").
 CANDIDATES = ("tpe", "uniform")
 # With candidates "tpe", once the largest budget reached holds EXPLORE_FROM results
 # (`explore_from`; with one budget, every result counts) the TPE's draws are joined
@@ -89,7 +89,7 @@ CANDIDATES = ("tpe", "uniform")
 # (lr_trap5 went from 0.88 to 1.23 times the best peer's regret); with 30 results at the top
 # the process knows the space well enough that its expected improvement there points at
 # real gaps. The neighbours keep the incumbents refined: uniform draws alone cost 167200
-# (benchmarks/RESULTS.md, "BOHB's wide candidates late in a long search"). Counted at the
+# (benchmarks/notes/published_bohb.md, "BOHB's wide candidates late in a long search"). Counted at the
 # top budget, a search of fewer than 30 full-budget evaluations of budget never widens.
 EXPLORE_FROM = 30
 # The keyword arguments GPSampler adds to the TPE's: BOHB refuses them by name for another

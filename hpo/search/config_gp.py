@@ -27,8 +27,9 @@ from hpo.search.learning_curves import expected_improvement
 # N(0, LOCAL_SD) in the unit cube; then REFINE_CANDIDATES neighbours, moved by N(0,
 # REFINE_SD), of the REFINE_TOP candidates of the largest expected improvement (one step of
 # SMAC3's local search: it helped FreezeThaw on LCBench and MFHartmann, and cost BOHB's
-# process on LCBench; benchmarks/RESULTS.md, "Freeze-thaw's Gaussian process: uncertain
-# lineages and a finer round" and "BOHB's Gaussian process: why it lost MFHartmann").
+# process on LCBench; benchmarks/notes/freeze_thaw.md, "Freeze-thaw's Gaussian process: uncertain
+# lineages and a finer round"; benchmarks/notes/published_bohb.md, "BOHB's Gaussian process: why it
+# lost MFHartmann").
 GP_RANDOM_CANDIDATES = 256
 GP_LOCAL_CANDIDATES = 256
 LOCAL_TOP, LOCAL_MOVES, LOCAL_SD = 5, 2.0, 0.15

@@ -25,7 +25,7 @@ still to spend to get there:
   predicted final loss instead (`hpo.search.tpe`'s estimators, which leave inactive values
   out): on the published tuning sets at 20 full-budget evaluations the Gaussian process's
   configs ended with 0.79 of the TPE's mean final regret on LCBench and 0.67 on MFHartmann
-  (benchmarks/RESULTS.md, "Freeze-thaw where the first epochs mislead").
+  (benchmarks/notes/freeze_thaw.md, "Freeze-thaw where the first epochs mislead").
 
 The incumbent is observed, never predicted: the best loss at `max_budget`, or, before any
 lineage got there, the best loss seen at any budget.
@@ -59,7 +59,7 @@ from which every step up is trusted (`entry_step`; max_budget itself where none 
 lineages paused below it are not continued, and the TPE learns only from lineages at
 trusted steps. The probes are what shows a reversal: the lineages continued by expected
 improvement were each step's best, and agree with one another by selection. Measured in
-benchmarks/RESULTS.md, "Freeze-thaw where the first epochs mislead".
+benchmarks/notes/freeze_thaw.md, "Freeze-thaw where the first epochs mislead".
 
 One objective, no constraints: with several the expected improvement is not defined, and
 `objectives` or `constraints` raise a ValueError.

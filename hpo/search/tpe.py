@@ -509,7 +509,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         budgets are trusted, a config's values come from budgets that rank differently, and
         per-dimension estimators recombine them; with choices, a joint kernel holds its
         category harder than the category counts do. The measurements behind both limits
-        are in benchmarks/RESULTS.md, "Why joint kernels where two budgets are trusted"."""
+        are in benchmarks/notes/synthetic_suite.md, "Why joint kernels where two budgets are trusted"."""
         if len(self.by_budget) < 2:
             return False
         if np.all(kept == kept[0]):
