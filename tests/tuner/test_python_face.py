@@ -224,10 +224,14 @@ def test_a_build_model_writing_to_an_open_file_is_refused_naming_the_file(tmp_pa
                                        rf"cannot be pickled \(PicklingError: Cannot pickle files")
 
 
-def test_a_build_model_carrying_a_large_global_array_is_warned_naming_the_array(caplog):
+def test_a_build_model_carrying_a_large_global_array_is_warned_naming_the_array(caplog, monkeypatch):
     """A script's build_model that reads a global array (for its shape) pickles with the whole
     array, sent to every worker at each start: the warning names the array and its size."""
     from hpo.tuner.shipping import LARGE_BUILD_BYTES, check_shippable
+
+    # An in-process `hpo` command of an earlier test may have turned the `hpo` logger's
+    # propagation off, which would keep its records from caplog's handler on the root.
+    monkeypatch.setattr(logging.getLogger("hpo"), "propagate", True)
 
     script = {"__name__": "__main__", "x_train": np.zeros(LARGE_BUILD_BYTES // 2, "float32")}
     exec("def build_model(hp):\n    return x_train.shape[1:]\n", script)       # as in a script's __main__
