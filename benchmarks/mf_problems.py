@@ -15,6 +15,15 @@ import numpy as np
 MAX_BUDGET = 27.0
 
 
+def is_active(spec: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether a parameter's `when` holds in `config` (a parent absent from it holds no value)."""
+    for parent, allowed in spec.get("when", {}).items():
+        allowed = allowed if isinstance(allowed, (list, tuple)) else [allowed]
+        if parent not in config or config[parent] not in allowed:
+            return False
+    return True
+
+
 def fidelity(budget: float) -> float:
     return math.log(budget) / math.log(MAX_BUDGET)
 

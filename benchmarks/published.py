@@ -87,7 +87,6 @@ from benchmarks.published_problems import (  # noqa: E402
     Published,
     active,
     fidelity_of,
-    is_active,
     published_problems,
     sample_configs,
 )
@@ -140,22 +139,6 @@ def conditional(space: Mapping[str, Any]) -> bool:
     return any("when" in spec for spec in space.values())
 
 
-def suggest_active(trial, problem: Problem) -> dict[str, Any]:
-    """Optuna define-by-run: a parameter is suggested only where its `when` holds (the space
-    lists parents before their children)."""
-    config: dict[str, Any] = {}
-    for name, spec in problem.space.items():
-        if not is_active(spec, config):
-            continue
-        if spec["type"] == "float":
-            config[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
-        elif spec["type"] == "int":
-            config[name] = trial.suggest_int(name, spec["low"], spec["high"], log=spec.get("log", False))
-        else:
-            config[name] = trial.suggest_categorical(name, spec["values"])
-    return config
-
-
 _flat_configspace = harness._configspace
 
 
@@ -191,13 +174,13 @@ harness_typed = harness.typed
 def problem_rules(published: Published):
     """What the peers' drivers in `searchers.py` read from its module globals, set for this
     problem: the budget range (`fidelity_range`), the trace (`FromScratchTrace` where nothing
-    continues), and on a conditional space the conditions (Optuna define-by-run, ConfigSpace
-    conditions) and the cast that drops inactive parameters."""
-    names = ("Trace", "_suggest", "_configspace", "typed")
+    continues), and on a conditional space the conditions (ConfigSpace conditions; Optuna's
+    define-by-run `_suggest` reads `when` itself) and the cast that drops inactive parameters."""
+    names = ("Trace", "_configspace", "typed")
     saved = {name: getattr(harness, name) for name in names}
     harness.Trace = FromScratchTrace if published.from_scratch else Trace
     if conditional(published.problem.space):
-        harness._suggest, harness._configspace = suggest_active, configspace_with_conditions
+        harness._configspace = configspace_with_conditions
         harness.typed = typed_active
     try:
         with fidelity_range(published):

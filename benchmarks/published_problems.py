@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from benchmarks.mf_problems import Problem
+from benchmarks.mf_problems import Problem, is_active
 
 DEFAULT_YAHPO_DATA = str(Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "yahpo_data")
 
@@ -124,15 +124,6 @@ class Published:
 
 def fidelity_of(budget: float) -> int:
     return max(1, int(round(budget)))
-
-
-def is_active(spec: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-    """Whether a parameter's `when` holds in `config` (a parent absent from it holds no value)."""
-    for parent, allowed in spec.get("when", {}).items():
-        allowed = allowed if isinstance(allowed, (list, tuple)) else [allowed]
-        if parent not in config or config[parent] not in allowed:
-            return False
-    return True
 
 
 def active(space: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from benchmarks.mf_problems import (  # noqa: E402
     TUNING,
     Problem,
     flat,
+    is_active,
 )
 from hpo.search import ASHA, BOHB, FreezeThaw, Hyperband, RandomSearch, rung_budgets  # noqa: E402
 from hpo.trial import TrialResult  # noqa: E402
@@ -200,8 +201,12 @@ def ask_latency_ms(cls, observations: int = 1000, repeats: int = 200) -> tuple[f
 # --- Optuna -----------------------------------------------------------------------------------
 
 def _suggest(trial, problem: Problem) -> dict[str, Any]:
-    config = {}
+    """Optuna define-by-run: a parameter is suggested only where its `when` holds (a space
+    lists parents before their children; a flat space suggests every parameter)."""
+    config: dict[str, Any] = {}
     for name, spec in problem.space.items():
+        if not is_active(spec, config):
+            continue
         if spec["type"] == "float":
             config[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
         elif spec["type"] == "int":
