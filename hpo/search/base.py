@@ -25,6 +25,7 @@ import numpy as np
 
 from hpo.registry import DIRECTIONS
 from hpo.search.blas import one_blas_thread
+from hpo.search.failure_neighbours import FailureNeighbours
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import TIE_BREAKS, constrained_order, pareto_mask
 from hpo.space import SearchSpace
@@ -33,6 +34,7 @@ from hpo.trial import Job, TrialResult
 PRIOR_START = 0.5      # share of new configs drawn around the priors before any evidence
 PRIOR_RANGE = (0.05, 0.7)   # the least and the most of that share once evidence is in
 PRIOR_EVIDENCE = 3     # results of each kind (around the prior, elsewhere) on one budget to judge by
+FAILURE_REDRAWS = 3    # new draws at most for a config whose nearest finished config failed
 
 
 class PriorTrust:
@@ -248,6 +250,7 @@ class Searcher(abc.ABC):
         self.history: list[tuple[Job, TrialResult]] = []
         self._next_trial_id = 0
         self._queue: list[dict[str, Any]] = []
+        self._failure_neighbours = FailureNeighbours(self.space)
 
     # --- the protocol -------------------------------------------------------------------
     def ask(self) -> Job | None:
@@ -277,6 +280,7 @@ class Searcher(abc.ABC):
             self.points[job.trial_id] = point
             if hasattr(self.sampler, "observe_point"):
                 self.sampler.observe_point(job.config, job.budget, *point)
+        self._failure_neighbours.record(job.config, failed=not math.isfinite(loss))
         if math.isfinite(loss):
             self.sampler.priors.record(job.config, job.budget, loss)
             self.sampler.observe(job.config, job.budget, loss)
@@ -334,7 +338,13 @@ class Searcher(abc.ABC):
             config = self._queue.pop(0)
             self.sampler.mark_seen(config)
             return config
-        return self.sampler.propose(self.rng, budget, [j.config for j in self.pending.values()])
+        pending = [j.config for j in self.pending.values()]
+        config = self.sampler.propose(self.rng, budget, pending)
+        for _ in range(FAILURE_REDRAWS):
+            if not self._failure_neighbours.beside_failure(config):
+                break
+            config = self.sampler.propose(self.rng, budget, pending)
+        return config
 
     @abc.abstractmethod
     def _next_job(self) -> Job | None: ...
