@@ -280,7 +280,7 @@ class Searcher(abc.ABC):
             self.points[job.trial_id] = point
             if hasattr(self.sampler, "observe_point"):
                 self.sampler.observe_point(job.config, job.budget, *point)
-        self._failure_neighbours.record(job.config, failed=not math.isfinite(loss))
+        self._failure_neighbours.record(config_key(job.config), job.config, failed=not math.isfinite(loss))
         if math.isfinite(loss):
             self.sampler.priors.record(job.config, job.budget, loss)
             self.sampler.observe(job.config, job.budget, loss)

@@ -24,28 +24,32 @@ INACTIVE = -1.0
 class FailureNeighbours:
     def __init__(self, space: SearchSpace):
         self.space = space
-        self._row: dict[tuple, int] = {}
-        self._points = np.empty((0, len(space.params)))
-        self._failed = np.empty(0, dtype=bool)
+        self._row: dict[str, int] = {}                         # config key -> row
+        self._points = np.empty((64, len(space.params)))       # grown in place: record() runs at every tell
+        self._failed = np.zeros(64, dtype=bool)
+        self._n_failed = 0
 
     def unit(self, config: Mapping[str, Any]) -> np.ndarray:
-        return np.array([p.to_unit(config[p.name]) if p.name in config else INACTIVE for p in self.space.params])
+        return np.nan_to_num(self.space.to_unit(config), nan=INACTIVE)
 
-    def record(self, config: Mapping[str, Any], failed: bool) -> None:
-        """A finished job's outcome; a config's latest outcome is the one that counts."""
-        key = tuple(sorted((name, repr(value)) for name, value in config.items()))
+    def record(self, key: str, config: Mapping[str, Any], failed: bool) -> None:
+        """A finished job's outcome (`key`: the searcher's `config_key`); a config's latest
+        outcome is the one that counts."""
         row = self._row.get(key)
         if row is None:
-            row = self._row[key] = len(self._failed)
-            self._points = np.vstack([self._points, self.unit(config)])
-            self._failed = np.append(self._failed, failed)
-        else:
-            self._failed[row] = failed
+            row = self._row[key] = len(self._row)
+            if row == len(self._failed):
+                self._points = np.concatenate([self._points, np.empty_like(self._points)])
+                self._failed = np.concatenate([self._failed, np.zeros_like(self._failed)])
+            self._points[row] = self.unit(config)
+        self._n_failed += int(failed) - int(self._failed[row])
+        self._failed[row] = failed
 
     def beside_failure(self, config: Mapping[str, Any]) -> bool:
         """Whether the finished config nearest to `config` failed (False until something has
         both failed and succeeded)."""
-        if not self._failed.any() or self._failed.all():
+        n = len(self._row)
+        if self._n_failed in (0, n):
             return False
-        distances = np.sum((self._points - self.unit(config)) ** 2, axis=1)
+        distances = np.sum((self._points[:n] - self.unit(config)) ** 2, axis=1)
         return bool(self._failed[int(np.argmin(distances))])

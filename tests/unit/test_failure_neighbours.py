@@ -2,6 +2,7 @@
 
 
 from hpo.search import RandomSearch
+from hpo.search.base import config_key
 from hpo.search.failure_neighbours import FailureNeighbours
 from hpo.space import SearchSpace
 from hpo.trial import TrialResult
@@ -13,28 +14,32 @@ SPACE = SearchSpace.from_dict({
 })
 
 
+def record(neighbours, config, failed):
+    neighbours.record(config_key(config), config, failed=failed)
+
+
 def test_a_config_beside_a_failure_is_flagged_once_something_has_worked():
     neighbours = FailureNeighbours(SPACE)
-    neighbours.record({"units": 250, "optimizer": "adam"}, failed=True)
+    record(neighbours, {"units": 250, "optimizer": "adam"}, failed=True)
     assert not neighbours.beside_failure({"units": 240, "optimizer": "adam"}), "nothing has worked yet"
-    neighbours.record({"units": 10, "optimizer": "adam"}, failed=False)
+    record(neighbours, {"units": 10, "optimizer": "adam"}, failed=False)
     assert neighbours.beside_failure({"units": 240, "optimizer": "adam"})
     assert not neighbours.beside_failure({"units": 20, "optimizer": "adam"})
 
 
 def test_nothing_is_flagged_where_nothing_failed_and_a_configs_latest_outcome_counts():
     neighbours = FailureNeighbours(SPACE)
-    neighbours.record({"units": 10, "optimizer": "adam"}, failed=False)
-    neighbours.record({"units": 250, "optimizer": "adam"}, failed=False)
+    record(neighbours, {"units": 10, "optimizer": "adam"}, failed=False)
+    record(neighbours, {"units": 250, "optimizer": "adam"}, failed=False)
     assert not neighbours.beside_failure({"units": 240, "optimizer": "adam"})
-    neighbours.record({"units": 250, "optimizer": "adam"}, failed=True)     # the same config fails later
+    record(neighbours, {"units": 250, "optimizer": "adam"}, failed=True)     # the same config fails later
     assert neighbours.beside_failure({"units": 240, "optimizer": "adam"})
 
 
 def test_an_inactive_parameter_keeps_a_branch_apart():
     neighbours = FailureNeighbours(SPACE)
-    neighbours.record({"units": 128, "optimizer": "sgd", "momentum": 0.5}, failed=True)
-    neighbours.record({"units": 128, "optimizer": "adam"}, failed=False)
+    record(neighbours, {"units": 128, "optimizer": "sgd", "momentum": 0.5}, failed=True)
+    record(neighbours, {"units": 128, "optimizer": "adam"}, failed=False)
     assert neighbours.beside_failure({"units": 130, "optimizer": "sgd", "momentum": 0.4})
     assert not neighbours.beside_failure({"units": 130, "optimizer": "adam"})
 
