@@ -6,6 +6,7 @@ Nothing here imports TensorFlow: searchers, the study store and the runner all s
 from __future__ import annotations
 
 import enum
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -14,6 +15,11 @@ from typing import Any, Mapping
 def config_text(config: Mapping[str, Any]) -> str:
     """A config on one line, floats to four significant digits: `units=64, dropout=0.125`."""
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+
+
+def config_identity(config: Mapping[str, Any]) -> str:
+    """A config as a key that equal configs share, whatever their key order."""
+    return json.dumps(dict(config), sort_keys=True, default=str)
 
 
 class TrialState(str, enum.Enum):

@@ -25,7 +25,6 @@ worker would wait on the driver).
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from hpo.clock import SimulatedClock, SimulationReport
 from hpo.errors import UserInputError
 from hpo.executors.function import Objective, evaluate
 from hpo.jobs import EpochDone, Event, TrainTask, TrialDone
+from hpo.trial import config_identity
 
 
 @dataclass
@@ -116,7 +116,7 @@ class SimulatedExecutor:
     def reached(self, config: Mapping[str, Any], epoch: int, cost: float) -> None:
         """Note that `config` trained from scratch to `epoch` costs `cost` (with `resumes`, a
         promotion from `epoch` is charged the rest): a resumed study's finished trials."""
-        self._reached.setdefault(_config_key(config), {})[epoch] = float(cost)
+        self._reached.setdefault(config_identity(config), {})[epoch] = float(cost)
 
     # --- what a simulation reports --------------------------------------------------------
     def report(self) -> SimulationReport:
@@ -150,7 +150,7 @@ class SimulatedExecutor:
         self._costed = True
         if not self.resumes:
             return events, float(cost)
-        reached = self._reached.setdefault(_config_key(task.config), {})
+        reached = self._reached.setdefault(config_identity(task.config), {})
         reached[task.end_epoch] = float(cost)
         already = reached.get(task.start_epoch, 0.0) if task.start_epoch > 0 else 0.0
         return events, max(0.0, float(cost) - already)
@@ -167,7 +167,3 @@ def _trial_of(event: Event) -> int | None:
     if isinstance(event, EpochDone):
         return event.report.trial_id
     return None
-
-
-def _config_key(config: Mapping[str, Any]) -> str:
-    return json.dumps(dict(config), sort_keys=True, default=str)

@@ -12,12 +12,12 @@ or `fit`) is the trainer's usual choice (`hpo.training.engines`), and the log sa
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import TrialFailed
 from hpo.training.trainer import Trainer
+from hpo.trial import config_identity
 from hpo.tuner.compiled_model import UnsupportedModel, loss_and_metrics, optimizer_params
 from hpo.tuner.hyperparameters import HyperParameters
 
@@ -93,7 +93,7 @@ class HypermodelTrainer(Trainer):
 
     def compiled_settings(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The optimizer keys of the model `build_model` compiles for `config`."""
-        key = _config_key(config)
+        key = config_identity(config)
         if key not in self._compiled:
             self._compiled[key] = compiled_settings(self.builder, config, self.training.loss, self.training.metrics)
         return self._compiled[key]
@@ -103,7 +103,7 @@ class HypermodelTrainer(Trainer):
         built under the trial's seed on the device, it is kept as the spare that picking the
         engine and compiling a new architecture's program then take, instead of building it
         again (`Trainer.keep_spare`)."""
-        key = _config_key(task.config)
+        key = config_identity(task.config)
         if key in self._compiled:
             return self.resolve(task.config)
         model = self.build_model(Trainer.resolve(self, task.config), task.seed)
@@ -111,10 +111,6 @@ class HypermodelTrainer(Trainer):
         params = self.resolve(task.config)
         self.keep_spare(params, task.seed, model)
         return params
-
-
-def _config_key(config: Mapping[str, Any]) -> str:
-    return json.dumps(dict(config), sort_keys=True, default=str)
 
 
 def compiled_settings(builder: HypermodelBuilder, config: Mapping[str, Any], loss: str,
