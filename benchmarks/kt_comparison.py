@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hpo.config import experiment_from_dict  # noqa: E402
 from hpo.data import load_dataset, load_mnist  # noqa: E402
-from hpo.runner import run_experiment  # noqa: E402
+from hpo.driver.runner import run_experiment  # noqa: E402
 from hpo.search import hyperband_brackets  # noqa: E402
 
 SPACE = {"layers": {"type": "int", "low": 1, "high": 3},

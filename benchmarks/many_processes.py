@@ -106,7 +106,7 @@ class DecisionTimer:
 def drive(backend: str, workers: int, study_dir: Path, trials: int, searcher: str, epoch_seconds: float) -> int:
     """One driver, as `hpo search` runs it (this process is killed with Ctrl-C in check 1)."""
     from hpo.config import experiment_from_dict
-    from hpo.runner import build_runner
+    from hpo.driver.runner import build_runner
     from hpo.study.resume import prepare_study
 
     experiment = experiment_from_dict({

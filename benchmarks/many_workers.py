@@ -3,7 +3,7 @@
     nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --quick          # 2 problems, 1 seed
     nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --seeds 3 --cache /tmp/many-workers
 
-Every run of ours is `hpo`'s real driver (`hpo.runner.Runner`, the searcher, a study on disk)
+Every run of ours is `hpo`'s real driver (`hpo.driver.runner.Runner`, the searcher, a study on disk)
 over `hpo.executors.simulated.SimulatedExecutor`: each trial holds a simulated worker for the
 seconds its problem says it costs, and nothing sleeps. Promotions resume from their parent's
 checkpoint (`Simulation(resumes=True)`): a job from epoch a to b costs time(b) - time(a).
@@ -197,8 +197,8 @@ def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, windo
     """hpo's driver over the simulated executor, stopped at `window` simulated seconds or
     once the incumbent reaches `target`."""
     from hpo.config import experiment_from_dict
-    from hpo.runner import Runner, searcher_for
-    from hpo.simulation import Simulation, simulated_executor
+    from hpo.driver.runner import Runner, searcher_for
+    from hpo.objective.simulation import Simulation, simulated_executor
     from hpo.study.resume import prepare_study
 
     def objective(config, budget):

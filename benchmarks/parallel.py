@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.kt_comparison import N_TRAIN, N_VAL, SPACE  # noqa: E402
 from benchmarks.machine import cpu_description  # noqa: E402
 from hpo.config import experiment_from_dict  # noqa: E402
-from hpo.runner import run_experiment  # noqa: E402
+from hpo.driver.runner import run_experiment  # noqa: E402
 
 EPOCHS = 3
 

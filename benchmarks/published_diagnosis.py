@@ -52,7 +52,7 @@ import benchmarks.searchers as harness  # noqa: E402
 from benchmarks.mf_problems import Problem  # noqa: E402
 from benchmarks.published import DEFAULT_FAMILIES, PEER_RUNNERS, References, problem_rules, run_hpo  # noqa: E402
 from benchmarks.published_problems import FAMILIES, LCBENCH_SPACE, published_problems, sample_configs  # noqa: E402
-from hpo.search.rung_agreement import spearman  # noqa: E402
+from hpo.search.surrogates.rung_agreement import spearman  # noqa: E402
 
 TOTAL_EVALS = 132
 

@@ -4,8 +4,8 @@ The package root stays import-light (no TensorFlow) so `hpo.optimize` and `hpo.s
 work for any objective.
 """
 
-from hpo.optimization import OptimizeResult, optimize
-from hpo.simulation import Simulation
+from hpo.objective.optimization import OptimizeResult, optimize
+from hpo.objective.simulation import Simulation
 
 __version__ = "0.1.0"
 __all__ = ["OptimizeResult", "Simulation", "Tuner", "optimize"]

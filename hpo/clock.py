@@ -1,7 +1,7 @@
 """Where the driver reads the time: the real clocks, or a simulated one that an executor moves.
 
 Two readers take the time, each from a clock it is given:
-- the runner (`hpo.runner.Runner`, argument `clock`): the search's elapsed time, which
+- the runner (`hpo.driver.runner.Runner`, argument `clock`): the search's elapsed time, which
   `search.time_limit` bounds; real: `time.monotonic`;
 - the study (`hpo.study.Study.clock`): each trial's created, started and finished times and
   each epoch's; real: `time.time`.

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupted,
 1 anything else (the traceback goes to the study's hpo.log, or to a file the message names).
 
-`search` checks everything first (the experiment, then the pre-flight in hpo.preflight),
+`search` checks everything first (the experiment, then the pre-flight in hpo.driver.preflight),
 then takes the study's lock, and only then creates, moves or changes anything. The other
 commands open the study read-only and never import code the study names unless the
 user allows it (`best --export` with `--trust-code` or `--experiment FILE`).
@@ -109,12 +109,12 @@ def _print_error(message: str) -> None:
     (rich would otherwise wrap at the terminal width and read '[...]' in messages as markup)."""
     from rich.text import Text
 
-    from hpo.console import console
+    from hpo.driver.console import console
     console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hpo.console import console, setup_logging
+    from hpo.driver.console import console, setup_logging
     from hpo.native_logs import cli_native_logs
     from hpo.references import add_search_path
 

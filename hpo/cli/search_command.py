@@ -15,10 +15,10 @@ log = logging.getLogger("hpo.cli")
 
 def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
-    from hpo.console import console, search_progress, stdout
+    from hpo.driver.console import console, search_progress, stdout
+    from hpo.driver.preflight import preflight
+    from hpo.driver.runner import SearchAborted, build_keras_runner
     from hpo.native_logs import import_tensorflow
-    from hpo.preflight import preflight
-    from hpo.runner import SearchAborted, build_keras_runner
     from hpo.study.resume import check_study_dir
     from hpo.study.searching import open_for_search
 
@@ -55,7 +55,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _log_file(path: Path) -> Iterator[None]:
     """The study's hpo.log for `hpo search`: every record of the `hpo` loggers goes there too,
     beside the console."""
-    from hpo.console import log_to_file
+    from hpo.driver.console import log_to_file
 
     handler = log_to_file(path)
     try:
@@ -78,7 +78,7 @@ def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -
 
 def _print_summary(study, objective: str, direction: str, summary) -> None:
     from hpo.cli.tables import top_table
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     trials = study.trials()
     counts = {}
     for t in trials:

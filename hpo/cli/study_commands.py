@@ -21,7 +21,7 @@ def open_study(study_dir: str):
 
 def cmd_status(args: argparse.Namespace) -> int:
     from hpo.cli.tables import status_table, trial_lines
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     from hpo.study.ranking import top_configurations
     study = open_study(args.study_dir)
     experiment = study.experiment()
@@ -53,7 +53,7 @@ def _dash(value) -> str:
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     study = open_study(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]
@@ -83,7 +83,7 @@ def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) ->
     """`--export`: save the trial's model (the best one when `trial_id` is None), score it on the
     held-out test split, say so unless `--json`, and return the record's `export` entry."""
     from hpo.cli.best_model import export_best_model
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     _consent_to_code(args, experiment)
     exported = export_best_model(args.study_dir, args.export, trial_id=trial_id)
     if not args.json:
@@ -115,7 +115,7 @@ def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
     """`hpo best` for several objectives: the Pareto front, as a table or JSON; `--export`
     saves the member `--trial` names."""
     from hpo.cli.tables import pareto_table
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     from hpo.study.pareto import pareto_record, stored_goals
     goals = stored_goals(experiment)
     trials = study.trials()
@@ -242,7 +242,7 @@ def _csv_text(rows: list[dict]) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from hpo.cli.report import write_report
-    from hpo.console import stdout
+    from hpo.driver.console import stdout
     page = write_report(args.study_dir)
     stdout.print(f"wrote {page}", highlight=False)
     return 0

@@ -13,7 +13,7 @@ from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
 from hpo.study.pareto import pareto_set
 from hpo.study.ranking import top_configurations
-from hpo.tensorboard_logs import run_name
+from hpo.study.tensorboard_logs import run_name
 from hpo.trial import TrialState, config_text
 
 MIN_CONFIG_WIDTH = 30      # narrower than this, a wrapped config is a column of fragments

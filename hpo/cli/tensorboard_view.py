@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hpo.study import Study
 from hpo.study import lock as study_lock
-from hpo.tensorboard_logs import SEARCH_RUN, counts_with_driver_gone, trial_counts, write_derived_counts
+from hpo.study.tensorboard_logs import SEARCH_RUN, counts_with_driver_gone, trial_counts, write_derived_counts
 from hpo.trial import TrialState
 
 

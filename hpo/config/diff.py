@@ -46,7 +46,7 @@ _ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
 
 
 # How `hpo.optimize` studies recorded having no dataset before `data` could be left out.
-_NO_DATASET = "hpo.optimization:no_dataset"
+_NO_DATASET = "hpo.objective.optimization:no_dataset"
 
 
 def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -37,7 +37,7 @@ class SearchConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
     initial_configs: tuple[Mapping[str, Any], ...] = ()      # run first, before any proposed config
     # Several objectives ({name, direction} each; empty: `objective` alone) and constraints
-    # ("params <= 20000"); names are checked by the pre-flight (hpo.preflight).
+    # ("params <= 20000"); names are checked by the pre-flight (hpo.driver.preflight).
     objectives: tuple[Mapping[str, str], ...] = ()
     constraints: tuple[str, ...] = ()
 

@@ -5,13 +5,16 @@
     job = searcher.ask(); searcher.tell(job, 0.42)
 """
 
-from hpo.search.asha import ASHA, AsyncHyperband
+from hpo.search.asha import ASHA
+from hpo.search.async_bohb import AsyncBOHB
+from hpo.search.async_hyperband import AsyncHyperband
 from hpo.search.base import ConfigSampler, Searcher
-from hpo.search.bohb import BOHB, AsyncBOHB, KDESampler
+from hpo.search.bohb import BOHB
 from hpo.search.freeze_thaw import FreezeThaw
 from hpo.search.hyperband import Hyperband
 from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
+from hpo.search.surrogates.kde_sampler import KDESampler
 from hpo.trial import Job, TrialResult, TrialState
 
 __all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "FreezeThaw", "Hyperband",

@@ -115,13 +115,3 @@ class ASHA(Searcher):
         if math.isfinite(loss) and not self.goals.ranked:
             bisect.insort(bracket.by_loss[rung], (loss, job.trial_id))
             bisect.insort(bracket.waiting[rung], (loss, job.trial_id))
-
-
-class AsyncHyperband(ASHA):
-    """Asynchronous Hyperband: every Hyperband bracket as an ASHA bracket, in round-robin."""
-
-    def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):
-        n_brackets = len(rung_budgets(min_budget, max_budget, eta))
-        super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
-                         max_budget=max_budget, eta=eta, brackets=n_brackets, sampler=sampler, **goals)

@@ -24,10 +24,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpo.registry import DIRECTIONS
-from hpo.search.blas import one_blas_thread
-from hpo.search.failure_neighbours import FailureNeighbours
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import TIE_BREAKS, constrained_order, pareto_mask
+from hpo.search.surrogates.blas import one_blas_thread
+from hpo.search.surrogates.failure_neighbours import FailureNeighbours
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult
 

@@ -10,19 +10,19 @@ still to spend to get there:
 - a paused lineage's loss at `max_budget` is extrapolated from its curve (every epoch's
   value where the runner reports them, `TrialResult.curve`; else its value at each step)
   by an ensemble of power laws, then corrected and widened by a calibration learnt from
-  every lineage that went on from a step (`hpo.search.learning_curves.Calibration`: how
+  every lineage that went on from a step (`hpo.search.surrogates.learning_curves.Calibration`: how
   much of the promised improvement came true, and how far off it was); its score is
   EI / (max_budget - budget reached);
 - a new configuration's loss at `max_budget` is predicted as the lineages' were after
   their first step, so its score is the mean of their EI there (failures counting as no
   improvement) / max_budget. The configuration itself, after `n_startup` Latin-hypercube
   configs, is the one of the largest expected improvement under a Gaussian process over
-  configurations fitted to the lineages' predicted final losses (`hpo.search.config_gp`: rank
+  configurations fitted to the lineages' predicted final losses (`hpo.search.surrogates.config_gp`: rank
   scores, Matern 5/2 with a lengthscale per dimension), among uniform draws and neighbours
   of the best lineages (SMAC's local search; a step past a bound lands on it, where
   LCBench's best configurations sit), then finer neighbours of the best of those.
   `model="tpe"`, and any conditional space, propose by a TPE split of the lineages by
-  predicted final loss instead (`hpo.search.tpe`'s estimators, which leave inactive values
+  predicted final loss instead (`hpo.search.surrogates.tpe`'s estimators, which leave inactive values
   out): on the published tuning sets at 20 full-budget evaluations the Gaussian process's
   configs ended with 0.79 of the TPE's mean final regret on LCBench and 0.67 on MFHartmann
   (benchmarks/notes/freeze_thaw.md, "Freeze-thaw where the first epochs mislead").
@@ -53,7 +53,7 @@ the way. (They come when the expected improvement would start a new config, not 
 the continuations it prefers: taken ahead of those, they cost LCBench's tuning tasks more
 than they showed.) Once MIN_TOP_RESULTS
 lineages at max_budget have their own value at a step, the step is judged as BOHB judges its budgets
-(`hpo.search.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
+(`hpo.search.surrogates.rung_agreement`: Spearman's rho between the lineages' ranks at the step and
 their final losses; under RHO_MIN it misleads). New configs then start at the first step
 from which every step up is trusted (`entry_step`; max_budget itself where none is),
 lineages paused below it are not continued, and the TPE learns only from lineages at
@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
-from hpo.search.config_gp import (
+from hpo.search.surrogates.config_gp import (
     LOCAL_TOP,
     REFIT_GROWTH,
     ConfigGP,
@@ -83,10 +83,10 @@ from hpo.search.config_gp import (
     first_unseen,
     inside_bounds,
 )
-from hpo.search.kde import dimensions_of
-from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate
-from hpo.search.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
-from hpo.search.tpe import RHO_MIN, _SplitModel
+from hpo.search.surrogates.kde import dimensions_of
+from hpo.search.surrogates.learning_curves import Calibration, expected_improvement, extrapolate
+from hpo.search.surrogates.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
+from hpo.search.surrogates.tpe import RHO_MIN, _SplitModel
 from hpo.trial import Job
 
 
@@ -341,7 +341,7 @@ class FreezeThaw(Searcher):
 
     def step_trust(self) -> np.ndarray:
         """Per step, whether its values rank configs as their values at max_budget do:
-        `hpo.search.rung_agreement`'s Spearman's rho, over the lineages at max_budget,
+        `hpo.search.surrogates.rung_agreement`'s Spearman's rho, over the lineages at max_budget,
         between their (own, or their nearest neighbours') ranks at the step and their final
         losses, at least RHO_MIN (BOHB's threshold). Judged once MIN_TOP_RESULTS lineages
         at max_budget have their own value at the step; the probes, which ran there whatever their early values, are
@@ -456,7 +456,7 @@ class FreezeThaw(Searcher):
             self._gp = (self._version, model, fitted)
         model = self._gp[1]
         # Uniform draws, neighbours of the best lineages, then finer neighbours of the best of
-        # those (`hpo.search.config_gp`, shared with BOHB's Gaussian process).
+        # those (`hpo.search.surrogates.config_gp`, shared with BOHB's Gaussian process).
         candidates, scores = expected_improvement_candidates(self.rng, self.dims, self._best_vectors(mean, told),
                                                              model.expected_improvement)
         return self._best_unseen(candidates, inside_bounds(candidates), lambda _: scores, pending)

@@ -21,7 +21,7 @@ from hpo.study import lock as study_lock
 from hpo.study.lock import LOCK_NAME
 from hpo.trial import Job, TrialResult
 
-log = logging.getLogger("hpo.runner")
+log = logging.getLogger("hpo.driver.runner")
 
 
 class ReplayMismatch(RuntimeError):

@@ -1,5 +1,5 @@
 """The study a search runs in, from start to end: `open_for_search`, one context manager for
-every face that runs a search (`hpo search`, `hpo.runner.run_experiment`, the tuners and
+every face that runs a search (`hpo search`, `hpo.driver.runner.run_experiment`, the tuners and
 `hpo.optimize`), so each takes, logs to, releases and closes its study in the same order.
 """
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from hpo.errors import TrialFailed
 from hpo.jobs import EpochReport, TrainTask
-from hpo.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
+from hpo.study.tensorboard_logs import BUDGET_TAG, OBJECTIVE_TAG, write_scalars, write_trial_hparams
 from hpo.training.best_epoch import BestEpochs
 from hpo.training.checkpoint import progress_due, stored_reports
 from hpo.training.context import TrainingContext

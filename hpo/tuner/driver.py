@@ -3,7 +3,7 @@
 Everything is checked before the study folder is touched (`prepare` raises `ValueError`):
 the data, the space (`discovery`), the compiled model's optimizer, loss and metrics, the
 objective, the callbacks. Then the study is created, resumed (the same experiment) or moved
-aside (`overwrite`) by `hpo.study.resume.prepare_study`, and `hpo.runner`'s driver loop runs it
+aside (`overwrite`) by `hpo.study.resume.prepare_study`, and `hpo.driver.runner`'s driver loop runs it
 with our trainer (`hpo.tuner.trainer`) on the inline, local or Dask executor: the same
 study, event log, checkpoints, promotions and TensorBoard runs as `hpo search`.
 """
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from hpo.console import library_log_file
+from hpo.driver.console import library_log_file
+from hpo.driver.runner import build_keras_runner
 from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
-from hpo.runner import build_keras_runner
 from hpo.study.searching import open_for_search
 from hpo.tuner.data import LOADER, SearchData
 from hpo.tuner.keras_tuner_terms import iteration_jobs

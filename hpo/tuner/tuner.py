@@ -163,7 +163,7 @@ class Tuner:
         A study that already ran all its trials says so (at `verbose=1`) and how to extend it.
         Ctrl-C marks the running trials interrupted, says in one line how to resume, and
         raises `KeyboardInterrupt`, as Keras Tuner does; `max_consecutive_failed_trials`
-        failures in a row raise a RuntimeError (`hpo.runner.SearchAborted`)."""
+        failures in a row raise a RuntimeError (`hpo.driver.runner.SearchAborted`)."""
         unsupported = sorted(fit_kwargs)
         if unsupported:
             raise ValueError(f"search({unsupported[0]}=...) is a model.fit argument hpo's tuner does not support; "
@@ -175,7 +175,7 @@ class Tuner:
         fresh = self.overwrite and not self._moved_aside
         if not fresh:
             driver.check_resumable(self.folder, prepared.experiment, self._face)
-        from hpo.runner import SearchAborted
+        from hpo.driver.runner import SearchAborted
 
         with _console(verbose) as console:
             try:
@@ -319,7 +319,7 @@ class Tuner:
         """The defaults (Keras Tuner) or the space's low end (native), active parameters only."""
         space = SearchSpace.from_dict(self.space_dict())
         if self.space is not None:
-            from hpo.preflight import low_config
+            from hpo.driver.preflight import low_config
             return dict(low_config(space))
         config: dict[str, Any] = {}
         for p in space.params:
@@ -487,7 +487,7 @@ class _Console(logging.Filter):
         self.interrupted: list[int] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name == "hpo.runner" and str(record.msg).startswith("trial %d interrupted"):
+        if record.name == "hpo.driver.runner" and str(record.msg).startswith("trial %d interrupted"):
             self.interrupted.append(int(record.args[0]))
             return False
         return True

@@ -134,7 +134,7 @@ def test_out_of_memory_fails_the_trial_and_the_search_goes_on(tmp_path, capsys):
 
 def test_disk_full_while_checkpointing_fails_that_trial_and_keeps_the_study(tmp_path):
     from hpo.config import load_experiment
-    from hpo.runner import run_experiment
+    from hpo.driver.runner import run_experiment
 
     study_dir = tmp_path / "study"
     (study_dir / "checkpoints").mkdir(parents=True)

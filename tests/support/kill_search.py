@@ -94,7 +94,7 @@ def executor_for(experiment, study_dir: Path):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from hpo.runner import build_runner
+    from hpo.driver.runner import build_runner
     from hpo.study.resume import prepare_study
 
     backend, study_dir = (argv or sys.argv[1:])[:2]

@@ -31,7 +31,7 @@ def test_unwritable_output_folder(tmp_path, capsys):
 
 def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, monkeypatch):
     from hpo.config import load_experiment
-    from hpo.preflight import preflight
+    from hpo.driver.preflight import preflight
 
     hooks = hooks_module(tmp_path, monkeypatch)
     path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", "space:\n  depth: {type: int, low: 1, high: 3}\n")
@@ -39,7 +39,7 @@ def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, mo
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    logger = logging.getLogger("hpo.preflight")
+    logger = logging.getLogger("hpo.driver.preflight")
     logger.addHandler(handler)
     try:
         preflight(load_experiment(path))

@@ -120,15 +120,15 @@ def test_the_driver_logs_each_engine_and_reason_once_whichever_backend_trained_i
     from the TrialDone in the driver."""
     import logging
 
+    from hpo.driver.runner import EngineLines
     from hpo.jobs import TrialDone
-    from hpo.runner import EngineLines
 
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.DEBUG)
     handler.emit = records.append
     # A handler of its own: an in-process CLI run earlier in this process may have stopped the
     # hpo loggers propagating to the root logger, which caplog listens on.
-    logger = logging.getLogger("hpo.runner")
+    logger = logging.getLogger("hpo.driver.runner")
     logger.addHandler(handler)
     level, logger.level = logger.level, logging.DEBUG
     try:

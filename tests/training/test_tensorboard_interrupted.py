@@ -12,13 +12,13 @@ from tensorboard.util.tensor_util import make_ndarray
 from hpo.cli import main
 from hpo.cli.tensorboard_view import logdir_to_show
 from hpo.config import experiment_from_dict, load_experiment
+from hpo.driver.runner import Runner, build_keras_runner
 from hpo.executors.function import FunctionExecutor
-from hpo.runner import Runner, build_keras_runner
 from hpo.search import make_searcher
 from hpo.study import Study
 from hpo.study import lock as study_lock
 from hpo.study.resume import prepare_study
-from hpo.tensorboard_logs import SEARCH_RUN, SearchBoard
+from hpo.study.tensorboard_logs import SEARCH_RUN, SearchBoard
 from hpo.trial import Job, TrialResult, TrialState
 from tests.support.cli import SMOKE
 from tests.support.searcher_harness import SPACE, objective

@@ -2,7 +2,7 @@
 units > 128. Keras Tuner's default of three consecutive failures applies, and the search
 still runs all its trials, whatever the seed: the searcher's model counts a failed
 configuration as the worst result, and a new config whose nearest finished config failed is
-drawn again (`hpo.search.failure_neighbours`), so the initial design stops landing in the
+drawn again (`hpo.search.surrogates.failure_neighbours`), so the initial design stops landing in the
 failing half as soon as one config has worked."""
 
 import numpy as np

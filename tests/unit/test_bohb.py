@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from hpo.search import BOHB, AsyncBOHB, RandomSearch
-from hpo.search.bohb_gp import EXPLORE_FROM, GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
-from hpo.search.kde import KDE, Dimension, dimensions_of, impute
-from hpo.search.tpe import RHO_MIN
+from hpo.search.surrogates.bohb_gp import EXPLORE_FROM, GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
+from hpo.search.surrogates.kde import KDE, Dimension, dimensions_of, impute
+from hpo.search.surrogates.tpe import RHO_MIN
 from hpo.space import SearchSpace
 from tests.support.searcher_harness import SPACE, drive, objective
 
@@ -109,7 +109,7 @@ def test_bohb_beats_random_search_on_a_smooth_problem(model):
 # --- the multi-fidelity TPE model (model="tpe"; the default "gp" shares all but its proposals) --
 
 def test_parzen_density_integrates_to_one_and_keeps_a_prior():
-    from hpo.search.tpe import ParzenEstimator
+    from hpo.search.surrogates.tpe import ParzenEstimator
     parzen = ParzenEstimator(np.concatenate([np.linspace(0.08, 0.12, 20), [0.9]]), min_bandwidth=0.01)
     grid = np.linspace(0, 1, 20001)
     density = np.exp(parzen.log_pdf(grid))
@@ -121,8 +121,8 @@ def test_parzen_density_integrates_to_one_and_keeps_a_prior():
 
 
 def test_joint_parzen_keeps_values_together_and_integrates_to_one():
-    from hpo.search.kde import dimensions_of
-    from hpo.search.tpe import JointParzenEstimator
+    from hpo.search.surrogates.kde import dimensions_of
+    from hpo.search.surrogates.tpe import JointParzenEstimator
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
     points = np.array([[0.1 + 0.01 * i, 0.9 - 0.01 * i] for i in range(5)] + [[0.9, 0.1]])
@@ -141,8 +141,8 @@ def test_joint_parzen_keeps_values_together_and_integrates_to_one():
 
 
 def test_joint_parzen_leaves_inactive_dimensions_out():
-    from hpo.search.kde import dimensions_of
-    from hpo.search.tpe import JointParzenEstimator
+    from hpo.search.surrogates.kde import dimensions_of
+    from hpo.search.surrogates.tpe import JointParzenEstimator
     space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
                                    "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
     dims = dimensions_of(space)
@@ -157,7 +157,7 @@ def test_joint_parzen_leaves_inactive_dimensions_out():
     assert set(np.round(samples[:, 0], 6)) <= set(np.round(dims[0].levels, 6))
 
 def test_tpe_ranks_each_config_at_its_deepest_budget():
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
     sampler = MultiFidelityTPESampler(space, top_n_percent=5, rungs="deepest")
     # Ten configs at budget 1 with small losses, one promoted to budget 9 with a large loss:
@@ -172,7 +172,7 @@ def test_tpe_ranks_each_config_at_its_deepest_budget():
 
 
 def test_reliable_ranking_keeps_the_worse_half_of_a_deep_budget_out_of_the_good_set():
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
     sampler = MultiFidelityTPESampler(space, top_n_percent=10)
     for i in range(18):
@@ -184,7 +184,7 @@ def test_reliable_ranking_keeps_the_worse_half_of_a_deep_budget_out_of_the_good_
 
 
 def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
     sampler = MultiFidelityTPESampler(space, top_n_percent=20)
     # At budget 1 small x looks best; the winners, promoted to 9, lose to every config that
@@ -211,7 +211,7 @@ def test_a_budget_whose_winners_lose_above_is_left_out_of_the_model():
 ])
 def test_auto_kernels_turn_joint_where_at_most_two_budgets_are_trusted(budgets, budget_one_agrees, choices,
                                                                        rungs, kernels):
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     extra = {"c": {"type": "choice", "values": ["a", "b"]}} if choices else {}
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}, **extra})
@@ -259,7 +259,7 @@ def test_unknown_model_is_refused():
 
 
 def test_configs_starting_at_a_budget_few_have_reached_are_random_probes():
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
     rng = np.random.default_rng(0)
     for probes, spread in ((True, 0.2), (False, 0.0)):
@@ -276,7 +276,7 @@ def test_configs_starting_at_a_budget_few_have_reached_are_random_probes():
 
 
 def test_probes_spread_over_the_branches_of_a_choice():
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"branch": {"type": "choice", "values": ["a", "b", "c"]},
                                    "x": {"type": "float", "low": 0, "high": 1}})
     sampler = MultiFidelityTPESampler(space, n_startup=5)
@@ -289,10 +289,10 @@ def test_probes_spread_over_the_branches_of_a_choice():
     assert sorted(c["branch"] for c in pending) == ["a", "b", "c"]
 
 
-# --- rank agreement between budgets (hpo.search.rung_agreement) ------------------------------
+# --- rank agreement between budgets (hpo.search.surrogates.rung_agreement) ------------------------------
 
 def test_features_give_choice_and_inactive_distances_of_one():
-    from hpo.search.rung_agreement import features
+    from hpo.search.surrogates.rung_agreement import features
     space = SearchSpace.from_dict({"opt": {"type": "choice", "values": ["a", "b", "c"]},
                                    "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "b"}}})
     rows = np.array([space.to_unit(c) for c in ({"opt": "a"}, {"opt": "c"}, {"opt": "b", "m": 0.25},
@@ -306,7 +306,7 @@ def test_features_give_choice_and_inactive_distances_of_one():
 
 @pytest.mark.parametrize("reversed_above, sign", [(False, 1), (True, -1)])
 def test_agreement_is_read_from_fresh_configs_at_the_upper_budget(reversed_above, sign):
-    from hpo.search.rung_agreement import agreement, features
+    from hpo.search.surrogates.rung_agreement import agreement, features
     dims = [Dimension("c")]
     lower = np.linspace(0, 1, 30)[:, None]                      # budget 1: small x is good
     # The upper budget holds the three promoted winners and eight fresh configs spread over x.
@@ -537,7 +537,7 @@ def test_gp_model_keeps_the_tpe_in_a_conditional_space_or_one_with_a_choice_and_
 
 
 def test_gp_is_fitted_on_a_capped_number_of_rows_and_refits_its_lengthscales_rarely():
-    from hpo.search import bohb_gp
+    from hpo.search.surrogates import bohb_gp
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
     # One budget: every result counts. The wide candidates play no part in the cap or the
     # refits, and would only make the 400 asks slower.
@@ -560,7 +560,7 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
     """BOHB's default model: expected improvement over the better half, by l(x) / g(x), of
     draws from the TPE's l(x); it finds the optimum and repeats itself for a seed. AsyncBOHB
     keeps the TPE."""
-    from hpo.search.tpe import MultiFidelityTPESampler
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
     default = BOHB(space, min_budget=1, max_budget=9, eta=3).sampler

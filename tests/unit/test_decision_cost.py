@@ -10,9 +10,9 @@ import pytest
 
 from hpo.search import BOHB
 from hpo.search.base import MAX_DENSITY_ROWS, spread_over_ranking, win_rate
-from hpo.search.blas import one_blas_thread
-from hpo.search.kde import Dimension
-from hpo.search.tpe import MultiFidelityTPESampler, _SplitModel
+from hpo.search.surrogates.blas import one_blas_thread
+from hpo.search.surrogates.kde import Dimension
+from hpo.search.surrogates.tpe import MultiFidelityTPESampler, _SplitModel
 from hpo.space import SearchSpace
 
 

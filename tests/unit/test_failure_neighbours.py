@@ -3,7 +3,7 @@
 
 from hpo.search import RandomSearch
 from hpo.search.base import config_key
-from hpo.search.failure_neighbours import FailureNeighbours
+from hpo.search.surrogates.failure_neighbours import FailureNeighbours
 from hpo.space import SearchSpace
 from hpo.trial import TrialResult
 

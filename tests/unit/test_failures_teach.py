@@ -13,9 +13,9 @@ import pytest
 
 import hpo
 from hpo.search import BOHB, FreezeThaw
-from hpo.search.config_gp import ConfigGP
-from hpo.search.kde import Dimension
-from hpo.search.tpe import MultiFidelityTPESampler
+from hpo.search.surrogates.config_gp import ConfigGP
+from hpo.search.surrogates.kde import Dimension
+from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 
 SEEDS = (0, 1, 2)

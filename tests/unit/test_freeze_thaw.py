@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from hpo.search import SEARCHERS, FreezeThaw, make_searcher
-from hpo.search.config_gp import ConfigGP
 from hpo.search.freeze_thaw import step_budgets
-from hpo.search.kde import dimensions_of
-from hpo.search.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
+from hpo.search.surrogates.config_gp import ConfigGP
+from hpo.search.surrogates.kde import dimensions_of
+from hpo.search.surrogates.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
 from hpo.space import SearchSpace
 from hpo.trial import TrialResult
 from tests.support.searcher_harness import SPACE, drive, objective, signature

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, os, sys
 before = dict(os.environ)
-import hpo, hpo.search, hpo.optimization, hpo.executors.function, hpo.jobs, hpo.training, hpo.models, hpo.fusion
+import hpo, hpo.search, hpo.objective.optimization, hpo.executors.function, hpo.jobs
+import hpo.training, hpo.models, hpo.fusion
 heavy = sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'keras_tuner', 'distributed'})
 print(json.dumps({"heavy": heavy, "environ_changed": sorted(set(os.environ.items()) ^ set(before.items()))}))
 """

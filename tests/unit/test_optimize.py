@@ -222,7 +222,7 @@ def test_a_library_study_records_no_dataset_and_resumes_one_stored_with_the_old_
     stored = study.experiment()
     study.close()
     assert stored["data"] is None
-    stored["data"] = {"dataset": "hpo.optimization:no_dataset", "validation_split": 0.1, "test_split": 0.1,
+    stored["data"] = {"dataset": "hpo.objective.optimization:no_dataset", "validation_split": 0.1, "test_split": 0.1,
                       "limit": None, "options": {}}
     with sqlite3.connect(tmp_path / "s" / "study.sqlite") as db:
         db.execute("UPDATE meta SET value = ? WHERE key = 'experiment'", (json.dumps(stored, sort_keys=True),))

@@ -3,8 +3,8 @@
 import pytest
 
 from hpo.config import experiment_from_dict
+from hpo.driver.runner import Runner, SearchAborted
 from hpo.executors.function import FunctionExecutor
-from hpo.runner import Runner, SearchAborted
 from hpo.search import SEARCHERS, make_searcher
 from hpo.study.resume import ReplayMismatch, prepare_study, replay
 from hpo.trial import TrialState
@@ -102,7 +102,7 @@ def test_consecutive_failures_stop_the_search_with_the_last_error(tmp_path):
 
 
 def test_time_limit_interrupts_and_resume_finishes(tmp_path, monkeypatch):
-    import hpo.runner as runner_module
+    import hpo.driver.runner as runner_module
     clock = {"t": 0.0}
     monkeypatch.setattr(runner_module.time, "monotonic", lambda: clock["t"])
 

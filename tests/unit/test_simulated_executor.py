@@ -1,4 +1,4 @@
-"""The simulated executor under the real driver (hpo.executors.simulated, hpo.simulation):
+"""The simulated executor under the real driver (hpo.executors.simulated, hpo.objective.simulation):
 trials take the simulated seconds their objective returns, and nothing else changes."""
 
 import math

@@ -1,6 +1,6 @@
 """BOHB's multi-fidelity TPE with several objectives or constraints.
 
-The model is `hpo.search.tpe`'s (every config once, at its deepest budget; deeper configs
+The model is `hpo.search.surrogates.tpe`'s (every config once, at its deepest budget; deeper configs
 rank first); what changes is the order of the configs within one budget, which decides
 l(x) and g(x):
 
@@ -32,7 +32,7 @@ import numpy as np
 from hpo.search.base import config_key
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import constrained_order
-from hpo.search.tpe import MultiFidelityTPESampler
+from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 
 SPLITS = ("rank", "parego")

@@ -1,7 +1,7 @@
 """A multi-fidelity TPE model for BOHB's new configurations (`model="tpe"`, AsyncBOHB's default;
 BOHB's default `model="gp"` keeps everything here but the final choice of a proposal).
 
-BOHB's paper model (`hpo.search.kde`, `model="kde"`) fits a multivariate KDE on the largest
+BOHB's paper model (`hpo.search.surrogates.kde`, `model="kde"`) fits a multivariate KDE on the largest
 budget that has enough results. Early in a search that is budget 1 only, and later a
 handful of points; measured on our multi-fidelity benchmarks it trailed Optuna's TPE with a
 Hyperband pruner by 2-16x. This model learns from every result instead:
@@ -14,7 +14,7 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   l(x): a config in the worse half of the results at its deepest budget ranks after every
   config in the better half, however deep it got; and a budget is left out of the model
   (with every config whose deepest budget it is) where its ranking disagrees with the top
-  budget's (`hpo.search.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
+  budget's (`hpo.search.surrogates.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
   lower budget gives the top budget's configs, its own where they ran there and its nearest
   neighbours' otherwise, and their losses at the top), or where the configs promoted from
   it lose most pairings (AUC < 0.25) against configs that started on the budget above
@@ -73,8 +73,8 @@ from hpo.search.base import (
     unseen_sample,
     win_rate,
 )
-from hpo.search.kde import dimensions_of
-from hpo.search.rung_agreement import MAX_LOWER, agreement, features
+from hpo.search.surrogates.kde import dimensions_of
+from hpo.search.surrogates.rung_agreement import MAX_LOWER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
@@ -528,7 +528,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         """Per budget, 1 if its ranking can be trusted, else 0; recomputed only when a result arrived.
 
         Two checks. (1) Rank agreement: the budgets below the top one (the largest with
-        MIN_TOP_RESULTS results) are judged against it (`hpo.search.rung_agreement`): a budget
+        MIN_TOP_RESULTS results) are judged against it (`hpo.search.surrogates.rung_agreement`): a budget
         whose ranking agrees with the top's by a Spearman's rho under RHO_MIN is not trusted.
         Each is judged on its own, not through the budgets between: a noisy middle budget
         does not condemn a good lower one. (2) Promoted against fresh: a budget's winners

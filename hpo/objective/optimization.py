@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError
+from hpo.objective.simulation import Simulation, SimulationReport, simulated_executor
 from hpo.search.multiobjective.objectives import Goals, Objective, suggest
-from hpo.simulation import Simulation, SimulationReport, simulated_executor
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
 from hpo.study.pareto import ParetoMember, pareto_set
@@ -58,7 +58,7 @@ class OptimizeResult:
     study_dir: Path | None              # None when the study lived in a temporary folder
     objectives: tuple[Objective, ...] = ()
     pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
-    simulation: SimulationReport | None = None   # with `simulate`: simulated time, utilisation (hpo.simulation)
+    simulation: SimulationReport | None = None   # with `simulate`: simulated time, utilisation
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One flat dict per trial (config keys prefixed `config.`), for csv or a DataFrame."""
@@ -98,14 +98,14 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     result's `pareto` is the Pareto set of the trials at the largest budget reached.
 
     `simulate`: run on `workers` simulated workers, each trial taking the simulated seconds
-    the objective returns beside its value (`hpo.simulation`); `time_limit` is then in
+    the objective returns beside its value (`hpo.objective.simulation`); `time_limit` is then in
     simulated seconds and the result's `simulation` says how busy the workers were.
     """
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
+    from hpo.driver.runner import build_runner
     from hpo.executors.function import FunctionExecutor
-    from hpo.runner import build_runner
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
@@ -139,7 +139,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         folder = Path(study_dir) if study_dir is not None else Path(scratch) / "study"
         log_file = None          # a study folder of the caller's gets its hpo.log; a scratch one none
         if study_dir is not None:
-            from hpo.console import library_log_file
+            from hpo.driver.console import library_log_file
             log_file = library_log_file
         with open_for_search(experiment, folder, fresh=fresh, log_file=log_file) as study:
             try:

@@ -53,8 +53,8 @@ def simulated_executor(simulation: Simulation, objective, metric: str, workers: 
     if study is not None:
         study.clock = clock
     # Imported here: the executors package and the runner are heavy for `import hpo`.
+    from hpo.driver.runner import epochs_for
     from hpo.executors.simulated import SimulatedExecutor
-    from hpo.runner import epochs_for
     from hpo.trial import TrialState
 
     executor = SimulatedExecutor(objective, metric, workers, clock, cost_key=simulation.cost,

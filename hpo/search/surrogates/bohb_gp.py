@@ -1,9 +1,9 @@
 """A Gaussian-process config model for BOHB (`BOHB(model="gp")`, `BOHB`'s default).
 
-Everything but the proposal is the multi-fidelity TPE's (`hpo.search.tpe`): the ranking
+Everything but the proposal is the multi-fidelity TPE's (`hpo.search.surrogates.tpe`): the ranking
 across budgets, the rung-agreement guards and the brackets BOHB skips, the climbing bracket,
 the Latin hypercube opening, the probes. Where the TPE would draw from l(x) and take the
-best l(x) / g(x), this model fits a Gaussian process (`hpo.search.config_gp.ConfigGP`,
+best l(x) / g(x), this model fits a Gaussian process (`hpo.search.surrogates.config_gp.ConfigGP`,
 FreezeThaw's: Matern 5/2, one lengthscale per dimension by marginal likelihood, on normal
 scores of ranks) and proposes the config of the largest expected improvement among
 candidates (`candidates`): by default the better half, by l(x) / g(x), of the TPE's own
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.config_gp import (
+from hpo.search.surrogates.config_gp import (
     REFIT_GROWTH,
     ConfigGP,
     best_and_latest,
@@ -54,8 +54,8 @@ from hpo.search.config_gp import (
     first_unseen,
     inside_bounds,
 )
-from hpo.search.kde import Dimension
-from hpo.search.tpe import MultiFidelityTPESampler
+from hpo.search.surrogates.kde import Dimension
+from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 
 # The noise variance of every row, in the normal scores' units, by default: NOISE_FEW while

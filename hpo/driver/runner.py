@@ -26,7 +26,7 @@ from hpo.study import Study, TrialRow
 from hpo.study.pareto import current_hypervolume
 from hpo.study.resume import replay
 from hpo.study.searching import open_for_search
-from hpo.tensorboard_logs import (
+from hpo.study.tensorboard_logs import (
     SearchBoard,
     counts_with_driver_gone,
     run_name,
@@ -37,7 +37,7 @@ from hpo.tensorboard_logs import (
 )
 from hpo.trial import Job, TrialResult, TrialState, config_text
 
-log = logging.getLogger("hpo.runner")
+log = logging.getLogger("hpo.driver.runner")
 
 
 class SearchAborted(RuntimeError):

@@ -1,7 +1,7 @@
 """A Gaussian process over configurations, for proposing new ones by expected improvement:
 what `FreezeThaw` proposes from (its `model="gp"`, fitted to its lineages' predicted final
-losses) and BOHB's `model="gp"` (`hpo.search.bohb_gp`, fitted to results at a budget).
-Configurations are unit-cube vectors (`hpo.search.kde.dimensions_of`); numpy and scipy only.
+losses) and BOHB's `model="gp"` (`hpo.search.surrogates.bohb_gp`, fitted to results at a budget).
+Configurations are unit-cube vectors (`hpo.search.surrogates.kde.dimensions_of`); numpy and scipy only.
 
 `expected_improvement_candidates` is the search both run over the process: uniform draws
 and neighbours of the best configs (SMAC's local search around its incumbents, as
@@ -20,7 +20,7 @@ from scipy.optimize import minimize
 from scipy.special import ndtri
 
 from hpo.search.base import config_key
-from hpo.search.learning_curves import expected_improvement
+from hpo.search.surrogates.learning_curves import expected_improvement
 
 # The candidates: GP_RANDOM_CANDIDATES uniform draws and GP_LOCAL_CANDIDATES neighbours of
 # the best configs given (at most LOCAL_TOP), LOCAL_MOVES numeric values moved on average by

@@ -30,7 +30,7 @@ from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_ou
 from hpo.models import BUILDERS
 from hpo.registry import MODEL_MEASURES, OPTIMIZER_PARAMS
 
-log = logging.getLogger("hpo.preflight")
+log = logging.getLogger("hpo.driver.preflight")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
     else:
         # The searcher, built once as the driver will build it: an option it refuses
         # (`search.options: {model: gpp}`) is found here, not after the study folder exists.
-        from hpo.runner import searcher_for
+        from hpo.driver.runner import searcher_for
         searcher_for(experiment)
     _check_device(experiment)
     _check_scheduler(experiment)

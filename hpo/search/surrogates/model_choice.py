@@ -1,0 +1,35 @@
+"""Which config model a BOHB-family searcher's `model` name means, with its options checked."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hpo.search.base import ConfigSampler
+from hpo.search.multiobjective.objectives import Goals
+from hpo.search.multiobjective.pareto_tpe import make_pareto_model
+from hpo.search.surrogates.bohb_gp import GP_ONLY_OPTIONS, GPSampler
+from hpo.search.surrogates.kde_sampler import KDESampler
+from hpo.search.surrogates.tpe import MultiFidelityTPESampler
+from hpo.space import SearchSpace
+
+
+def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
+               objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
+    """BOHB's config model: 'tpe' (`hpo.search.surrogates.tpe`), 'gp' (`hpo.search.surrogates.bohb_gp`) or
+    'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
+    `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
+    goals = Goals.build(objectives, constraints, direction)
+    gp_only = sorted(set(options) & GP_ONLY_OPTIONS)
+    if gp_only and (model != "gp" or goals.ranked):
+        raise ValueError(f"{', '.join(gp_only)}: options of model 'gp' with one objective and no constraint "
+                         f"(here model {model!r}" + (", several objectives or constraints)" if goals.ranked else ")"))
+    if goals.ranked:
+        model = "tpe" if model == "gp" else model      # only the TPE ranks points
+        # The points' model keeps per-dimension kernels and uniform first configs
+        # (`kernels="auto"` and the Latin hypercube were measured on one objective only).
+        return make_pareto_model(space, model, {"kernels": "independent", "initial_design": "uniform", **options},
+                                 goals, tie_break)
+    models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
+    if model not in models:
+        raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
+    return models[model](space, **options)
