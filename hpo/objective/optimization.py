@@ -104,7 +104,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
-    from hpo.driver.runner import build_runner
+    from hpo.driver.runner import build_runner, searcher_for
     from hpo.executors.function import FunctionExecutor
     from hpo.study.searching import open_for_search
 
@@ -133,6 +133,12 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         raise _argument_error(exc) from None
     if study_dir is not None and not fresh:
         _check_resumable(Path(study_dir), experiment)
+    try:
+        # The searcher, built once as the runner will build it: an option it refuses is
+        # reported before any study folder exists (as `hpo search`'s pre-flight does).
+        searcher_for(experiment)
+    except ConfigError as exc:
+        raise _argument_error(exc) from None
     objective = _checked(objective, goals) if goals.ranked else objective
     executor = FunctionExecutor(objective, metric, workers=workers) if simulate is None else None
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:
