@@ -51,9 +51,20 @@ Reported per worker count and searcher:
   random search on one worker the searcher on W workers gets there. This one rewards a good
   searcher; the first rewards a searcher whose 1-worker run ends badly, as its target is easy.
 
-Peers, in the same event simulation (their own ask and tell, one trial per free worker):
-Optuna's TPE with the constant liar (full budget only), and random search (ours, at the
-full budget). Syne Tune's schedulers are not run here.
+Peers, in one event simulation (`run_event_loop`: their own ask and tell, one job per free
+worker, the running jobs pending, each told when it finishes; nothing resumes, so a job at
+budget b is charged b's full cost from scratch):
+- Optuna's TPE with the constant liar (full budget only);
+- DEHB (0.1.2), with its own brackets over the same budgets (eta 3): a promotion trains the
+  promoted config again from scratch, as DEHB evaluates, and is charged so;
+- random search (ours, at the full budget).
+Syne Tune's schedulers run in Syne Tune's own simulator, in `benchmarks/many_workers_syne.py`
+(a venv of their own), which writes its runs into the same cache; `--cached "syne asha syne
+hyperband syne bohb"` reads them into this report:
+
+    nice -n 19 .venv-bench-syne/bin/python benchmarks/many_workers_syne.py --seeds 1 --cache /tmp/many-workers
+    nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --seeds 1 --cache /tmp/many-workers \
+        --cached "syne asha syne hyperband syne bohb" --plot many_workers_regret.png
 """
 
 from __future__ import annotations
@@ -90,7 +101,7 @@ from benchmarks.published_problems import (  # noqa: E402
 
 WORKERS = (1, 4, 16, 64, 256)
 OURS = ("random", "hyperband", "asha", "async_hyperband", "bohb", "async_bohb", "freeze_thaw")
-PEERS = ("optuna tpe+liar",)
+PEERS = ("optuna tpe+liar", "dehb")
 REFERENCE = "random"               # embarrassingly parallel: what parallelism alone gives
 ETA = 3
 
@@ -109,6 +120,10 @@ class SimProblem:
     exact: Callable[[Mapping[str, Any]], float]
     optimum: float | None                 # None: regret from the lowest value any run reached
     t1: float = 0.0                       # the 1-worker time budget (set by `time_budget`)
+    # The learning curve for simulators that replay one (Syne Tune's): (value, seconds from
+    # scratch) at every integer fidelity 1..fidelities, as `evaluate` gives them one at a time.
+    fidelities: int = 0
+    curve: Callable[[Mapping[str, Any], int], list[tuple[float, float]]] | None = None
 
 
 def lcbench_problem(task: str, data_path: str = DEFAULT_YAHPO_DATA) -> SimProblem:
@@ -126,8 +141,19 @@ def lcbench_problem(task: str, data_path: str = DEFAULT_YAHPO_DATA) -> SimProble
     def evaluate(config, budget, seed=0):
         return query(config, fidelity_of(budget))
 
+    def curve(config, seed=0):
+        # One surrogate call for the 52 epochs, not 52.
+        base = tuple(sorted(config.items()))
+        missing = [e for e in range(1, 53) if (base, e) not in memo]
+        if missing:
+            bench = _yahpo(data_path)
+            bench.set_instance(task)
+            for e, result in zip(missing, bench.objective_function([dict(config, epoch=e) for e in missing])):
+                memo[(base, e)] = (1.0 - float(result["val_balanced_accuracy"]), float(result["time"]))
+        return [memo[(base, e)] for e in range(1, 53)]
+
     return SimProblem(f"lcbench_{task}", dict(LCBENCH_SPACE), 52 / 27, 52.0, evaluate,
-                      lambda config: query(config, 52)[0], None)
+                      lambda config: query(config, 52)[0], None, fidelities=52, curve=curve)
 
 
 def mfh_problem(variant: str) -> SimProblem:
@@ -144,7 +170,8 @@ def mfh_problem(variant: str) -> SimProblem:
         return problem.evaluate(config, budget, seed), z * unit_cost(config)
 
     return SimProblem(variant, dict(problem.space), published.min_budget, published.max_budget, evaluate,
-                      problem.exact, problem.optimum)
+                      problem.exact, problem.optimum, fidelities=100,
+                      curve=lambda config, seed=0: [evaluate(config, z, seed) for z in range(1, 101)])
 
 
 def time_budget(problem: SimProblem, full_evals: float) -> float:
@@ -266,6 +293,48 @@ class _Row:
     finished_at: float
 
 
+def run_event_loop(problem: SimProblem, workers: int, seed: int, window: float, target: float | None,
+                   ask: Callable[[], tuple[Any, dict[str, Any], float]],
+                   tell: Callable[[Any, float, float], None]) -> Run:
+    """A peer's own ask and tell on `workers` simulated workers: each free worker asks, and holds
+    the job for the seconds its problem charges; a job is told when it finishes, and its worker
+    asks again. `ask() -> (handle, config, budget)`; `tell(handle, value, seconds)`. A job costs
+    its budget's full cost from scratch (no peer driven here resumes a checkpoint). Stops at
+    `window` simulated seconds or once the incumbent reaches `target`."""
+    incumbent = Incumbent(problem.exact)
+    started = time.perf_counter()
+    now, busy, submitted = 0.0, 0.0, 0
+    running: list[tuple[float, int, Any, dict, float, float, float]] = []
+    decisions: list[float] = []
+    decided_from: float | None = None
+    reached = None
+    while True:
+        while len(running) < workers:
+            handle, config, budget = ask()
+            if decided_from is not None:
+                decisions.append(time.perf_counter() - decided_from)
+                decided_from = None
+            value, seconds = problem.evaluate(config, budget, seed)
+            heapq.heappush(running, (now + seconds, submitted, handle, config, budget, value, seconds))
+            submitted += 1
+            busy += seconds
+        finishes, _, handle, config, budget, value, seconds = running[0]
+        if finishes > window:
+            now = window
+            break
+        heapq.heappop(running)
+        now = finishes
+        decided_from = time.perf_counter()
+        tell(handle, value, seconds)
+        incumbent.finished(now, config, budget, value)
+        if target is not None and incumbent.value <= target + 1e-12:
+            reached = now
+            break
+    busy -= sum(job[0] - now for job in running)
+    return Run(trace=incumbent.trace, end=now, window=window, utilisation=busy / (workers * now) if now else 1.0,
+               decisions=decisions, trials=submitted, wall=time.perf_counter() - started, reached=reached)
+
+
 def run_optuna_liar(problem: SimProblem, workers: int, seed: int, window: float, target: float | None) -> Run:
     """Optuna's TPE with the constant liar: each free worker asks (the running trials are
     pending, and the liar fills them in), and a trial is told when it finishes. Full budget."""
@@ -279,48 +348,50 @@ def run_optuna_liar(problem: SimProblem, workers: int, seed: int, window: float,
         else:
             distributions[name] = optuna.distributions.IntDistribution(spec["low"], spec["high"],
                                                                        log=spec.get("log", False))
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-    study = optuna.create_study(sampler=sampler)
-    incumbent = Incumbent(problem.exact)
-    started = time.perf_counter()
-    now, busy, submitted, order = 0.0, 0.0, 0, 0
-    running: list[tuple[float, int, Any, dict, float, float]] = []
-    decisions: list[float] = []
-    decided_from: float | None = None
-    reached = None
-    while True:
-        while len(running) < workers:
-            trial = study.ask(distributions)
-            if decided_from is not None:
-                decisions.append(time.perf_counter() - decided_from)
-                decided_from = None
-            config = dict(trial.params)
-            value, seconds = problem.evaluate(config, problem.max_budget, seed)
-            heapq.heappush(running, (now + seconds, order, trial, config, value, seconds))
-            order += 1
-            submitted += 1
-            busy += seconds
-        finishes, _, trial, config, value, seconds = heapq.heappop(running)
-        if finishes > window:
-            heapq.heappush(running, (finishes, 0, trial, config, value, seconds))
-            now = window
-            break
-        now = finishes
-        decided_from = time.perf_counter()
-        study.tell(trial, value)
-        incumbent.finished(now, config, problem.max_budget, value)
-        if target is not None and incumbent.value <= target + 1e-12:
-            reached = now
-            break
-    busy -= sum(f - now for f, *_ in running)
-    return Run(trace=incumbent.trace, end=now, window=window, utilisation=busy / (workers * now) if now else 1.0,
-               decisions=decisions, trials=submitted, wall=time.perf_counter() - started, reached=reached)
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True))
+
+    def ask():
+        trial = study.ask(distributions)
+        return trial, dict(trial.params), problem.max_budget
+
+    return run_event_loop(problem, workers, seed, window, target, ask,
+                          lambda trial, value, seconds: study.tell(trial, value))
+
+
+def run_dehb(problem: SimProblem, workers: int, seed: int, window: float, target: float | None) -> Run:
+    """DEHB (0.1.2) through its ask and tell, with its own brackets (eta 3 over the problem's
+    budgets): each free worker asks, so up to `workers` jobs are pending, which DEHB's bracket
+    manager allows (a bracket waiting on its rung, DEHB opens the next one). DEHB does not
+    resume: a job at fidelity b trains from scratch and is charged the full cost of b. DEHB is
+    built with one worker of its own (more would start a Dask cluster); the brackets done are
+    dropped after every tell, as its own run loop does."""
+    from dehb import DEHB
+
+    from benchmarks.searchers import _configspace, typed
+    logging.getLogger("dehb").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="hpo-many-workers-dehb-") as folder:
+        optimizer = DEHB(cs=_configspace(problem, seed), dimensions=len(problem.space),
+                         min_fidelity=problem.min_budget, max_fidelity=problem.max_budget, eta=ETA, n_workers=1,
+                         output_path=folder, seed=seed, save_freq=None, log_level="ERROR")
+
+        def ask():
+            job = optimizer.ask()
+            return job, typed(problem, dict(job["config"])), float(job["fidelity"])
+
+        def tell(job, value, seconds):
+            optimizer.tell(job, {"fitness": value, "cost": seconds})
+            optimizer._clean_inactive_brackets()
+
+        return run_event_loop(problem, workers, seed, window, target, ask, tell)
+
+
+PEER_RUNS: dict[str, Callable[..., Run]] = {"optuna tpe+liar": run_optuna_liar, "dehb": run_dehb}
 
 
 def run_one(problem: SimProblem, searcher: str, workers: int, seed: int, window: float,
             target: float | None) -> Run:
-    if searcher == "optuna tpe+liar":
-        return run_optuna_liar(problem, workers, seed, window, target)
+    if searcher in PEER_RUNS:
+        return PEER_RUNS[searcher](problem, workers, seed, window, target)
     return run_ours(problem, searcher, workers, seed, window, target)
 
 
@@ -333,7 +404,7 @@ def source_hash() -> str:
     for folder in ("search", "study", "executors"):
         for path in sorted((root / folder).rglob("*.py")):
             digest.update(path.read_bytes())
-    for name in ("runner.py", "clock.py", "simulation.py"):
+    for name in ("driver/runner.py", "clock.py", "objective/simulation.py"):
         digest.update((root / name).read_bytes())
     return digest.hexdigest()[:12]
 
@@ -387,59 +458,96 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(description: str, searchers: str) -> argparse.ArgumentParser:
+    """The options `many_workers.py` and `many_workers_syne.py` share: the same problems, time
+    windows, seeds and cache keys, so that one report reads both scripts' runs."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="2 problems, 1 seed, a short budget")
     parser.add_argument("--tasks", default=" ".join(LCBENCH_TUNING), help="LCBench tasks")
     parser.add_argument("--mfh", default="mfh3_moderate mfh6_moderate", help="MFHartmann variants")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", default="3", help="a count (3: seeds 0-2) or a list ('1 2', '1,2', '2,')")
     parser.add_argument("--workers", default=" ".join(map(str, WORKERS)))
-    parser.add_argument("--searchers", default=" ".join(OURS + PEERS))
+    parser.add_argument("--searchers", default=searchers)
     parser.add_argument("--full-evals", type=float, default=30.0, help="T1 in full-budget evaluations")
     parser.add_argument("--window", type=float, default=6.0, help="K: a W-worker run gets T1 * min(1, K/W)")
     parser.add_argument("--cache", default=None, help="a folder keeping every run, to extend a report")
+    parser.add_argument("--tag", default=None,
+                        help="the cache tag of hpo's runs (default: a hash of hpo's driver and searchers)")
     parser.add_argument("--plot", default=None, help="write regret against simulated time to this PNG")
     parser.add_argument("--json", default=None, help="write the table's figures to this file")
-    args = parser.parse_args()
+    return parser
+
+
+def setting(args) -> tuple[list[SimProblem], list[str], list[int], list[int]]:
+    """The problems (each with its T1), searchers, worker counts and seeds the options name."""
     if args.quick:
-        args.tasks, args.mfh, args.seeds, args.full_evals = "126025", "mfh3_moderate", 1, 20.0
-    logging.getLogger("hpo").setLevel(logging.ERROR)
+        args.tasks, args.mfh, args.seeds, args.full_evals = "126025", "mfh3_moderate", "1", 20.0
     problems = [lcbench_problem(t) for t in args.tasks.split()] + [mfh_problem(v) for v in args.mfh.split()]
-    workers = [int(w) for w in args.workers.split()]
-    searchers = args.searchers.split("|") if "|" in args.searchers else _names(args.searchers)
-    cache = Cache(args.cache, source_hash())
-    runs: dict[tuple[str, str, int, int], Run] = {}
     for problem in problems:
         problem.t1 = time_budget(problem, args.full_evals)
+    listed = "," in args.seeds or len(args.seeds.split()) > 1
+    seeds = [int(s) for s in args.seeds.replace(",", " ").split()] if listed else list(range(int(args.seeds)))
+    searchers = _names(args.searchers)
+    return problems, searchers, [int(w) for w in args.workers.split()], seeds
+
+
+def collect(problems: list[SimProblem], searchers: list[str], workers: list[int], seeds: list[int], args,
+            run: Callable[..., Run] | None) -> dict[tuple[str, str, int, int], Run]:
+    """Every (problem, searcher, workers, seed) run, from the cache or run now by `run(problem,
+    searcher, workers, seed, window, target)` (None: only the cache). A searcher's 1-worker run
+    comes first: its final regret is the target its W-worker runs stop at."""
+    cache = Cache(args.cache, args.tag or source_hash())
+    runs: dict[tuple[str, str, int, int], Run] = {}
+    for problem in problems:
         for searcher in searchers:
-            for seed in range(args.seeds):
+            for seed in seeds:
                 target = None
                 for w in sorted(set(workers) | {1}):
                     window = problem.t1 * min(1.0, args.window / w)
                     stop_at = target if w > 1 else None
                     tag = cache.tag if searcher in OURS else "peer"
-                    key = json.dumps([tag, problem.name, searcher, w, seed, window, stop_at])
-                    run = cache.get(key)
-                    if run is None:
-                        run = run_one(problem, searcher, w, seed, window, stop_at)
-                        cache.put(key, run)
-                    runs[(problem.name, searcher, w, seed)] = run
+                    key = json.dumps([tag, problem.name, searcher, w, seed, f"{window:.9g}",
+                                      None if stop_at is None else f"{stop_at:.9g}"])
+                    found = cache.get(key)
+                    if found is None and run is None:
+                        raise SystemExit(f"{searcher} on {problem.name}, {w} workers, seed {seed}: not in the "
+                                         f"cache {args.cache} (tag {cache.tag}); run it with its own script first")
+                    if found is None:
+                        found = run(problem, searcher, w, seed, window, stop_at)
+                        cache.put(key, found)
+                    runs[(problem.name, searcher, w, seed)] = found
                     if w == 1:
-                        target = run.trace[-1][1] if run.trace else None
-                    print(f"# {problem.name} {searcher} W={w} seed={seed}: trials={run.trials} "
-                          f"util={run.utilisation:.3f} wall={run.wall:.1f}s "
-                          f"reached={'-' if run.reached is None else f'{run.reached / problem.t1:.4f}T1'}",
+                        target = found.trace[-1][1] if found.trace else None
+                    print(f"# {problem.name} {searcher} W={w} seed={seed}: trials={found.trials} "
+                          f"util={found.utilisation:.3f} wall={found.wall:.1f}s "
+                          f"reached={'-' if found.reached is None else f'{found.reached / problem.t1:.4f}T1'}",
                           flush=True)
-    report(problems, searchers, workers, args.seeds, runs, args)
+    return runs
+
+
+def main() -> None:
+    parser = arguments(__doc__.split("\n")[0], " ".join(OURS + PEERS))
+    parser.add_argument("--cached", default="", help="searchers to read from the cache only (run elsewhere: "
+                                                     "Syne Tune's schedulers by many_workers_syne.py)")
+    args = parser.parse_args()
+    logging.getLogger("hpo").setLevel(logging.ERROR)
+    problems, searchers, workers, seeds = setting(args)
+    cached = _names(args.cached)
+    runs = collect(problems, searchers, workers, seeds, args, run_one)
+    runs.update(collect(problems, cached, workers, seeds, args, None))
+    report(problems, searchers + cached, workers, seeds, runs, args)
 
 
 def _names(text: str) -> list[str]:
-    """Searcher names, where a peer's name has spaces ('optuna tpe+liar')."""
+    """Searcher names, where a peer's name has spaces ('optuna tpe+liar', 'syne asha'); names
+    with more in them are separated by '|' ('syne asha (poll 5)|syne bohb (poll 5)')."""
+    if "|" in text:
+        return [name.strip() for name in text.split("|") if name.strip()]
     out, words = [], text.split()
     i = 0
     while i < len(words):
-        if words[i] == "optuna" and i + 1 < len(words):
-            out.append(f"optuna {words[i + 1]}")
+        if words[i] in ("optuna", "syne") and i + 1 < len(words):
+            out.append(f"{words[i]} {words[i + 1]}")
             i += 2
         else:
             out.append(words[i])
@@ -458,7 +566,7 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
     table: dict[str, dict[str, Any]] = {}
     commons = {(problem.name, seed): max(runs[(problem.name, s, 1, seed)].trace[-1][1] for s in searchers
                                          if runs[(problem.name, s, 1, seed)].trace)
-               for problem in problems for seed in range(seeds)}
+               for problem in problems for seed in seeds}
     print(f"\nT1 = {args.full_evals:g} full-budget evaluations; window K = {args.window:g}; seeds {seeds}; "
           f"problems: {', '.join(p.name for p in problems)}")
     for w in workers:
@@ -469,7 +577,7 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
         for searcher in searchers:
             speedups, censored, utils, decisions, loads, finals, common = [], 0, [], [], [], [], []
             for problem in problems:
-                for seed in range(seeds):
+                for seed in seeds:
                     one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, w, seed)]
                     if not one.trace:
                         continue
@@ -517,7 +625,7 @@ def plot(problems, searchers, workers, seeds, runs, references, path) -> None:
         for searcher in searchers:
             curves = []
             for problem in problems:
-                for seed in range(seeds):
+                for seed in seeds:
                     base = runs.get((problem.name, REFERENCE, 1, seed))
                     run = runs[(problem.name, searcher, w, seed)]
                     scale = max(regret_at(base.trace, base.end, references[problem.name]), 1e-6) if base else 1.0

@@ -3,7 +3,12 @@
 # and mlxtend cannot live with, so the peers get a venv of their own; hpo's searchers need
 # only numpy, scipy and PyYAML, so hpo goes in without its (TensorFlow) dependencies.
 # SMAC3 wants numpy>=2 and a newer ConfigSpace than HpBandSter lives with: a second venv;
-# Syne Tune (numpy>=2, pandas) a third.
+# Syne Tune (numpy>=2, pandas) a third. benchmarks/many_workers_syne.py runs Syne Tune's
+# simulator over the same LCBench surrogate and MFHartmann, so that venv gets them too: YAHPO's
+# packages resolve with numpy 2, and huggingface_hub is what syne_tune.blackbox_repository (its
+# simulator backend for a Blackbox) imports. mf-prior-bench 1.10 pins numpy<2, which Syne Tune
+# cannot live with: it goes in without its dependencies, as the benchmarks call only its Hartmann
+# generator, which gives the same values on numpy 2 (to the last digit).
 # The published benchmarks (benchmarks/published.py): YAHPO Gym's LCBench and rbv2_xgboost
 # surrogates (yahpo-gym 1.0.1 with ConfigSpace 1.x, patched at import, and onnxruntime) and
 # mf-prior-bench's MFHartmann go into the first two venvs: both resolve there with numpy
@@ -31,7 +36,9 @@ if [ "${WITH_SYNE:-1}" = 1 ]; then
   python3 -m venv .venv-bench-syne
   .venv-bench-syne/bin/pip install -q --upgrade pip
   .venv-bench-syne/bin/pip install -q --no-deps -e .
-  .venv-bench-syne/bin/pip install -q syne-tune scipy statsmodels PyYAML matplotlib
+  .venv-bench-syne/bin/pip install -q syne-tune scipy statsmodels PyYAML matplotlib huggingface_hub onnxruntime \
+    "yahpo-gym==1.0.1" "ConfigSpace>=1,<2"
+  .venv-bench-syne/bin/pip install -q --no-deps mf-prior-bench
 fi
 if [ "${WITH_NEPS:-0}" = 1 ]; then
   python3 -m venv .venv-bench-neps
@@ -44,6 +51,7 @@ echo "ready: nice -n 10 .venv-bench/bin/python benchmarks/searchers.py --quick -
 echo "       nice -n 10 .venv-bench-smac/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'smac3 hyperband+rf'"
 echo "       nice -n 10 .venv-bench-syne/bin/python benchmarks/searchers.py --quick --cache /tmp/peer-cache --only 'syne tune bohb'"
 echo "       nice -n 19 .venv-bench/bin/python benchmarks/published.py --quick --cache /tmp/published-cache"
+echo "       nice -n 19 .venv-bench-syne/bin/python benchmarks/many_workers_syne.py --quick --cache /tmp/many-workers"
 if [ "${WITH_NEPS:-0}" = 1 ]; then
   echo "       nice -n 19 .venv-bench-neps/bin/python benchmarks/published.py --quick --cache /tmp/published-cache --only 'neps priorband'"
 fi
