@@ -18,7 +18,9 @@ def config_text(config: Mapping[str, Any]) -> str:
 
 
 def config_identity(config: Mapping[str, Any]) -> str:
-    """A config as a key that equal configs share, whatever their key order."""
+    """A config as a key that equal configs share, whatever their key order and whether a
+    number is numpy's or Python's; the searchers (as `config_key`), the tuner's trainer and the
+    simulated executor all key configs by it."""
     return json.dumps(dict(config), sort_keys=True, default=str)
 
 

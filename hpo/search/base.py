@@ -30,6 +30,7 @@ from hpo.search.surrogates.blas import one_blas_thread
 from hpo.search.surrogates.failure_neighbours import FailureNeighbours
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult
+from hpo.trial import config_identity as config_key  # the searchers' name for the one config identity
 
 PRIOR_START = 0.5      # share of new configs drawn around the priors before any evidence
 PRIOR_RANGE = (0.05, 0.7)   # the least and the most of that share once evidence is in
@@ -188,11 +189,6 @@ def spread_over_ranking(n: int, limit: int = MAX_DENSITY_ROWS) -> np.ndarray:
     if n <= limit:
         return np.arange(n)
     return np.round(np.linspace(0, n - 1, limit)).astype(int)
-
-
-def config_key(config: Mapping[str, Any]) -> str:
-    """A hashable identity for a config (equal configs, equal keys)."""
-    return repr(sorted(config.items()))
 
 
 def latin_hypercube(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
