@@ -61,6 +61,18 @@ trusted steps. The probes are what shows a reversal: the lineages continued by e
 improvement were each step's best, and agree with one another by selection. Measured in
 benchmarks/notes/freeze_thaw.md, "Freeze-thaw where the first epochs mislead".
 
+Hand-over to BOHB: the learning curves pay early in a search, not late. Once `hand_over`
+full-budget evaluations of budget were handed out (default HAND_OVER, 26: the epochs of every
+job beyond the step its lineage had reached), BOHB (`hpo.search.bohb`: its default model,
+Hyperband's brackets, no climbing bracket) schedules and proposes every later job. Its model
+first learns every result freeze-thaw had, each at the rung nearest its step, and then every
+later one; configs freeze-thaw ran are never proposed again, and its paused lineages stay
+paused. A search of 20 full-budget evaluations, where freeze-thaw leads on LCBench, never
+hands over. Measured in benchmarks/notes/freeze_thaw.md, "Freeze-thaw hands over to BOHB".
+
+Budgets that train from scratch (a fraction of the data): there is no curve to pause and
+extrapolate, so `resumes=False` is refused at construction; BOHB takes it.
+
 One objective, no constraints: with several the expected improvement is not defined, and
 `objectives` or `constraints` raise a ValueError.
 """
@@ -74,6 +86,8 @@ from typing import Any
 import numpy as np
 
 from hpo.search.base import Searcher, config_key, latin_hypercube
+from hpo.search.bohb import BOHB
+from hpo.search.schedule import rung_budgets
 from hpo.search.surrogates.config_gp import (
     LOCAL_TOP,
     REFIT_GROWTH,
@@ -110,6 +124,11 @@ MIN_TOP_RESULTS = 4
 MODELS = ("gp", "tpe")    # what proposes new configurations (`FreezeThaw.model`)
 MAX_GP_ROWS = 200        # the best half and the latest half of these when there are more lineages
 MIN_MODEL_ROWS = 5    # lineages at trusted steps before the model proposes from them alone
+# The budget, in full-budget evaluations (max_budget each), after which BOHB takes the search
+# over (`FreezeThaw.hand_over`): past it the learning curves stop paying
+# (benchmarks/notes/freeze_thaw.md, "Freeze-thaw hands over to BOHB"). Above 20, where
+# freeze-thaw leads on LCBench, so that a search of 20 full-budget evaluations never hands over.
+HAND_OVER = 26.0
 
 
 @dataclass(frozen=True)
@@ -170,7 +189,11 @@ class FreezeThaw(Searcher):
     (default 3; see "Steps that mislead"). `n_startup`: Latin-hypercube configs
     before the model runs (default max(10, dimensions + 2)). `model`: what proposes new
     configurations, "gp" (default) or "tpe"; `num_samples`, `top_n_percent`,
-    `min_bandwidth`: that TPE's settings."""
+    `min_bandwidth`: that TPE's settings. `hand_over`: the budget, in full-budget
+    evaluations, after which BOHB (its default model, warm-started with every result so far)
+    schedules and proposes the rest of the search (default HAND_OVER, 26; None: never; see
+    "Hand-over to BOHB"). `resumes`: whether a larger budget continues a trial from its
+    checkpoint; only True is taken (freeze-thaw pauses and resumes learning curves)."""
 
     reads_curves = True
 
@@ -178,7 +201,13 @@ class FreezeThaw(Searcher):
                  max_budget: float = 27.0, eta: float = 3.0, growth: float | None = None, n_startup: int | None = None,
                  climbers: int = 1, probes: int = 3,
                  model: str = "gp", num_samples: int = 64, top_n_percent: float = 15, min_bandwidth: float = 0.01,
+                 hand_over: float | None = HAND_OVER, resumes: bool = True,
                  objectives=None, constraints=None, tie_break: str = "hypervolume"):
+        if not resumes:
+            # Refused before anything else: the reason, not a complaint about another argument.
+            raise ValueError("FreezeThaw takes no resumes=False: freeze-thaw pauses learning curves and resumes "
+                             "them from a checkpoint, so where each budget trains from scratch it has no curve "
+                             "to extrapolate; use bohb, which takes resumes=False")
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, objectives=objectives, constraints=constraints, tie_break=tie_break)
         if self.goals.multi:
@@ -198,6 +227,10 @@ class FreezeThaw(Searcher):
             raise ValueError(f"probes must be >= 0, got {probes}")
         if model not in MODELS:
             raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+        if hand_over is not None and not float(hand_over) > 0:
+            raise ValueError(f"hand_over must be > 0 full-budget evaluations (or None: never), got {hand_over!r}")
+        self.hand_over = None if hand_over is None else float(hand_over)
+        self.resumes = True
         self.climbers = int(climbers)
         self.probes = int(probes)
         self.growth = self.eta if growth is None else float(growth)
@@ -224,9 +257,19 @@ class FreezeThaw(Searcher):
         self.step_agreement: dict[float, float] = {}     # step budget -> Spearman's rho with max_budget
         self._agreements: dict[tuple, float] = {}        # (step, lineages there, at the top) -> rho
         self._trusted: tuple[int, np.ndarray] | None = None
+        self.spent = 0.0          # budget handed out: each job's epochs beyond its lineage's last step
+        self.successor: BOHB | None = None               # BOHB, once the search is handed over
+        self._ours: dict[int, int] = {}                  # the successor's trial id -> ours
+        self._successor_jobs: dict[int, Job] = {}        # our trial id -> the successor's job, while pending
+        self._budgets: dict[int, float] = {}             # the successor's trial id -> its job's budget
+        self._rungs = np.array(rung_budgets(self.min_budget, self.max_budget, self.eta))   # BOHB's budgets
 
     # --- asking ---------------------------------------------------------------------------
     def _next_job(self) -> Job | None:
+        if self.successor is None and self.hand_over is not None and self.spent >= self.hand_over * self.max_budget:
+            self._hand_over()
+        if self.successor is not None:
+            return self._successor_job()
         if not self._queue and len(self.lineages) >= self.n_startup:
             index = self._climber()
             if index is None:
@@ -242,6 +285,7 @@ class FreezeThaw(Searcher):
     def _start(self, config: dict[str, Any], step: int = 0) -> Job:
         self.sampler.seen.add(config_key(config))
         job = self._new_job(config, self.steps[step])
+        self.spent += self.steps[step]
         self._lineage_of[job.trial_id] = self.table.add()
         vector = self.space.to_unit(config)
         self.lineages.append(_Lineage(config=dict(config), vector=vector, last_trial=job.trial_id,
@@ -251,10 +295,55 @@ class FreezeThaw(Searcher):
     def _continue(self, index: int) -> Job:
         lineage = self.lineages[index]
         job = self._new_job(lineage.config, self.steps[self.table.step[index] + 1], continues=lineage.last_trial)
+        self.spent += job.budget - self.steps[self.table.step[index]]
         self._lineage_of[job.trial_id] = index
         lineage.last_trial = job.trial_id
         self.table.running[index] = True
         self.continued += 1
+        return job
+
+    # --- the hand-over to BOHB -------------------------------------------------------------
+    def _hand_over(self) -> None:
+        """BOHB takes the search over: its default model learns every result so far (at the
+        rung nearest each step), and its brackets schedule the rest. Configs run so far are
+        never proposed again, and paused lineages stay paused."""
+        successor = BOHB(self.space, seed=self.seed, direction=self.direction, min_budget=self.min_budget,
+                         max_budget=self.max_budget, eta=self.eta, climbers=0)
+        for job, result in self.history:
+            if job.trial_id in self._lineage_of:
+                self._teach(successor, job, result)
+        for config in self._queue:
+            successor.enqueue(config)
+        self._queue.clear()
+        self.successor = successor
+
+    def _teach(self, successor: BOHB, job: Job, result) -> None:
+        """Tell BOHB's model about one of freeze-thaw's results, as if its own at the nearest rung."""
+        rung = float(self._rungs[np.argmin(np.abs(np.log(self._rungs / job.budget)))])
+        key, loss, sampler = config_key(job.config), successor.loss_of(result), successor.sampler
+        sampler.seen.add(key)
+        successor._failure_neighbours.record(key, job.config, failed=not math.isfinite(loss))
+        if math.isfinite(loss):
+            sampler.priors.record(job.config, rung, loss)
+            sampler.observe(job.config, rung, loss)
+        else:
+            sampler.observe_failure(job.config, rung)
+
+    def _successor_job(self) -> Job | None:
+        """The successor's next job, under our trial ids (a promotion continues our trial)."""
+        while self._queue:
+            self.successor.enqueue(self._queue.pop(0))
+        theirs = self.successor.ask()
+        if theirs is None:
+            return None
+        continues = None if theirs.continues is None else self._ours[theirs.continues]
+        job = self._new_job(theirs.config, theirs.budget, continues=continues, bracket=theirs.bracket,
+                            rung=theirs.rung)
+        self._ours[theirs.trial_id] = job.trial_id
+        self._successor_jobs[job.trial_id] = theirs
+        self._budgets[theirs.trial_id] = job.budget
+        self.spent += job.budget - (self._budgets[theirs.continues] if theirs.continues is not None else 0.0)
+        self.sampler.seen.add(config_key(job.config))
         return job
 
     def predictions(self) -> _Predictions:
@@ -480,6 +569,12 @@ class FreezeThaw(Searcher):
 
     # --- telling --------------------------------------------------------------------------
     def _on_result(self, job: Job, loss: float) -> None:
+        theirs = self._successor_jobs.pop(job.trial_id, None)
+        if theirs is not None:
+            self.successor.tell(theirs, self.history[-1][1])
+            return
+        if self.successor is not None:     # a lineage that ran while the search was handed over
+            self._teach(self.successor, job, self.history[-1][1])
         index = self._lineage_of[job.trial_id]
         lineage, t = self.lineages[index], self.table
         t.running[index] = False
@@ -535,7 +630,8 @@ class FreezeThaw(Searcher):
         stats = super().stats()
         stats.update({"lineages": float(self.table.n), "continued": float(self.continued),
                       "lineages_at_max_budget": float((self.table.step == len(self.steps) - 1).sum()),
-                      "entry_step": float(self.steps[self.entry_step()])})
+                      "entry_step": float(self.steps[self.entry_step()]),
+                      "handed_over": float(self.successor is not None), "spent": self.spent / self.max_budget})
         for budget, rho in self.step_agreement.items():
             stats[f"step_agreement/{budget:g}"] = rho
         return stats

@@ -5,8 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from hpo.search import SEARCHERS, FreezeThaw, make_searcher
-from hpo.search.freeze_thaw import step_budgets
+import hpo
+from hpo.errors import ConfigError
+from hpo.search import SEARCHERS, FreezeThaw, make_searcher, rung_budgets
+from hpo.search.base import config_key
+from hpo.search.freeze_thaw import HAND_OVER, step_budgets
 from hpo.search.surrogates.config_gp import ConfigGP
 from hpo.search.surrogates.kde import dimensions_of
 from hpo.search.surrogates.learning_curves import Calibration, expected_improvement, extrapolate, fit_power_law
@@ -225,6 +228,7 @@ def test_registered_under_its_config_name():
     (dict(climbers=-1), "climbers"),
     (dict(probes=-1), "probes"),
     (dict(model="forest"), "model"),
+    (dict(hand_over=0), "hand_over"),
 ])
 def test_unsupported_options_are_refused_by_name(kwargs, argument):
     with pytest.raises(ValueError, match=argument):
@@ -329,3 +333,103 @@ def test_told_finals_only_a_step_is_judged_by_the_lineages_that_ran_there():
     log = drive(searcher, 200)          # floats only; y = f(x) + 3 / budget ranks alike at every budget
     assert searcher.entry_step() == 0
     assert sum(j.continues is None and j.budget == 1 for j, _ in log[40:]) > 10
+
+
+# --- the hand-over to BOHB --------------------------------------------------------------------
+
+def run_with_curves(searcher, until_spent=None, asks=None):
+    """Ask and tell one job at a time with the harness's objective as every epoch's value,
+    until the searcher handed out `until_spent` full-budget evaluations (or `asks` jobs)."""
+    driver, jobs = Driver(searcher), []
+    while (until_spent is None or searcher.spent < until_spent * searcher.max_budget) and \
+            (asks is None or len(jobs) < asks):
+        job = driver.ask()
+        driver.tell(job, (lambda b, c=job.config: objective(c, b)) if job.continues is None else None)
+        jobs.append(job)
+    return jobs
+
+
+def test_a_search_of_20_full_budget_evaluations_never_hands_over():
+    """Where freeze-thaw leads (20 full-budget evaluations on LCBench) it keeps the search."""
+    assert HAND_OVER > 20
+    searcher = FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27)
+    jobs = run_with_curves(searcher, until_spent=20)
+    assert searcher.successor is None and searcher.stats()["handed_over"] == 0
+    assert all(j.bracket is None for j in jobs) and sum(j.continues is not None for j in jobs) > 5
+    assert searcher.spent == pytest.approx(sum(j.budget - (searcher.history[j.continues][0].budget
+                                                           if j.continues is not None else 0) for j in jobs))
+
+
+def test_past_hand_over_bohb_schedules_the_rest_knowing_every_result_so_far():
+    searcher = FreezeThaw(SPACE, seed=1, min_budget=1, max_budget=27, hand_over=4)
+    jobs = run_with_curves(searcher, until_spent=12)
+    ours = [j for j in jobs if j.bracket is None]
+    theirs = [j for j in jobs if j.bracket is not None]
+    assert searcher.successor is not None and ours and theirs
+    assert jobs.index(theirs[0]) == len(ours)        # from the hand-over on, every job is BOHB's
+    spent_before = sum(j.budget for j in ours if j.continues is None) + \
+        sum(j.budget - jobs[j.continues].budget for j in ours if j.continues is not None)
+    assert 4 * 27 <= spent_before < 4 * 27 + 27
+    # BOHB's model learnt every config freeze-thaw ran, at the rung nearest its step, and
+    # proposes none of them again.
+    rungs = rung_budgets(1, 27, 3)
+    model = searcher.successor.sampler
+    assert {config_key(j.config) for j in ours} <= set(model.deepest)
+    assert all(model.deepest[config_key(j.config)][0] in rungs for j in ours)
+    ran = {config_key(j.config) for j in ours}
+    assert not any(config_key(j.config) in ran for j in theirs)
+    # A promotion continues one of BOHB's own trials (under our trial ids), of the same config, lower.
+    by_id = {j.trial_id: j for j in jobs}
+    promoted = [j for j in theirs if j.continues is not None]
+    assert promoted
+    for job in promoted:
+        parent = by_id[job.continues]
+        assert parent.bracket is not None and parent.config == job.config and parent.budget < job.budget
+    assert {j.budget for j in theirs} <= set(rungs)
+    assert searcher.stats()["handed_over"] == 1
+    assert searcher.best[0].budget == 27
+
+
+def test_the_hand_over_is_reproducible_with_parallel_workers():
+    def run(seed, hand_over=3):
+        return signature(drive(FreezeThaw(SPACE, seed=seed, min_budget=1, max_budget=27, hand_over=hand_over),
+                               150, workers=3))
+    assert run(6) == run(6) != run(7)
+    assert run(6) != run(6, hand_over=None)
+
+
+def test_replay_across_the_hand_over_rebuilds_identical_asks():
+    def run(events=None):
+        searcher = FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27, hand_over=2)
+        driver, out = Driver(searcher), []
+        for step in range(90):
+            job = driver.ask()
+            curve = (lambda e, c=job.config: objective(c, e)) if job.continues is None else None
+            result = TrialResult.from_dict(driver.result(job, curve).to_dict())
+            searcher.tell(job, result)
+            out.append((job, result))
+            if events is not None:
+                assert (job, result) == events[step]
+        return out
+    events = run()
+    assert any(j.bracket is not None for j, _ in events)
+    run(events)
+
+
+# --- budgets that train from scratch ----------------------------------------------------------
+
+def test_resumes_false_is_refused_with_the_reason():
+    """Where each budget trains from scratch (a data fraction) there is no learning curve to
+    pause and extrapolate: refused at construction, pointing at BOHB."""
+    with pytest.raises(ValueError, match=r"resumes=False.*from scratch.*bohb"):
+        FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27, resumes=False)
+    assert FreezeThaw(SPACE, seed=0, min_budget=1, max_budget=27, resumes=True).resumes
+
+
+def test_resumes_false_through_optimize_is_refused_before_a_study_folder_exists(tmp_path):
+    calls = []
+    with pytest.raises(ConfigError, match=r"options.*resumes=False.*bohb"):
+        hpo.optimize(lambda config, budget: calls.append(budget) or config["x"], SMALL, "freeze_thaw",
+                     min_budget=1, max_budget=9, max_trials=5, options={"resumes": False},
+                     study_dir=tmp_path / "study")
+    assert not (tmp_path / "study").exists() and not calls
