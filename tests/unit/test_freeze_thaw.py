@@ -360,6 +360,12 @@ def test_a_search_of_20_full_budget_evaluations_never_hands_over():
                                                            if j.continues is not None else 0) for j in jobs))
 
 
+def test_until_the_hand_over_the_jobs_are_those_of_freeze_thaw_alone():
+    alone = run_with_curves(FreezeThaw(SPACE, seed=3, min_budget=1, max_budget=27, hand_over=None),
+                            until_spent=HAND_OVER)
+    assert run_with_curves(FreezeThaw(SPACE, seed=3, min_budget=1, max_budget=27), until_spent=HAND_OVER) == alone
+
+
 def test_past_hand_over_bohb_schedules_the_rest_knowing_every_result_so_far():
     searcher = FreezeThaw(SPACE, seed=1, min_budget=1, max_budget=27, hand_over=4)
     jobs = run_with_curves(searcher, until_spent=12)
