@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping, Sequence
 
@@ -42,12 +41,14 @@ from hpo.training.checkpoint import load_checkpoint, save_arrays
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import architecture_signature
+from hpo.training.program_cache import DEFAULT_BUDGET_BYTES, ProgramCache, variable_bytes
 from hpo.training.seam import TrainerSeam
 from hpo.training.single_trial import resume_point
 from hpo.training.xla_fusion import single_pass_update
 
 log = logging.getLogger("hpo.train")
 
+# Fused programs hold K models' variables each: fewer than the unfused cache, the same byte bound.
 CACHE_CAPACITY = 8
 
 
@@ -70,7 +71,7 @@ class FusingTrainer:
         self.trainer = trainer
         self.fuse = fuse
         self.decisions = FuseDecisions()
-        self.programs: OrderedDict[tuple, FusedProgram] = OrderedDict()
+        self.programs = ProgramCache(CACHE_CAPACITY, DEFAULT_BUDGET_BYTES, measure=fused_program_bytes)
         # A loss or metric the fused step does not compute, streamed data or inputs of several
         # arrays (the fused step gathers batches from one in-memory array): every trial trains unfused.
         self.refusal = unfusable_measures(trainer.context.training) or (
@@ -216,6 +217,17 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch:
         list(pool.map(write, which))
 
 
+def fused_program_bytes(program: FusedProgram) -> int:
+    """The bytes of a fused program's variables: its K stacked models, its optimizer's state
+    and its scratch model and optimizer."""
+    variables = [variable for variable, _, _ in program._sources] + list(program.optimizer.state)
+    scratch = getattr(program, "scratch", None)
+    if scratch is not None:
+        model, optimizer = scratch
+        variables += list(model.variables) + list(optimizer.optimizer.variables)
+    return sum(variable_bytes(v) for v in variables)
+
+
 def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots: bool = True):
     """The group's fused program (cached per architecture, K, device and mode) with every task's
     fresh or checkpointed state loaded -> (program, resolved params, scratch model and optimizer).
@@ -261,11 +273,9 @@ def prepare_group(fusing: FusingTrainer, tasks: Sequence[TrainTask], spare_slots
                                    single_pass_update(mode, context.device), context.device)
             program.scratch = (template, TunableOptimizer(params[0], template.trainable_variables))
             program.call_times = CallTimes()
-            cache[key] = program
-            while len(cache) > CACHE_CAPACITY:
-                cache.popitem(last=False)
+            cache.put(key, program)
         else:
-            cache.move_to_end(key)
+            cache.mark_used(key)
             program.reset(values, params)
         scratch_model, scratch_optimizer = program.scratch
         for i, task in enumerate(tasks):

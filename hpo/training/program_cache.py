@@ -36,10 +36,10 @@ DEFAULT_BUDGET_BYTES = 1 << 30
 def program_bytes(program: Any) -> int:
     """The bytes of a program's variables: its model's and its optimizer's (slots included)."""
     variables = list(program.model.variables) + list(program.optimizer.optimizer.variables)
-    return sum(_variable_bytes(v) for v in variables)
+    return sum(variable_bytes(v) for v in variables)
 
 
-def _variable_bytes(variable: Any) -> int:
+def variable_bytes(variable: Any) -> int:
     elements = 1
     for dimension in variable.shape:
         elements *= int(dimension or 0)
@@ -97,6 +97,21 @@ class ProgramCache:
                       released / 2**20, len(self._programs), self.evictions)
             if self.on_evict is not None:
                 self.on_evict(old_key, old)
+
+    def mark_used(self, key: tuple) -> None:
+        """`key`'s program, found by a look over `items()` rather than `get`, is now the most
+        recently used (no hit or miss is counted)."""
+        self._programs.move_to_end(key)
+
+    def items(self) -> list[tuple[tuple, Any]]:
+        """(key, program) pairs, least recently used first."""
+        return list(self._programs.items())
+
+    def values(self) -> list[Any]:
+        return list(self._programs.values())
+
+    def __iter__(self):
+        return iter(list(self._programs))
 
     def discard(self, key: tuple) -> None:
         self._programs.pop(key, None)

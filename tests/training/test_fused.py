@@ -313,3 +313,24 @@ def test_normalisation_that_does_not_fuse_is_named():
     assert "over the last axis" in fusable(model(keras.layers.BatchNormalization(axis=1, name="bn")), params)
     assert "over the last axis" in fusable(model(keras.layers.LayerNormalization(axis=[1, 2])), params)
     assert "renormalisation" in fusable(model(keras.layers.BatchNormalization(renorm=True)), params)
+
+
+def test_fused_programs_are_bounded_in_bytes_and_an_evicted_architecture_trains_the_same_again(
+        digits, tmp_path, monkeypatch):
+    """The fused cache keeps programs by the same rule as the unfused one (count and bytes of
+    their variables, least recently used out): over its byte budget only the newest program
+    stays, and an architecture that comes back is built again and trains as it did."""
+    import hpo.fusion.group_trainer as group_trainer
+    from hpo.fusion.group_trainer import fused_program_bytes
+
+    monkeypatch.setattr(group_trainer, "DEFAULT_BUDGET_BYTES", 1)
+    fused_trainer = fusing(make_trainer(digits))
+    wide = [{**c, "units": 48} for c in CONFIGS[:2]]
+    first = list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS[:2], "first")))
+    [program] = fused_trainer.programs.values()
+    assert fused_program_bytes(program) > 2 * 32 * 64 * 4      # K stacked kernels at least
+    list(train_fused(fused_trainer, tasks_for(tmp_path, wide, "wide")))
+    assert len(fused_trainer.programs) == 1 and fused_trainer.programs.evictions == 1
+    again = list(train_fused(fused_trainer, tasks_for(tmp_path, CONFIGS[:2], "again")))
+    assert fused_trainer.programs.misses == 3 and fused_trainer.programs.evictions == 2
+    assert_same(first, again, tmp_path, "first", "again", 2)
