@@ -1,27 +1,32 @@
 """Syne Tune's schedulers in Syne Tune's own simulator, on `many_workers.py`'s problems.
 
-    nice -n 19 .venv-bench-syne/bin/python benchmarks/many_workers_syne.py --seeds 1 --full-evals 60 \\
-        --tasks "126025 126029 167149 167184" --cache /tmp/many-workers
-    nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --seeds 1 --full-evals 60 \\
-        --tasks "126025 126029 167149 167184" --cache /tmp/many-workers --cached "syne asha syne hyperband syne bohb"
+    nice -n 19 .venv-bench-syne/bin/python benchmarks/many_workers_syne.py --seeds 1 --cache /tmp/many-workers
+    nice -n 19 .venv-bench-syne13/bin/python benchmarks/many_workers_syne.py --seeds 1 --cache /tmp/many-workers \
+        --searchers "syne hyperband-promotion syne mobster syne hyper-tune syne dyhpo"
+    nice -n 19 .venv-bench/bin/python benchmarks/many_workers.py --seeds 1 --cache /tmp/many-workers --cached \
+        "syne asha syne hyperband syne bohb syne hyperband-promotion syne mobster syne hyper-tune syne dyhpo"
 
-Syne Tune (0.16) needs numpy 2 and a venv of its own (`.venv-bench-syne`, from
-`benchmarks/setup_bench_env.sh`); the second command reads these runs from the cache and
-reports them beside hpo's searchers and the other peers. The problems, their costs, T1, the
-time windows, the stop at the 1-worker run's final regret, the seeds and the cache keys are
-`many_workers.py`'s own (imported, not copied).
+(the problem, time and seed options the same in all three). Syne Tune 0.16 needs numpy 2 and a
+venv of its own (`.venv-bench-syne`); the schedulers it no longer has (pause and resume:
+promotion-type Hyperband, MOBSTER, Hyper-Tune, DyHPO; gone from 0.14 on) run on Syne Tune 0.13
+(`.venv-bench-syne13`); `benchmarks/setup_bench_env.sh` makes both. The last command reads every
+run from the cache and reports them beside hpo's searchers and the other peers. The problems,
+their costs, T1, the time windows, the stop at the 1-worker run's final regret, the seeds and
+the cache keys are `many_workers.py`'s own (imported).
 
 How Syne Tune runs here: its `Tuner` with `n_workers=W`, over its `UserBlackboxBackend` (the
 simulator backend for a `Blackbox` given in code) and its `SimulatorCallback`. The `Blackbox`
-(`ProblemBlackbox`) is the problem's learning curve: the loss and the seconds from scratch at
+(`problem_blackbox`) is the problem's learning curve: the loss and the seconds from scratch at
 every integer fidelity (LCBench's epochs 1..52, the surrogate's cumulative `time`; MFHartmann's
 z 1..100, z * 2**u seconds). The simulator starts a trial at fidelity 1 and reports every
-fidelity at the time its cost says; a scheduler that stops the trial at a rung ends it there.
-So a trial is charged its cost to the fidelity it was stopped at, incrementally, as hpo's
-resumed promotions are (time(b) - time(a) from rung a to b); 0.16 has no pause-and-resume
-scheduler, so nothing is ever resumed. Syne's own delays stay (0.05 s from a start, a report, a
-stop). Two settings differ from Syne's defaults, both so that its figures measure the
-scheduler and not this machine:
+fidelity at the time its cost says. Charges:
+- 0.16's schedulers stop trials (no pause and resume): a trial is charged its cost up to the
+  fidelity it was stopped at, epoch by epoch;
+- 0.13's pause a trial at a rung and resume it from its checkpoint (the backend's
+  `support_checkpointing`): a resumed job is charged time(b) - time(a) from rung a to b, as
+  hpo's promotions are.
+Syne's own delays stay (0.05 s from a start, a report, a stop). Two settings differ from
+Syne's defaults, both so that its figures measure the scheduler and not this machine:
 - the Tuner looks at its workers every `--poll` simulated seconds (default 0.5; Syne's default
   is 5, longer than a rung-0 job of LCBench, which would leave workers idle for most of it):
   a worker whose trial ended waits for the next look;
@@ -29,20 +34,24 @@ scheduler and not this machine:
   bookkeeping) to the simulated clock, as hpo's simulated executor does not (`--real-time`
   keeps Syne's default). The scheduler's real time is reported as the decision time instead.
 
-Schedulers (Syne Tune 0.16's multi-fidelity baselines, eta 3, grace period round(min_budget):
-rungs at 2, 6, 18 epochs on LCBench and 4, 12, 36 on MFHartmann, where hpo's are 2, 6, 17 and
-4, 11, 33):
-- `syne asha`: `ASHA`, stopping type, one bracket, random configurations;
-- `syne hyperband`: `ASHA` with four brackets (asynchronous Hyperband, stopping type);
-- `syne bohb`: `BOHB`, Syne's KDE searcher over asynchronous successive halving (stopping).
-0.16 has no promotion-type Hyperband, MOBSTER, Hyper-Tune or DyHPO (they were in 0.13-0.14).
+Schedulers, eta 3:
+- 0.16 (grace period round(min_budget), so rungs at 2, 6, 18 epochs on LCBench and 4, 12, 36
+  on MFHartmann, where hpo's are 2, 6, 17 and 4, 11, 33):
+  - `syne asha`: `ASHA`, stopping type, one bracket, random configurations;
+  - `syne hyperband`: `ASHA` with four brackets (asynchronous Hyperband, stopping type);
+  - `syne bohb`: `BOHB`, Syne's KDE searcher over asynchronous successive halving (stopping);
+- 0.13 (at hpo's rung levels):
+  - `syne hyperband-promotion`: `HyperbandScheduler`, promotion type, four brackets, random;
+  - `syne mobster`: `MOBSTER`, promotion type, its default multi-task GP;
+  - `syne hyper-tune`: `HyperTune`, promotion type, four brackets, its default GPs;
+  - `syne dyhpo`: `DyHPO`, at its own linear rungs (every 2 fidelities from the first rung).
 
 What is recorded, as for every run of `many_workers.py`: the incumbent (the best loss observed
 at the highest rung level or full fidelity any trial reached; its exact value at the full
-fidelity), in simulated time; utilisation (each trial holds its worker from its start to its
-last report, or to the stop the scheduler sent after its report; a worker whose trial ended is
-idle until the Tuner's next look); decisions (the scheduler's real seconds in suggest and its
-callbacks since the previous trial started, one per trial started).
+fidelity), in simulated time; utilisation (each job holds its worker from its start to its
+last report, or to the stop or pause the scheduler sent after its report; a worker whose job
+ended is idle until the Tuner's next look); decisions (the scheduler's real seconds in suggest
+and its callbacks since the previous suggest, one per job started or resumed).
 """
 
 from __future__ import annotations
@@ -63,9 +72,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.many_workers import ETA, Incumbent, Run, SimProblem, arguments, collect, report, setting  # noqa: E402
+from benchmarks.many_workers import (  # noqa: E402
+    ETA,
+    Incumbent,
+    Run,
+    SimProblem,
+    arguments,
+    collect,
+    report,
+    setting,
+)
+from benchmarks.published_problems import fidelity_of  # noqa: E402
 
+# Syne Tune 0.16's multi-fidelity baselines (.venv-bench-syne), all of the stopping type.
 SCHEDULERS = ("syne asha", "syne hyperband", "syne bohb")
+# Syne Tune 0.13's (.venv-bench-syne13): pause and resume, which 0.14 on no longer has.
+SCHEDULERS_013 = ("syne hyperband-promotion", "syne mobster", "syne hyper-tune", "syne dyhpo")
+MAX_RESOURCE = "epochs"  # 0.13's promotion: the config key that tells a job where to pause
 DEFAULT_POLL = 0.5       # simulated seconds between the Tuner's looks at its workers
 
 
@@ -113,7 +136,15 @@ def problem_blackbox(problem: SimProblem, run_seed: int):
     return ProblemBlackbox()
 
 
+def hpo_rungs(problem: SimProblem) -> list[int]:
+    """hpo's rung levels below the full budget, as fidelities (2, 6, 17 on LCBench)."""
+    levels = int(math.floor(math.log(problem.max_budget / problem.min_budget, ETA) + 1e-9))
+    return [fidelity_of(problem.min_budget * ETA ** k) for k in range(levels)]
+
+
 def scheduler_for(name: str, problem: SimProblem, seed: int):
+    if name in SCHEDULERS_013:
+        return scheduler_013(name, problem, seed)
     from syne_tune.optimizer.baselines import ASHA, BOHB
     grace = max(1, int(round(problem.min_budget)))
     common = dict(config_space=syne_space(problem), metric="loss", time_attr="epoch", max_t=problem.fidelities,
@@ -125,7 +156,38 @@ def scheduler_for(name: str, problem: SimProblem, seed: int):
         return ASHA(brackets=brackets, **common)
     if name == "syne bohb":
         return BOHB(**common)
-    raise ValueError(f"unknown Syne Tune scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
+    raise ValueError(f"unknown Syne Tune scheduler {name!r}; known: {', '.join(SCHEDULERS + SCHEDULERS_013)}")
+
+
+def rung_levels(name: str, problem: SimProblem) -> list[int]:
+    """The fidelities a scheduler decides at, below the full one."""
+    if name in SCHEDULERS:
+        grace = max(1, int(round(problem.min_budget)))
+        return [grace * ETA ** k for k in range(12) if grace * ETA ** k < problem.fidelities]
+    if name == "syne dyhpo":
+        return list(range(hpo_rungs(problem)[0], problem.fidelities, 2))
+    return hpo_rungs(problem)
+
+
+def scheduler_013(name: str, problem: SimProblem, seed: int):
+    """Syne Tune 0.13's pause-and-resume schedulers, at hpo's own rung levels (DyHPO at its
+    linear ones: every 2 fidelities from the first rung), eta 3, Syne's default models."""
+    from syne_tune.optimizer.baselines import MOBSTER, DyHPO, HyperTune
+    from syne_tune.optimizer.schedulers import HyperbandScheduler
+    rungs = rung_levels(name, problem)
+    space = dict(syne_space(problem), **{MAX_RESOURCE: problem.fidelities})
+    common = dict(metric="loss", resource_attr="epoch", max_resource_attr=MAX_RESOURCE, mode="min",
+                  random_seed=seed)
+    quiet = {"debug_log": False}
+    if name == "syne hyperband-promotion":
+        return HyperbandScheduler(space, searcher="random", type="promotion", rung_levels=rungs,
+                                  brackets=len(rungs) + 1, search_options=quiet, **common)
+    if name == "syne mobster":
+        return MOBSTER(space, type="promotion", rung_levels=rungs, search_options=quiet, **common)
+    if name == "syne hyper-tune":
+        return HyperTune(space, type="promotion", rung_levels=rungs, brackets=len(rungs) + 1,
+                         search_options=quiet, **common)
+    return DyHPO(space, grace_period=rungs[0], rung_increment=2, search_options=quiet, **common)
 
 
 def _timed(scheduler, spent: dict[str, Any]) -> None:
@@ -169,18 +231,25 @@ def run_syne(problem: SimProblem, name: str, workers: int, seed: int, window: fl
             if real_time:
                 super()._advance_by_outside_time()
 
-    backend = Backend(blackbox=blackbox, elapsed_time_attr="elapsed_time", tuner_sleep_time=poll)
+    resumes = name in SCHEDULERS_013
+    backend = Backend(blackbox=blackbox, elapsed_time_attr="elapsed_time", tuner_sleep_time=poll,
+                      max_resource_attr=MAX_RESOURCE if resumes else None)
     clock = backend.time_keeper
     delays = backend.simulator_config
-    rungs = {int(round(problem.min_budget)) * ETA ** k for k in range(12)} | {problem.fidelities}
+    rungs = set(rung_levels(name, problem)) | {problem.fidelities}
     incumbent = Incumbent(problem.exact)
     spent: dict[str, Any] = {"pending": 0.0, "decisions": []}
-    held: dict[int, list[float]] = {}          # trial id -> [start, end]
+    # trial id -> its jobs (a start, and a resume for each promotion): [start, end]; an end of
+    # None is a job still running
+    held: dict[int, list[list[float | None]]] = {}
     state = {"reached": None, "out": False}
 
     class Watch(TunerCallback):
         def on_start_trial(self, trial):
-            held[trial.trial_id] = [clock.time() + delays.delay_start, math.inf]
+            held.setdefault(trial.trial_id, []).append([clock.time() + delays.delay_start, None])
+
+        def on_resume_trial(self, trial):
+            self.on_start_trial(trial)
 
         def on_fetch_status_results(self, trial_status_dict, new_results):
             # Results come trial by trial: the incumbent reads them in the order they happened.
@@ -198,9 +267,16 @@ def run_syne(problem: SimProblem, name: str, workers: int, seed: int, window: fl
                         raise _Reached()
 
         def on_trial_result(self, trial, status, result, decision):
-            if decision == SchedulerDecision.STOP:
-                last = int(result["epoch"]) >= problem.fidelities
-                held[trial.trial_id][1] = result[ST_TUNER_TIME] if last else clock.time() + delays.delay_stop
+            if decision in (SchedulerDecision.STOP, SchedulerDecision.PAUSE):
+                # A job stopped at its own last fidelity ended with its report; one stopped
+                # before it trained on until the stop reached it.
+                last = int(result["epoch"]) >= int(trial.config.get(MAX_RESOURCE, problem.fidelities))
+                held[trial.trial_id][-1][1] = result[ST_TUNER_TIME] if last else clock.time() + delays.delay_stop
+
+        def on_trial_complete(self, trial, result):
+            job = held[trial.trial_id][-1]
+            if job[1] is None:
+                job[1] = result[ST_TUNER_TIME]
 
     class Until(StoppingCriterion):
         def __call__(self, status) -> bool:
@@ -222,10 +298,12 @@ def run_syne(problem: SimProblem, name: str, workers: int, seed: int, window: fl
                 pass
     # Not the clock: stopping the trials left running moves it on by Syne's stop delays.
     end = state["reached"] if state["reached"] is not None else window
-    busy = sum(max(0.0, min(stop, end) - start) for start, stop in held.values() if start < end)
+    busy = sum(max(0.0, min(end if stop is None else stop, end) - start)
+               for jobs in held.values() for start, stop in jobs)
     return Run(trace=incumbent.trace, end=end, window=window, utilisation=busy / (workers * end) if end else 1.0,
                decisions=spent["decisions"], trials=len(held), wall=time.perf_counter() - started,
-               reached=state["reached"], extra={"poll": poll, "real_time": real_time})
+               reached=state["reached"],
+               extra={"poll": poll, "real_time": real_time, "jobs": sum(len(jobs) for jobs in held.values())})
 
 
 def main() -> None:

@@ -8,7 +8,9 @@
 # packages resolve with numpy 2, and huggingface_hub is what syne_tune.blackbox_repository (its
 # simulator backend for a Blackbox) imports. mf-prior-bench 1.10 pins numpy<2, which Syne Tune
 # cannot live with: it goes in without its dependencies, as the benchmarks call only its Hartmann
-# generator, which gives the same values on numpy 2 (to the last digit).
+# generator, which gives the same values on numpy 2 (to within 1e-15). Syne Tune 0.14 on dropped
+# its pause-and-resume schedulers (promotion-type Hyperband, MOBSTER, Hyper-Tune, DyHPO), which
+# many_workers_syne.py runs from 0.13 in a fifth venv (numpy 1.26, autograd for its GPs).
 # The published benchmarks (benchmarks/published.py): YAHPO Gym's LCBench and rbv2_xgboost
 # surrogates (yahpo-gym 1.0.1 with ConfigSpace 1.x, patched at import, and onnxruntime) and
 # mf-prior-bench's MFHartmann go into the first two venvs: both resolve there with numpy
@@ -39,6 +41,13 @@ if [ "${WITH_SYNE:-1}" = 1 ]; then
   .venv-bench-syne/bin/pip install -q syne-tune scipy statsmodels PyYAML matplotlib huggingface_hub onnxruntime \
     "yahpo-gym==1.0.1" "ConfigSpace>=1,<2"
   .venv-bench-syne/bin/pip install -q --no-deps mf-prior-bench
+fi
+if [ "${WITH_SYNE:-1}" = 1 ]; then
+  python3 -m venv .venv-bench-syne13
+  .venv-bench-syne13/bin/pip install -q --upgrade pip
+  .venv-bench-syne13/bin/pip install -q --no-deps -e .
+  .venv-bench-syne13/bin/pip install -q "syne-tune==0.13.0" autograd scipy statsmodels scikit-learn huggingface_hub \
+    PyYAML matplotlib "${PUBLISHED[@]}"
 fi
 if [ "${WITH_NEPS:-0}" = 1 ]; then
   python3 -m venv .venv-bench-neps
