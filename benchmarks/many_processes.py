@@ -17,7 +17,11 @@ a subprocess like `hpo search`; the workers train a plain-Python trainer whose e
    is recorded.
 3. Waiting on the driver: per worker, the gap between the end of one trial and the start of
    the next it is sent, against the driver's own decision time (from the executor handing back
-   a finished trial to the next submit). Reported as median, 95th percentile and maximum.
+   a finished trial to the next submit), and the two legs around that decision: from a trial's
+   end on its worker to the executor handing it back, and from the driver's submit to the
+   trial's start on a worker (trials submitted once the workers are up). Reported as median,
+   95th percentile and maximum, with the share of the run the workers spent training: a gap
+   counts only between two trials of one worker, so a worker left idle shows there.
 """
 
 from __future__ import annotations
@@ -76,10 +80,12 @@ def make_logging_trainer(experiment, slot, known_compile_choices=None) -> Loggin
 
 
 class DecisionTimer:
-    """The executor, timing the driver from each finished trial handed back to the next submit."""
+    """The executor, timing the driver from each finished trial handed back to the next submit.
+    It also writes a timeline (wall-clock time the executor handed back each trial's end, and
+    time of each submit), which the workers' log joins to split a worker's wait in three."""
 
-    def __init__(self, executor, out_path: str):
-        self._executor, self._out = executor, out_path
+    def __init__(self, executor, out_path: str, timeline_path: str):
+        self._executor, self._out, self._timeline = executor, out_path, timeline_path
         self._since: float | None = None
 
     def __getattr__(self, name):
@@ -91,14 +97,20 @@ class DecisionTimer:
                 out.write(json.dumps([what, time.perf_counter() - self._since]) + "\n")
             self._since = None
 
+    def _mark(self, what: str, trial_id: int) -> None:
+        with open(self._timeline, "a") as out:
+            out.write(json.dumps([what, trial_id, time.time()]) + "\n")
+
     def submit(self, task) -> None:
         self._decided("submit")
+        self._mark("submit", task.trial_id)
         self._executor.submit(task)
 
     def next_event(self):
         self._decided("wait")
         event = self._executor.next_event()
         if isinstance(event, TrialDone):
+            self._mark("done", event.trial_id)
             self._since = time.perf_counter()
         return event
 
@@ -127,7 +139,8 @@ def drive(backend: str, workers: int, study_dir: Path, trials: int, searcher: st
         else:
             from hpo.executors.dask_cluster import DaskExecutor
             executor = DaskExecutor(experiment, study_dir, workers, make_trainer=factory)
-        timed = DecisionTimer(executor, str(study_dir.parent / "decisions.jsonl"))
+        timed = DecisionTimer(executor, str(study_dir.parent / "decisions.jsonl"),
+                              str(study_dir.parent / "timeline.jsonl"))
         summary = build_runner(experiment, study, timed).run()
     finally:
         study.close()
@@ -217,7 +230,9 @@ def main() -> None:
           f"{'yes' if lingering else 'none'}; trials left 'running': {running_left or 'none'}; interrupted: "
           f"{sum(1 for s in after_interrupt.values() if s == 'interrupted')}")
 
-    # 2. Resume to the end.
+    # 2. Resume to the end (the timeline of check 3 is the resumed run's).
+    (folder / "timeline.jsonl").unlink(missing_ok=True)
+    resumed_at = time.time()
     resumed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ)
     final = rows(study_dir)
     runs = trained(folder)
@@ -235,19 +250,39 @@ def main() -> None:
     if resumed.returncode != 0:
         print(resumed.stdout[-3000:])
 
-    # 3. Waiting on the driver (the resumed run: its log lines follow the interrupted run's).
+    # 3. Waiting on the driver: the resumed run's trials (the interrupted run's workers may
+    # have logged a few more while it stopped).
+    resumed_runs = [line for line in runs[trained_at_interrupt:] if line[4] >= resumed_at]
     gaps: list[float] = []
     by_pid: dict[int, list[list]] = {}
-    for line in runs[trained_at_interrupt:]:
+    marks: dict[str, dict[int, float]] = {"done": {}, "submit": {}}
+    timeline = folder / "timeline.jsonl"
+    for what, trial_id, at in (json.loads(line) for line in
+                               (timeline.read_text().splitlines() if timeline.exists() else [])):
+        marks[what][trial_id] = at
+    reach, start = [], []       # per trial: its end to the driver, the driver's submit to its start
+    first_began = min((line[4] for line in resumed_runs), default=0.0)
+    for line in resumed_runs:
         by_pid.setdefault(line[0], []).append(line)
+        _, trial_id, _, _, began, ended = line
+        if trial_id in marks["done"]:
+            reach.append(marks["done"][trial_id] - ended)
+        if marks["submit"].get(trial_id, 0.0) > first_began:      # not waiting for the workers to start
+            start.append(began - marks["submit"][trial_id])
     for lines in by_pid.values():
         lines.sort(key=lambda line: line[4])
         gaps.extend(max(0.0, b[4] - a[5]) for a, b in zip(lines, lines[1:]))
+    span = max(r[5] for r in resumed_runs) - min(r[4] for r in resumed_runs) if resumed_runs else 0.0
+    busy = sum(r[5] - r[4] for r in resumed_runs)
     decisions_path = folder / "decisions.jsonl"
     decisions = [json.loads(line)[1] for line in decisions_path.read_text().splitlines()] \
         if decisions_path.exists() else []
     print(f"3. a worker's wait between trials: {percentiles(gaps)} ({len(gaps)} gaps over {len(by_pid)} "
-          f"processes)\n   the driver's decision after a finished trial: {percentiles(decisions)}")
+          f"processes); the workers trained {100 * busy / max(1e-9, args.workers * span):.0f}% of the "
+          f"{span:.1f} s from the resumed run's first trial to its last\n"
+          f"   the driver's decision after a finished trial: {percentiles(decisions)}\n"
+          f"   a trial's end reaches the driver (the executor hands it back): {percentiles(reach)}\n"
+          f"   a trial starts on a worker after the driver submits it: {percentiles(start)}")
 
 
 if __name__ == "__main__":

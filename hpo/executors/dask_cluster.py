@@ -4,28 +4,37 @@ Trials go out as shares: one Dask task (`pure=False`: the same config twice is t
 trainings) trains a list of trials through its own `InlineExecutor`, which with
 `training.fuse` > 1 (or `auto`) trains those sharing an architecture, batch size and epoch
 range as one fused program. With `fuse: 1` a share is one trial. The task streams its
-per-epoch reports and trial ends through a `distributed.Queue`, so the driver records epochs
-and makes rung decisions as they happen, and between epochs it reads the run's cancelled
-trials from a `distributed.Variable`, so the driver can stop any of them. A worker process
+per-epoch reports and trial ends to the driver as it trains, so the driver records epochs and
+makes rung decisions as they happen, and between epochs it reads the run's cancelled trials
+from a `distributed.Variable`, so the driver can stop any of them. A worker process
 keeps one Trainer per experiment, so its compiled programs and on-device data serve every
 trial it runs.
 
 Shares are cut like the `local` backend's: trials submitted while a worker is idle leave at
 once, split evenly over the idle workers; the rest wait until no event is waiting (a fused
 group's ends arrive together, so the trials refilling its slots leave as one share and can
-fuse again). Shares beyond the worker count queue on the scheduler.
+fuse again). Shares beyond the worker count queue on the scheduler. A share goes to a worker
+known to be free (one whose share has ended, or that has had none yet), as a loose
+restriction: the scheduler alone would as readily queue it behind a busy worker's share.
 
 The driver stays the only writer of the study database; workers write checkpoints and
 TensorBoard runs into the study folder, which must be shared storage on a cluster. Compile
 decisions (`compile: auto`) come back as events, which the runner records; every share
 carries the decisions known so far, so a worker measures an architecture only once.
 
-The driver reads the event queue without a timed wait: a `Queue.get` that times out makes
-the scheduler log an error with its traceback (dask/distributed#2855), twice a second while
-the workers are busy, enough to fill the pipe of a scheduler whose output nobody reads and so
-block its event loop, and every trial with it. It takes whatever is queued and sleeps a little
-longer each time it finds nothing (up to `POLL_SECONDS`). Whatever it waits for, it says on
-the console (`hpo.executors.dask_watch`).
+Events travel as Dask's structured events (`Worker.log_event` on a topic of the run, to which
+the driver's client subscribes): a worker hands each event, pickled with its own address, to
+its stream to the scheduler and trains on without waiting for a reply, and the scheduler
+passes it on down the client's stream, in the order sent. The client's handler puts it in a
+local queue, and so does each share's future as it ends: the driver blocks on that queue and
+wakes at the first of them, without polling the scheduler. (A `distributed.Queue` costs a
+round trip per put, which the worker waits out, and its timed `get` makes the scheduler log an
+error with its traceback each time it times out, dask/distributed#2855.) A share's ends travel
+ahead of its task's completion on those same streams, so a share that ends with a trial
+unreported lost its worker (or was cancelled). The scheduler keeps the last
+`distributed.admin.low-level-log-length` events of each topic (1,000 by default): a remote
+scheduler keeps them after the run. Whatever the driver waits for, it says on the console
+(`hpo.executors.dask_watch`).
 
 Worker deaths: on the LocalCluster we start, the scheduler gives up on a task at the first
 lost worker (`allowed-failures: 0`), so the runner sees the loss, counts the attempt and
@@ -39,6 +48,8 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import pickle
+import queue
 import threading
 import time
 import traceback
@@ -48,13 +59,12 @@ from pathlib import Path
 
 from hpo.executors.dask_watch import QUIET_SECONDS, CallWatch, join_scheduler, quiet_trials_note
 from hpo.executors.worker_trainer import trainer_for_experiment
-from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
+from hpo.jobs import CompileChoiceMade, EpochDone, Event, TrainTask, TrialDone
 from hpo.training.seeding import use_thread_private_python_random
 
 log = logging.getLogger("hpo.executors")
 
-POLL_SECONDS = 0.2       # the longest sleep between two reads of an empty event queue: the latency of an event
-FIRST_POLL_SECONDS = 0.02
+WAIT_SECONDS = 1.0       # the driver's longest wait on its inbox before it looks again at the shares' futures
 CANCEL_CHECK_SECONDS = 0.25     # a worker reads the cancelled trials at most this often
 
 
@@ -63,6 +73,8 @@ class _Share:
     """One Dask task training a list of trials."""
     future: object
     trial_ids: set[int] = field(default_factory=set)     # those whose end has not come back yet
+    worker: str | None = None     # the address of the worker running it, once known
+    judged: bool = False      # its future ended and the trials it left unreported are buffered
 
 
 class DaskExecutor:
@@ -71,7 +83,7 @@ class DaskExecutor:
         """`make_trainer`: what the workers train with, a picklable `(experiment, slot,
         known_compile_choices) -> trainer` (default: the experiment's Keras trainer)."""
         import dask
-        from distributed import Client, LocalCluster, Queue, Variable
+        from distributed import Client, LocalCluster, Variable
 
         self.experiment = experiment
         self.study_dir = str(study_dir)
@@ -112,8 +124,13 @@ class DaskExecutor:
         self._compile_choices = dict(known_compile_choices or {})
         self._threads = max(1, (os.cpu_count() or 1) // self.slots) if self._cluster is not None else 0
         self._run = uuid.uuid4().hex[:8]
-        with self._watch.call("the creation of the run's event queue"):
-            self._events = Queue(f"hpo-{self._run}-events", client=self.client)
+        # What the workers' event batches and the shares' ends put, on the client's own thread;
+        # the driver's thread blocks on it. Subscribed before any share leaves, on the same
+        # stream to the scheduler, so the scheduler knows the subscriber before a worker sends.
+        self._inbox: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._topic = f"hpo-{self._run}-events"
+        self.client.subscribe_topic(self._topic, self._on_published)
+        with self._watch.call("the creation of the run's list of cancelled trials"):
             self._cancel_list = Variable(f"hpo-{self._run}-cancelled", client=self.client)
             self._cancel_list.set([])
         self._unsent: list[TrainTask] = []
@@ -122,7 +139,8 @@ class DaskExecutor:
         self._epochs: dict[int, int] = {}          # trial id -> epochs trained (for a lost share)
         self._cancelled: set[int] = set()
         self._buffer: collections.deque[Event] = collections.deque()
-        self._pause = FIRST_POLL_SECONDS
+        # Workers known to have no share of ours: the next share goes to one of them.
+        self._free_workers: list[str] = [address for address in info]
         self._heard = self._noted = time.monotonic()     # the last event; the last note about waiting
 
     # --- the executor protocol ----------------------------------------------------------
@@ -146,22 +164,10 @@ class DaskExecutor:
                     return event
             # Idle workers get their trials at once; busy ones only when no event is waiting.
             self._send_unsent(idle_only=True)
-            self._take_queued(wait=False)
-            if self._buffer:
+            if self._take_inbox(wait=False):
                 continue
             self._send_unsent()
-            # A share's last messages are its trials' ends, so the queue alone normally carries
-            # them; a future that ends with trials unreported lost its worker (or was cancelled).
-            self._take_queued(wait=True)
-            if self._buffer:
-                continue
-            ended = [key for key, share in self._shares.items() if share.future.done()]
-            if ended:
-                self._take_queued(wait=False)      # anything it sent before it ended comes first
-                reported = {e.trial_id for e in self._buffer if isinstance(e, TrialDone)}
-                for key in ended:
-                    self._buffer.extend(self._outcome(trial_id, self._shares[key].future)
-                                        for trial_id in sorted(self._shares[key].trial_ids - reported))
+            self._take_inbox(wait=True)
 
     def cancel(self, trial_id: int) -> None:
         unsent = [t for t in self._unsent if t.trial_id == trial_id]
@@ -180,6 +186,7 @@ class DaskExecutor:
     def close(self) -> None:
         self._unsent.clear()
         try:
+            self.client.unsubscribe_topic(self._topic)
             if self._share_of:               # stop every share at once: one round trip, not one per trial
                 self._cancelled.update(self._share_of)
                 self._cancel_list.set(sorted(self._cancelled))
@@ -202,18 +209,28 @@ class DaskExecutor:
         count = max(1, min(idle, len(self._unsent)))
         tasks, self._unsent = self._unsent, []
         for part in range(count):
-            self._submit_share(tasks[part * len(tasks) // count:(part + 1) * len(tasks) // count])
+            self._submit_share(tasks[part * len(tasks) // count:(part + 1) * len(tasks) // count],
+                               self._free_workers.pop(0) if self._free_workers else None)
 
-    def _submit_share(self, tasks: list[TrainTask]) -> None:
+    def _submit_share(self, tasks: list[TrainTask], worker: str | None = None) -> None:
+        """One share out; `worker`: one known to be free, which gets it. Left to itself, the
+        scheduler places a task that reads the scattered trainer maker beside a busy worker's
+        running task as readily as on a free worker, where it waits for that task to end
+        while the free one idles (measured: of 400 such tasks on 16 workers, 2 went to each
+        of four workers and over 60 to each of four others). The restriction is loose: a
+        worker gone by then leaves the choice to the scheduler."""
         ids = "-".join(str(t.trial_id) for t in tasks[:4]) + ("-etc" if len(tasks) > 4 else "")
         key = f"hpo-{self._run}-trials-{ids}-{uuid.uuid4().hex[:6]}"
         resources = {"GPU": 1} if self._gpu_resources else None
         if not self._shares:           # the quiet time counts from the first trial out
             self._heard = time.monotonic()
-        future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._events.name,
+        where = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        future = self.client.submit(train_share_on_worker, self.experiment, tasks, self._topic,
                                     self._cancel_list.name, self._threads, dict(self._compile_choices),
-                                    self._trainer_maker(), pure=False, resources=resources, key=key)
-        self._shares[key] = _Share(future, {t.trial_id for t in tasks})
+                                    self._trainer_maker(), pure=False, resources=resources, key=key, **where)
+        self._shares[key] = _Share(future, {t.trial_id for t in tasks}, worker)
+        # Called on a thread of Dask's (at once when the future has already ended).
+        future.add_done_callback(lambda _, key=key: self._inbox.put(("ended", key)))
         for task in tasks:
             self._share_of[task.trial_id], self._epochs[task.trial_id] = key, 0
 
@@ -248,24 +265,63 @@ class DaskExecutor:
         share.trial_ids.discard(event.trial_id)
         if not share.trial_ids:
             del self._shares[key]
+            if share.worker and share.worker not in self._free_workers and \
+                    all(other.worker != share.worker for other in self._shares.values()):
+                self._free_workers.append(share.worker)
         if event.trial_id in self._cancelled:
             self._cancelled.discard(event.trial_id)
             return None
         return event
 
-    def _take_queued(self, wait: bool) -> None:
-        """What the queue holds now; `wait`: sleep first, longer each time it held nothing."""
-        if wait:
-            time.sleep(self._pause)
-        with self._watch.call("a read of the trials' event queue"):
-            items = self._events.get(batch=True)
+    def _on_published(self, published) -> None:
+        """The client's handler of the run's topic, on the client's event loop: `(scheduler
+        time, pickled (worker address, events))`, for the driver's thread to unpickle."""
+        self._inbox.put(("events", published[1]))
+
+    def _take_inbox(self, wait: bool) -> bool:
+        """Buffer what the inbox holds; `wait`: block until something arrives (up to
+        `WAIT_SECONDS`). True when events were buffered. A share that ended is judged after
+        every batch that came before it: the trials it did not report come back lost."""
+        items = []
+        try:
+            items.append(self._inbox.get(timeout=WAIT_SECONDS) if wait else self._inbox.get_nowait())
+            while True:
+                items.append(self._inbox.get_nowait())
+        except queue.Empty:
+            pass
+        ended = False
+        for kind, payload in items:
+            if kind == "events":
+                worker, events = pickle.loads(payload)
+                self._buffer.extend(events)
+                self._placed(worker, events)
+            else:
+                ended = True
         if items:
-            self._pause, self._heard = FIRST_POLL_SECONDS, time.monotonic()
-        elif wait:
-            self._pause = min(POLL_SECONDS, 2 * self._pause)
-            if self._shares and time.monotonic() - max(self._heard, self._noted) >= QUIET_SECONDS:
-                self._note_quiet()
-        self._buffer.extend(EpochDone(item) if isinstance(item, EpochReport) else item for item in items)
+            self._heard = time.monotonic()
+        elif wait and self._shares and time.monotonic() - max(self._heard, self._noted) >= QUIET_SECONDS:
+            self._note_quiet()
+        if ended or (wait and not items):       # a lost callback would cost at most WAIT_SECONDS
+            self._judge_ended()
+        return bool(self._buffer)
+
+    def _placed(self, worker: str, events: list[Event]) -> None:
+        """Where the shares these events came from run: a worker running a share is not free."""
+        for event in events:
+            trial_id = event.report.trial_id if isinstance(event, EpochDone) else getattr(event, "trial_id", None)
+            share = self._shares.get(self._share_of.get(trial_id, ""))
+            if share is not None and share.worker != worker:
+                share.worker = worker
+                if worker in self._free_workers:
+                    self._free_workers.remove(worker)
+
+    def _judge_ended(self) -> None:
+        reported = {e.trial_id for e in self._buffer if isinstance(e, TrialDone)}
+        for share in self._shares.values():
+            if not share.judged and share.future.done():
+                share.judged = True
+                self._buffer.extend(self._outcome(trial_id, share.future)
+                                    for trial_id in sorted(share.trial_ids - reported))
 
     def _note_quiet(self) -> None:
         with self._watch.call("a request for its workers"):
@@ -297,28 +353,28 @@ _TRAINERS: dict[str, object] = {}
 _TRAINER_LOCK = threading.Lock()
 
 
-def train_share_on_worker(experiment, tasks: list[TrainTask], queue_name: str, cancel_name: str,
+def train_share_on_worker(experiment, tasks: list[TrainTask], topic: str, cancel_name: str,
                           threads: int, known_compile_choices=None, make_trainer=None) -> list[TrialDone]:
     """A share of trials on this worker, fused where they can be; epochs and ends stream to
-    the driver's queue as they happen."""
-    from distributed import Queue, Variable, get_worker
+    the driver's topic as they happen."""
+    from distributed import Variable, get_worker
 
     from hpo.executors.inline import InlineExecutor
 
-    events, cancelled = Queue(queue_name), Variable(cancel_name)
+    worker, cancelled = get_worker(), Variable(cancel_name)
     ends: list[TrialDone] = []
 
     def send(event: Event) -> None:
         if isinstance(event, TrialDone):
             ends.append(event)
-        events.put(event.report if isinstance(event, EpochDone) else event)
+        worker.log_event(topic, pickle.dumps((worker.address, [event])))     # queued on the worker's stream: no wait
 
     with _TRAINER_LOCK:     # a worker started with several threads still trains one share at a time
         # The worker's event loop draws from Python's `random` while we train; a trial's
         # initial weights come from its seed only if this thread's draws are its own.
         use_thread_private_python_random()
         try:
-            trainer = _trainer(experiment, get_worker().name, threads, make_trainer)
+            trainer = _trainer(experiment, worker.name, threads, make_trainer)
         except Exception as exc:   # this worker cannot train: every trial of the share fails with why
             for task in tasks:
                 send(TrialDone(trial_id=task.trial_id, epochs_trained=0, error=f"{type(exc).__name__}: {exc}",

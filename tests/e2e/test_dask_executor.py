@@ -91,3 +91,54 @@ def test_a_time_limit_stops_fused_shares_and_a_rerun_resumes_them(tmp_path, caps
                                             (t.trial_id,))]
         assert recorded == list(range(1, epochs + 1)), (t.trial_id, recorded)
         assert t.epochs_trained <= epochs - trained_before.get(t.trial_id, 0) + 1, (t.trial_id, t.epochs_trained)
+
+
+def test_each_share_goes_to_the_worker_a_finished_share_freed_and_streams_its_epochs_in_order(tmp_path):
+    """Three workers, 15 one-trial shares, each submitted as a trial ends (as the runner does):
+    the first three go one to a worker, and each later one to the worker whose trial just
+    ended, not behind another worker's running share. Every trial's epochs arrive in order,
+    then its one end."""
+    from hpo.config import experiment_from_dict
+    from hpo.executors.dask_cluster import DaskExecutor
+    from hpo.jobs import EpochDone, TrainTask, TrialDone
+    from tests.support.where_trainer import make_trainer
+
+    experiment = experiment_from_dict({
+        "name": "where", "seed": 1, "data": {"dataset": "synthetic"},
+        "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+        "search": {"algorithm": "random", "objective": "val_loss", "min_budget": 1, "max_budget": 3},
+        "execution": {"backend": "dask", "workers": 3}, "output": {"dir": str(tmp_path)}}, source="test")
+    executor = DaskExecutor(experiment, tmp_path, workers=3, make_trainer=make_trainer)
+
+    def submit(trial_id: int) -> None:
+        executor.submit(TrainTask(trial_id=trial_id, config={"x": 0.5}, start_epoch=0, end_epoch=1 + trial_id % 3,
+                                  seed=trial_id, checkpoint_out=str(tmp_path / f"trial_{trial_id}.npz")))
+
+    epochs: dict[int, list[int]] = {}
+    where: dict[int, float] = {}              # trial -> the worker process that trained it
+    after: dict[int, int] = {}                # trial -> the trial whose end it was submitted on
+    ends: list[int] = []
+    try:
+        for trial_id in range(3):
+            submit(trial_id)
+        following = 3
+        while executor.running():
+            event = executor.next_event()
+            if isinstance(event, EpochDone):
+                report = event.report
+                assert report.trial_id not in ends, report
+                epochs.setdefault(report.trial_id, []).append(report.epoch)
+                where[report.trial_id] = report.metrics["pid"]
+            else:
+                assert isinstance(event, TrialDone) and event.error is None, event
+                ends.append(event.trial_id)
+                if following < 15:
+                    after[following] = event.trial_id
+                    submit(following)
+                    following += 1
+    finally:
+        executor.close()
+    assert sorted(ends) == list(range(15))
+    assert all(epochs[t] == list(range(1, 2 + t % 3)) for t in range(15)), epochs
+    assert len({where[t] for t in range(3)}) == 3, where
+    assert {t: where[t] for t in after} == {t: where[after[t]] for t in after}, (where, after)
