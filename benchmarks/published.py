@@ -19,7 +19,8 @@ fidelity. Budgets: eta 3 over [max/27, max] (LCBench's epochs 52/27..52, MFHartm
 the training set). Total budget: 132 full-budget evaluations (10 Hyperband iterations,
 counted by increments) and 20 (`--budget`). On rbv2_xgboost a larger fraction trains from
 scratch, so every evaluation is charged its full budget, a promotion included
-(`FromScratchTrace`).
+(`FromScratchTrace`), and our BOHB is told so (`resumes=False`: the problem's nature, as a
+user would state it, not a setting tuned per task; `HPO_BOHB_OPTIONS` may override it).
 
 Conditional spaces (rbv2_xgboost's booster gates eight parameters) reach every searcher that
 takes conditions as conditions: ours through `when`, Optuna define-by-run (a parameter is
@@ -208,7 +209,11 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
     one (job, value, budget spent so far) per evaluation, `keep["searcher"]` the searcher."""
     def run(problem: Problem, seed: int, total: float) -> Trace:
         trace = harness.Trace(problem, seed, total)     # FromScratchTrace under problem_rules where it applies
-        options = harness.BOHB_OPTIONS if algorithm == "bohb" else {}
+        options = {}
+        if algorithm == "bohb":
+            # Where nothing continues, BOHB is told so (as a user would); HPO_BOHB_OPTIONS may say otherwise.
+            options = {**({"resumes": False} if published is not None and published.from_scratch else {}),
+                       **harness.BOHB_OPTIONS}
         searcher = HPO_SEARCHERS[algorithm](problem.space, seed=seed, min_budget=harness.MIN_BUDGET,
                                             max_budget=harness.MAX_BUDGET, eta=harness.ETA, **options)
         if keep is not None:

@@ -407,6 +407,36 @@ def test_bohb_opens_with_a_climbing_bracket_whose_configs_all_reach_the_top():
     assert BOHB(space, seed=0, max_budget=3).ask().continues is None and BOHB(space, max_budget=3)._climb is None
 
 
+def test_where_nothing_resumes_bohb_runs_hyperbands_brackets_with_no_climb_and_no_probes():
+    """resumes=False: a promotion costs its full budget, so no climbing bracket (each climber
+    would pay 1 + 3 + 9 + 27) and no random probes at the top budget (few configs reach it)."""
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, resumes=False)
+    assert searcher._climb is None and not searcher.sampler.probe_budgets
+    assert [searcher._plan_at(p).s for p in range(8)] == [3, 2, 1, 0] * 2
+    assert searcher.first_iteration_jobs() == 40 + 17 + 8 + 4
+    jobs = [job for job, _ in drive(searcher, 40 + 17 + 8 + 4, told=lambda j: _trap(j.config, j.budget, False))]
+    assert [j.budget for j in jobs[:27]] == [1.0] * 27 and {j.bracket for j in jobs[:27]} == {3}
+    # The full-budget bracket's configs are the model's, not probes: 16 configs have results
+    # (at any budget) by then, while only 3 reached the top.
+    top_starts = [j for j in jobs if j.bracket == 0]
+    assert len(top_starts) == 4 and all(j.budget == 27.0 and j.continues is None for j in top_starts)
+    from hpo.search.base import config_key
+    assert all(searcher.sampler._modelled.get(config_key(j.config)) == 27.0 for j in top_starts)
+    # Where promotions continue (the default), the same bracket's configs are probes.
+    probing = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, climbers=0)
+    jobs = [job for job, _ in drive(probing, 40 + 17 + 8 + 4, told=lambda j: _trap(j.config, j.budget, False))]
+    assert not any(config_key(j.config) in probing.sampler._modelled for j in jobs if j.bracket == 0)
+    # Either is still there by name; and the default keeps both.
+    asked = BOHB(space, seed=0, resumes=False, climbers=6, probe_budgets=True)
+    assert asked._climb is not None and asked.sampler.probe_budgets
+    default = BOHB(space, seed=0)
+    assert default.resumes and default._climb is not None and default.sampler.probe_budgets
+    assert BOHB(space, seed=0, resumes=False, model="kde")._climb is None
+    with pytest.raises(ValueError, match="resumes"):
+        BOHB(space, resumes="no")
+
+
 @pytest.mark.parametrize("model", ["gp", "tpe"])
 def test_a_reversal_is_found_by_the_first_climbing_bracket(model):
     """The climbers' own ranks at budget 1 against their results at the top show the
