@@ -50,6 +50,7 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -107,10 +108,11 @@ class DaskExecutor:
                        **{name: os.environ.get(name, threads) for name in pools}}
             with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                                   "distributed.nanny.pre-spawn-environ": environ}):
-                # Loopback only: nothing outside this machine can reach the cluster.
+                # Loopback only: nothing outside this machine can reach the cluster. Each worker
+                # runs this module's `dask_setup` as it starts.
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                              host="127.0.0.1", dashboard_address=None,
-                                             silence_logs=logging.ERROR)
+                                             silence_logs=logging.ERROR, preload=[__name__])
             self.client = Client(self._cluster)
             log.info("started a Dask LocalCluster of %d worker processes", workers)
         self._watch = CallWatch(self.client.scheduler.address)
@@ -348,6 +350,14 @@ class DaskExecutor:
 
 
 # --- inside a Dask worker process ---------------------------------------------------------
+
+def dask_setup(worker) -> None:
+    """A worker of the LocalCluster we start, as it starts (its preload): Ctrl-C reaches the
+    driver's whole process group, and the driver handles it (marks the trials interrupted,
+    then closes the cluster), so a worker must not die mid-trial with a traceback of its own,
+    nor leave its nanny to restart it while the cluster closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 
 _TRAINERS: dict[str, object] = {}
 _TRAINER_LOCK = threading.Lock()
