@@ -159,7 +159,7 @@ class BayesianOptimization(RandomSearch):
     """`kt.BayesianOptimization`'s signature. The model is BOHB's at one budget, not Keras
     Tuner's: a Gaussian process choosing, by expected improvement, among its TPE's draws,
     from the 30th result on also among uniform draws and neighbours of the best configs
-    (the TPE alone in a space with a choice, a condition or priors); said in the log when
+    (the TPE alone in a space with a choice and no condition, or with priors); said in the log when
     the search starts."""
 
     algorithm_name = "bohb"
@@ -169,7 +169,7 @@ class BayesianOptimization(RandomSearch):
         logging.getLogger("hpo.tuner").info("BayesianOptimization: configurations come from hpo's BOHB model at "
                                             "one budget (a Gaussian process over its TPE's draws, and from the "
                                             "30th result on over uniform and local ones too; the TPE alone "
-                                            "where the space has a choice, a condition or priors)")
+                                            "where the space has a choice and no condition, or priors)")
         super().search(*args, **kwargs)
 
 

@@ -28,8 +28,9 @@ class BOHB(Hyperband):
     """BOHB with synchronous Hyperband scheduling (the paper's). `model`: 'gp' (default: the
     TPE's budget guards, new configs by expected improvement under a Gaussian process among
     the TPE's candidates, joined late in a long search by uniform and local ones,
-    `hpo.search.surrogates.bohb_gp`; a conditional space, one with an unordered
-    choice or one with priors keeps the TPE's proposals), 'tpe' (a multi-fidelity TPE that
+    `hpo.search.surrogates.bohb_gp`; on a conditional space the process reads an inactive
+    parameter as -1, outside the unit cube; a space with an unordered choice and no
+    condition, or one with priors, keeps the TPE's proposals), 'tpe' (a multi-fidelity TPE that
     learns from every budget, `hpo.search.surrogates.tpe`) or 'kde' (the paper's KDE on the largest
     budget with enough results). `model_options`
     go to it: for 'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,

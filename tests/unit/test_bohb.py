@@ -5,7 +5,15 @@ import numpy as np
 import pytest
 
 from hpo.search import BOHB, AsyncBOHB, RandomSearch
-from hpo.search.surrogates.bohb_gp import EXPLORE_FROM, GP_ONLY_OPTIONS, NOISE, NOISE_FEW, GPSampler
+from hpo.search.surrogates.bohb_gp import (
+    EXPLORE_FROM,
+    GP_ONLY_OPTIONS,
+    INACTIVE,
+    NOISE,
+    NOISE_FEW,
+    GPSampler,
+    inactive_as_nan,
+)
 from hpo.search.surrogates.kde import KDE, Dimension, dimensions_of, impute
 from hpo.search.surrogates.tpe import RHO_MIN
 from hpo.space import SearchSpace
@@ -548,13 +556,19 @@ def test_gp_proposals_repeat_for_a_seed_and_differ_between_seeds():
     assert run(3) == run(3) != run(4)
 
 
-def test_gp_model_keeps_the_tpe_in_a_conditional_space_or_one_with_a_choice_and_checks_fit_on():
+def test_gp_model_reads_an_inactive_parameter_outside_the_cube_and_keeps_the_tpe_for_a_bare_choice():
     space = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
                                    "x": {"type": "float", "low": 0, "high": 1, "when": {"kind": "a"}}})
     searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
-    drive(searcher, 80, told=lambda j: j.config.get("x", 0.5))
-    assert searcher.sampler._gp is None            # never fitted: the TPE proposed
-    # An unordered choice, unconditional: the TPE proposes too (numeric and ordered spaces only).
+    jobs = drive(searcher, 80, told=lambda j: j.config.get("x", 0.5))
+    assert all(space.contains(job.config) for job, _ in jobs)
+    # A conditional space: the process proposes, x read as INACTIVE (outside [0, 1]) where kind is b.
+    model = searcher.sampler._gp[1]
+    b_rows = model.x[:, 0] > 0.5                       # kind's unit value: a 0.25, b 0.75
+    assert b_rows.any() and np.all(model.x[b_rows, 1] == INACTIVE) and INACTIVE < 0
+    assert np.all((model.x[~b_rows, 1] >= 0) & (model.x[~b_rows, 1] <= 1))
+    # An unordered choice, unconditional: the TPE proposes (the process cannot tell which
+    # parameters the choice switches off).
     flat = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b", "c"]},
                                   "x": {"type": "float", "low": 0, "high": 1}})
     searcher = BOHB(flat, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
@@ -564,6 +578,19 @@ def test_gp_model_keeps_the_tpe_in_a_conditional_space_or_one_with_a_choice_and_
         GPSampler(SearchSpace.coerce(SPACE), fit_on="everything")
     with pytest.raises(ValueError, match="noise"):
         GPSampler(SearchSpace.coerce(SPACE), noise=0)
+
+
+def test_inactive_as_nan_marks_what_decoding_leaves_out():
+    space = SearchSpace.coerce(SPACE)
+    points = np.random.default_rng(0).random((200, len(space.params)))
+    momentum = [p.name for p in space.params].index("momentum")
+    points[::5, momentum] = np.nan                 # a neighbour whose parent switched it on
+    decoded = np.array([space.to_unit(space.from_unit(row)) for row in points])
+    marked = inactive_as_nan(space, points)
+    assert np.array_equal(np.isnan(marked), np.isnan(decoded))
+    active = ~np.isnan(marked)
+    switched_on = np.isnan(points[:, momentum]) & active[:, momentum]
+    assert switched_on.any() and np.all(marked[switched_on, momentum] == 0.5)
 
 
 def test_gp_is_fitted_on_a_capped_number_of_rows_and_refits_its_lengthscales_rarely():

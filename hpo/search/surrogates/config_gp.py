@@ -49,14 +49,16 @@ class ConfigGP:
     around 0.5 (refitted by the caller as the rows grow, warm-started from `log_scales`).
     `base_noise`: the noise variance every row has, in the normal scores' units (default
     NOISE); `noise`: per row, added to it (FreezeThaw: how uncertain a lineage's predicted
-    final loss is against one observed there)."""
+    final loss is against one observed there); `inactive`: the value an inactive parameter
+    (NaN in a vector) takes in the inputs."""
 
     NOISE = 0.1
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, dims, log_scales: np.ndarray | None,
-                 noise: np.ndarray | None = None, base_noise: float | None = None):
+                 noise: np.ndarray | None = None, base_noise: float | None = None, inactive: float = 0.5):
         self.unordered = np.array([d.kind == "u" for d in dims])
-        self.x = np.where(np.isnan(vectors), 0.5, vectors)
+        self.inactive = float(inactive)
+        self.x = np.where(np.isnan(vectors), self.inactive, vectors)
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
@@ -115,7 +117,7 @@ class ConfigGP:
 
     def expected_improvement(self, points: np.ndarray, best: float | None = None) -> np.ndarray:
         """EI below `best` (default: the best row's normal score), per unit-cube row of `points`."""
-        points = np.where(np.isnan(points), 0.5, points)
+        points = np.where(np.isnan(points), self.inactive, points)
         ks = self._kernel(points, self.x)
         mean = ks @ self._alpha
         v = solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
