@@ -117,6 +117,9 @@ class DecisionTimer:
 
 def drive(backend: str, workers: int, study_dir: Path, trials: int, searcher: str, epoch_seconds: float) -> int:
     """One driver, as `hpo search` runs it (this process is killed with Ctrl-C in check 1)."""
+    # A background job of a non-interactive shell starts with SIGINT ignored, and Python then
+    # leaves it ignored: the Ctrl-C of check 1 would go unheard. A terminal's `hpo search` hears it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from hpo.config import experiment_from_dict
     from hpo.driver.runner import build_runner
     from hpo.study.resume import prepare_study
@@ -199,8 +202,11 @@ def main() -> None:
     # 1. Ctrl-C once a third of the trials are recorded.
     started = time.monotonic()
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    driver = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              env=environ)
+    # Its output to a file: a pipe nobody reads while it runs could fill and block it.
+    driver_log = folder / "interrupted_driver.log"
+    with open(driver_log, "w") as sink:
+        driver = subprocess.Popen(command, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT,
+                                  env=environ)
     while driver.poll() is None:
         exists = (study_dir / "study.sqlite").exists()
         done = sum(1 for s in rows(study_dir).values() if s == "complete") if exists else 0
@@ -229,6 +235,8 @@ def main() -> None:
           f"{'over 60' if exit_seconds is None else f'{exit_seconds:.1f}'} s; processes of its group left: "
           f"{'yes' if lingering else 'none'}; trials left 'running': {running_left or 'none'}; interrupted: "
           f"{sum(1 for s in after_interrupt.values() if s == 'interrupted')}")
+    if driver.returncode != 1 or running_left or lingering:       # 1: stopped, interrupted
+        print(driver_log.read_text(errors="replace")[-3000:])
 
     # 2. Resume to the end (the timeline of check 3 is the resumed run's).
     (folder / "timeline.jsonl").unlink(missing_ok=True)
