@@ -248,16 +248,9 @@ def _check_resumable(folder: Path, experiment) -> None:
     """Refuse to resume a study run with another space, searcher or budgets, saying what to
     do in this API's terms (the CLI's message names its --fresh flag)."""
     # Imported here for start-up time, as in `optimize`.
-    from hpo.config import binding_differences
-    from hpo.study import DB_NAME, Study
+    from hpo.study.resume import differences_blocking_resume
 
-    if not (folder / DB_NAME).exists():
-        return
-    study = Study.open(folder)
-    try:
-        blocking = binding_differences(study.experiment(), experiment.to_dict())
-    finally:
-        study.close()
+    blocking = differences_blocking_resume(folder, experiment)
     if blocking:
         raise UserInputError(
             f"{folder}: the study there was run with different settings, so resuming it would mix "

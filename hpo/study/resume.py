@@ -62,6 +62,19 @@ def check_study_dir(study_dir: Path, source: str = "--study-dir") -> None:
         raise ConfigError(f"{study_dir} is a file; expected a study folder", key="output.dir", source=source)
 
 
+def differences_blocking_resume(folder: Path, experiment: Experiment) -> list[str]:
+    """How the study in `folder` was run differently from `experiment` in a way a resume must
+    refuse (`hpo.config.binding_differences`, stored -> now; empty where `folder` holds no
+    study). Read before the lock, so the study is opened read-only."""
+    if not (folder / DB_NAME).exists():
+        return []
+    study = Study.open(folder, read_only=True)
+    try:
+        return binding_differences(study.experiment(), experiment.to_dict())
+    finally:
+        study.close()
+
+
 def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Study:
     current = experiment.to_dict()
     if not (study_dir / DB_NAME).exists():

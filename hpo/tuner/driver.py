@@ -200,16 +200,9 @@ def check_folder(folder: Path, face: str) -> None:
 def check_resumable(folder: Path, experiment, face: str) -> None:
     """Refuse to resume a study run with another space, searcher, budgets or data, with the
     differences and what to do in the tuner's terms (`prepare_study` says it for the CLI)."""
-    from hpo.config import binding_differences
-    from hpo.study import DB_NAME, Study
+    from hpo.study.resume import differences_blocking_resume
 
-    if not (folder / DB_NAME).exists():
-        return
-    study = Study.open(folder, read_only=True)
-    try:
-        blocking = binding_differences(study.experiment(), experiment.to_dict())
-    finally:
-        study.close()
+    blocking = differences_blocking_resume(folder, experiment)
     if blocking:
         raise ValueError(
             f"{face}: the study in {folder} was run with different settings, so resuming it would mix "
