@@ -220,7 +220,7 @@ def _save_all(program: FusedProgram, scratch, tasks: Sequence[TrainTask], epoch:
 def fused_program_bytes(program: FusedProgram) -> int:
     """The bytes of a fused program's variables: its K stacked models, its optimizer's state
     and its scratch model and optimizer."""
-    variables = [variable for variable, _, _ in program._sources] + list(program.optimizer.state)
+    variables = program.stacked_variables + list(program.optimizer.state)
     scratch = getattr(program, "scratch", None)
     if scratch is not None:
         model, optimizer = scratch

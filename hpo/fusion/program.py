@@ -343,11 +343,15 @@ class FusedProgram:
         states = [trial_values[index] for _, index in self._generators for trial_values in values]
         self._start(stacked + states + self.optimizer.hyperparameter_values(params))
 
+    @property
+    def stacked_variables(self) -> list:
+        """The K models' variables, each stacked along its trial axis."""
+        return [variable for variable, _, _ in self._sources]
+
     def _trial_variables(self) -> list:
         """What each trial's fresh values fill: the stacked variables, then every generator's
         state, trial by trial."""
-        return ([variable for variable, _, _ in self._sources]
-                + [g.state for generators, _ in self._generators for g in generators])
+        return self.stacked_variables + [g.state for generators, _ in self._generators for g in generators]
 
     # --- back to ordinary, unfused trials --------------------------------------------------------
     def checkpoint_arrays(self, model, optimizer) -> Callable[[int], tuple[list, list]]:

@@ -48,13 +48,16 @@ class EpochTrainer:
     and reports `loss`; a continuation reports from its start epoch on, like a Keras trainer."""
 
     compile_choices = _NoCompileChoices()
+    epoch_seconds = EPOCH_SECONDS
+
+    def metrics(self, task, epoch: int) -> dict[str, float]:
+        return {"val_loss": loss(task.config, epoch), "cost": cost(task.config)}
 
     def run_group(self, tasks):
         for task in tasks:
             for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
-                time.sleep(EPOCH_SECONDS)
-                yield EpochDone(EpochReport(trial_id=task.trial_id, epoch=epoch,
-                                            metrics={"val_loss": loss(task.config, epoch), "cost": cost(task.config)}))
+                time.sleep(self.epoch_seconds)
+                yield EpochDone(EpochReport(trial_id=task.trial_id, epoch=epoch, metrics=self.metrics(task, epoch)))
             yield TrialDone(trial_id=task.trial_id, epochs_trained=task.end_epoch - task.start_epoch)
 
 

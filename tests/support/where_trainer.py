@@ -4,28 +4,17 @@ process's id, so a test of an executor sees which worker ran which trial. No Ten
 from __future__ import annotations
 
 import os
-import time
 
-from hpo.jobs import EpochDone, EpochReport, TrialDone
-
-EPOCH_SECONDS = 0.02
+from tests.support.kill_search import EpochTrainer
 
 
-class _NoCompileChoices:
-    def learn(self, key, mode, detail) -> None:
-        pass
+class WhereTrainer(EpochTrainer):
+    """`kill_search`'s millisecond trainer, 20 ms an epoch, reporting its process id."""
 
+    epoch_seconds = 0.02
 
-class WhereTrainer:
-    compile_choices = _NoCompileChoices()
-
-    def run_group(self, tasks):
-        for task in tasks:
-            for epoch in range(task.start_epoch + 1, task.end_epoch + 1):
-                time.sleep(EPOCH_SECONDS)
-                yield EpochDone(EpochReport(trial_id=task.trial_id, epoch=epoch,
-                                            metrics={"val_loss": 1.0 / epoch, "pid": float(os.getpid())}))
-            yield TrialDone(trial_id=task.trial_id, epochs_trained=task.end_epoch - task.start_epoch)
+    def metrics(self, task, epoch: int) -> dict[str, float]:
+        return {"val_loss": 1.0 / epoch, "pid": float(os.getpid())}
 
 
 def make_trainer(experiment, slot, known_compile_choices=None) -> WhereTrainer:

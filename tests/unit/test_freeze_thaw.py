@@ -178,22 +178,27 @@ def test_plain_floats_and_curves_agree_when_the_curve_has_one_epoch():
         b.tell(jb, TrialResult(value=value, curve=(value,)))
 
 
+def run_through_the_study_format(make_searcher, steps, curve_of, events=None):
+    """`steps` jobs of a new searcher, each result told as the study stores and replays it
+    (`TrialResult.to_dict` and back); with `events` (an earlier run's), each (job, result)
+    must equal that run's at the same step."""
+    searcher = make_searcher()
+    driver, out = Driver(searcher), []
+    for step in range(steps):
+        job = driver.ask()
+        curve = (lambda e, c=job.config: curve_of(c, e)) if job.continues is None else None
+        result = TrialResult.from_dict(driver.result(job, curve).to_dict())
+        searcher.tell(job, result)
+        out.append((job, result))
+        if events is not None:
+            assert (job, result) == events[step]
+    return out
+
+
 def test_replay_with_curves_rebuilds_identical_asks():
     def run(events=None):
-        searcher = FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27)
-        driver = Driver(searcher)
-        out = []
-        for step in range(80):
-            job = driver.ask()
-            curve = None
-            if job.continues is None:
-                curve = lambda e, c=job.config: objective(c, e) + 0.01 * math.sin(e)  # noqa: E731
-            result = TrialResult.from_dict(driver.result(job, curve).to_dict())      # what the study stores and replays
-            searcher.tell(job, result)
-            out.append((job, result))
-            if events is not None:
-                assert (job, result) == events[step]
-        return out
+        return run_through_the_study_format(lambda: FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27), 80,
+                                            lambda c, e: objective(c, e) + 0.01 * math.sin(e), events)
     events = run()
     assert any(j.continues is not None for j, _ in events)
     run(events)
@@ -406,17 +411,8 @@ def test_the_hand_over_is_reproducible_with_parallel_workers():
 
 def test_replay_across_the_hand_over_rebuilds_identical_asks():
     def run(events=None):
-        searcher = FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27, hand_over=2)
-        driver, out = Driver(searcher), []
-        for step in range(90):
-            job = driver.ask()
-            curve = (lambda e, c=job.config: objective(c, e)) if job.continues is None else None
-            result = TrialResult.from_dict(driver.result(job, curve).to_dict())
-            searcher.tell(job, result)
-            out.append((job, result))
-            if events is not None:
-                assert (job, result) == events[step]
-        return out
+        return run_through_the_study_format(
+            lambda: FreezeThaw(SPACE, seed=5, min_budget=1, max_budget=27, hand_over=2), 90, objective, events)
     events = run()
     assert any(j.bracket is not None for j, _ in events)
     run(events)
