@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 import zlib
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from hpo.executors import make_executor
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names
 from hpo.registry import MODEL_MEASURES
-from hpo.search import make_searcher
+from hpo.search import make_searcher, option_names
 from hpo.search.base import Searcher
 from hpo.study import Study, TrialRow
 from hpo.study.pareto import current_hypervolume
@@ -393,8 +394,11 @@ def searcher_for(experiment: Experiment) -> Searcher:
                              objectives=search.goals().objectives if ranked else None,
                              constraints=list(search.constraints) or None)
     except TypeError as exc:
-        raise ConfigError(f"an option is not accepted by {search.algorithm}: {exc}", key="search.options",
-                          source=experiment.source) from None
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        what = f"{unknown.group(1)!r}" if unknown else f"one of {sorted(search.options)}"
+        raise ConfigError(f"an option is not accepted by {search.algorithm}: {what}; it takes "
+                          f"{', '.join(option_names(search.algorithm, search.options))}",
+                          key="search.options", source=experiment.source) from None
     except ValueError as exc:
         raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
                           source=experiment.source) from None

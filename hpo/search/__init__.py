@@ -5,6 +5,8 @@
     job = searcher.ask(); searcher.tell(job, 0.42)
 """
 
+import inspect
+
 from hpo.search.asha import ASHA
 from hpo.search.async_bohb import AsyncBOHB
 from hpo.search.async_hyperband import AsyncHyperband
@@ -15,11 +17,12 @@ from hpo.search.hyperband import Hyperband
 from hpo.search.random_search import RandomSearch
 from hpo.search.schedule import hyperband_brackets, rung_budgets
 from hpo.search.surrogates.kde_sampler import KDESampler
+from hpo.search.surrogates.model_choice import MODELS
 from hpo.trial import Job, TrialResult, TrialState
 
 __all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "FreezeThaw", "Hyperband",
            "Job", "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets",
-           "rung_budgets", "make_searcher"]
+           "rung_budgets", "make_searcher", "option_names"]
 
 
 # `search.algorithm` names; config validation reads its choices from here.
@@ -46,3 +49,37 @@ def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budge
     for config in initial_configs or ():
         searcher.enqueue(config)
     return searcher
+
+
+# What every searcher takes from `search:`'s own keys, never from `search.options`.
+_SCHEDULE_KEYS = {"self", "space", "seed", "direction", "min_budget", "max_budget", "eta", "sampler",
+                  "objectives", "constraints"}
+
+
+def option_names(algorithm: str, options=None) -> list[str]:
+    """The names `search.options` may hold for `algorithm`: its own keyword arguments and, for
+    the BOHB family, those of the config model that `options`' `model` (or the default) names;
+    for messages that say what an unknown option could have been."""
+    init = inspect.signature(SEARCHERS[algorithm].__init__).parameters
+    names = {name for name, p in init.items() if name not in _SCHEDULE_KEYS and p.kind == p.KEYWORD_ONLY}
+    forwarded = [p for p in init.values() if p.kind == p.VAR_KEYWORD]
+    if forwarded and forwarded[0].name == "model_options":
+        model = dict(options or {}).get("model", init["model"].default)
+        if model in MODELS:
+            names |= _model_keywords(MODELS[model])
+    elif forwarded:      # the base Searcher's goals: tie_break, beside objectives and constraints
+        names |= {name for name in inspect.signature(Searcher.__init__).parameters if name not in _SCHEDULE_KEYS}
+    return sorted(names)
+
+
+def _model_keywords(model: type) -> set[str]:
+    """A config model's keyword arguments, its base classes' included where it passes them on."""
+    names: set[str] = set()
+    for klass in model.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        names |= {p.name for p in params if p.kind == p.KEYWORD_ONLY and p.name not in _SCHEDULE_KEYS}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names

@@ -331,7 +331,7 @@ CASES += [
     case("a searcher option's value it refuses", PREFLIGHT, ["search.algorithm=bohb", "search.options={model: gpp}"],
          ["key 'search.options'", "bohb refused an option's value", "model must be one of"]),
     case("an option the searcher does not take", PREFLIGHT, ["search.algorithm=random", "search.options={model: gp}"],
-         ["key 'search.options'", "not accepted by random", "'model'"]),
+         ["key 'search.options'", "not accepted by random: 'model'; it takes tie_break"]),
     case("a Gaussian-process option on async BOHB's TPE", PREFLIGHT,
          ["search.algorithm=async_bohb", "search.options={candidates: uniform}"],
          ["key 'search.options'", "candidates: options of model 'gp'", "here model 'tpe'"]),

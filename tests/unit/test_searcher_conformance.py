@@ -250,3 +250,19 @@ def test_several_objectives_replay(mo_name, n_objectives):
     check_replay(functools.partial(make_several, mo_name, n_objectives, seed=3, enqueue=True), 2,
                  value_of=lambda job: several(job, n_objectives),
                  last=[1.0, 2.0] if n_objectives == 2 else {"loss": 1.0, "far": 2.0, "cost": 3.0, "n": 9.0})
+
+
+def test_every_option_a_refusal_lists_is_one_the_searcher_takes(name):
+    """The names `option_names` offers in the message for an unknown option are real: each one,
+    given a value no searcher takes, is refused for its value, never as an unknown name."""
+    from hpo.search import make_searcher, option_names
+    algorithm = name if name in REGISTERED else "bohb"
+    options = {"model": name.removeprefix("bohb_").replace("paper_", "")} if algorithm != name else {}
+    for option in option_names(algorithm, options):
+        try:
+            make_searcher(algorithm, SPACE, seed=0, direction="minimize", **BUDGETS,
+                          options={**options, option: object()} if option != "model" else options)
+        except TypeError as exc:
+            assert "unexpected keyword argument" not in str(exc), (algorithm, option)
+        except ValueError:
+            pass

@@ -12,6 +12,9 @@ from hpo.search.surrogates.kde_sampler import KDESampler
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 
+# BOHB's config models by their `model` name (one objective; several go to the Pareto TPE).
+MODELS: dict[str, type[ConfigSampler]] = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
+
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
@@ -29,7 +32,6 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
         # (`kernels="auto"` and the Latin hypercube were measured on one objective only).
         return make_pareto_model(space, model, {"kernels": "independent", "initial_design": "uniform", **options},
                                  goals, tie_break)
-    models = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
-    if model not in models:
-        raise ValueError(f"model must be one of {sorted(models)}, got {model!r}")
-    return models[model](space, **options)
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    return MODELS[model](space, **options)
