@@ -41,6 +41,10 @@ Reported per worker count and searcher:
   seconds (median over runs): the share of its time the driver would spend deciding if the
   trials took their simulated time for real. Above about 0.05, workers would wait on it;
   simulated time leaves that out, so utilisation alone cannot show it;
+- regret at a quarter of the window and at its end, each over random search's final regret on
+  1 worker (mean over problems and seeds): with `--no-stop` the W-worker runs go on past their
+  target to the window's end (cached apart), so this compares searchers at the same simulated
+  times; without it, a run that stopped at its target holds its regret there;
 - regret against simulated time, as a PNG (`--plot`): per worker count, each searcher's
   geometric mean over problems and seeds of the regret divided by random search's final
   regret on 1 worker, against simulated time over T1.
@@ -50,6 +54,9 @@ Reported per worker count and searcher:
   target has passed) and one baseline (random search on 1 worker): how many times sooner than
   random search on one worker the searcher on W workers gets there. This one rewards a good
   searcher; the first rewards a searcher whose 1-worker run ends badly, as its target is easy.
+
+`--options '{"async_bohb": {...}}'` runs a searcher of ours with those `search.options`
+(cached apart from its default runs).
 
 Peers, in one event simulation (`run_event_loop`: their own ask and tell, one job per free
 worker, the running jobs pending, each told when it finishes; nothing resumes, so a job at
@@ -220,9 +227,9 @@ class Incumbent:
 
 
 def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, window: float,
-             target: float | None) -> Run:
+             target: float | None, options: Mapping[str, Any] | None = None) -> Run:
     """hpo's driver over the simulated executor, stopped at `window` simulated seconds or
-    once the incumbent reaches `target`."""
+    once the incumbent reaches `target`; `options`: the searcher's `search.options`."""
     from hpo.config import experiment_from_dict
     from hpo.driver.runner import Runner, searcher_for
     from hpo.objective.simulation import Simulation, simulated_executor
@@ -235,7 +242,7 @@ def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, windo
     raw = {"name": "many-workers", "seed": seed, "space": problem.space,
            "search": {"algorithm": algorithm, "objective": "objective", "direction": "minimize",
                       "min_budget": problem.min_budget, "max_budget": problem.max_budget, "eta": ETA,
-                      "max_trials": None, "time_limit": window},
+                      "max_trials": None, "time_limit": window, "options": dict(options or {})},
            "execution": {"backend": "inline", "workers": workers}}
     experiment = experiment_from_dict(raw, source="benchmarks/many_workers.py", needs_data=False)
     incumbent = Incumbent(problem.exact)
@@ -389,10 +396,10 @@ PEER_RUNS: dict[str, Callable[..., Run]] = {"optuna tpe+liar": run_optuna_liar, 
 
 
 def run_one(problem: SimProblem, searcher: str, workers: int, seed: int, window: float,
-            target: float | None) -> Run:
+            target: float | None, options: Mapping[str, Any] | None = None) -> Run:
     if searcher in PEER_RUNS:
         return PEER_RUNS[searcher](problem, workers, seed, window, target)
-    return run_ours(problem, searcher, workers, seed, window, target)
+    return run_ours(problem, searcher, workers, seed, window, target, options)
 
 
 # --- the cache ---------------------------------------------------------------------------------
@@ -473,6 +480,12 @@ def arguments(description: str, searchers: str) -> argparse.ArgumentParser:
     parser.add_argument("--cache", default=None, help="a folder keeping every run, to extend a report")
     parser.add_argument("--tag", default=None,
                         help="the cache tag of hpo's runs (default: a hash of hpo's driver and searchers)")
+    parser.add_argument("--options", default="{}",
+                        help="JSON: per searcher of ours, its search.options, e.g. "
+                             "'{\"async_bohb\": {\"top_n_percent\": 10}}' (part of the cache key)")
+    parser.add_argument("--no-stop", action="store_true",
+                        help="W-worker runs go on to their window's end past their target (their own cache "
+                             "entries), so that the report's regret at fixed times compares searchers")
     parser.add_argument("--plot", default=None, help="write regret against simulated time to this PNG")
     parser.add_argument("--json", default=None, help="write the table's figures to this file")
     return parser
@@ -497,6 +510,7 @@ def collect(problems: list[SimProblem], searchers: list[str], workers: list[int]
     searcher, workers, seed, window, target)` (None: only the cache). A searcher's 1-worker run
     comes first: its final regret is the target its W-worker runs stop at."""
     cache = Cache(args.cache, args.tag or source_hash())
+    options = json.loads(getattr(args, "options", "{}") or "{}")
     runs: dict[tuple[str, str, int, int], Run] = {}
     for problem in problems:
         for searcher in searchers:
@@ -504,8 +518,10 @@ def collect(problems: list[SimProblem], searchers: list[str], workers: list[int]
                 target = None
                 for w in sorted(set(workers) | {1}):
                     window = problem.t1 * min(1.0, args.window / w)
-                    stop_at = target if w > 1 else None
+                    stop_at = target if w > 1 and not getattr(args, "no_stop", False) else None
                     tag = cache.tag if searcher in OURS else "peer"
+                    if options.get(searcher):     # a searcher run with options is keyed apart
+                        tag += " " + json.dumps(options[searcher], sort_keys=True)
                     key = json.dumps([tag, problem.name, searcher, w, seed, f"{window:.9g}",
                                       None if stop_at is None else f"{stop_at:.9g}"])
                     found = cache.get(key)
@@ -513,7 +529,8 @@ def collect(problems: list[SimProblem], searchers: list[str], workers: list[int]
                         raise SystemExit(f"{searcher} on {problem.name}, {w} workers, seed {seed}: not in the "
                                          f"cache {args.cache} (tag {cache.tag}); run it with its own script first")
                     if found is None:
-                        found = run(problem, searcher, w, seed, window, stop_at)
+                        found = run(problem, searcher, w, seed, window, stop_at,
+                                    **({"options": options[searcher]} if options.get(searcher) else {}))
                         cache.put(key, found)
                     runs[(problem.name, searcher, w, seed)] = found
                     if w == 1:
@@ -572,10 +589,12 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
     for w in workers:
         print(f"\n## {w} worker{'s' if w > 1 else ''}")
         print("| searcher | speedup (geomean) | not reached | speedup to the common target | utilisation (median) | "
-              "decision ms (median) | driver load (median) | final regret (mean) |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+              "decision ms (median) | driver load (median) | final regret (mean) | regret at a quarter of the window, "
+              "at its end (mean, over random's 1-worker final) |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for searcher in searchers:
             speedups, censored, utils, decisions, loads, finals, common = [], 0, [], [], [], [], []
+            at_times: tuple[list[float], list[float]] = ([], [])
             for problem in problems:
                 for seed in seeds:
                     one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, w, seed)]
@@ -597,16 +616,23 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
                     decisions.extend(many.decisions)
                     loads.append(sum(many.decisions) / many.end if many.end > 0 else math.nan)
                     finals.append(regret_at(many.trace, many.end, references[problem.name]))
+                    if base is not None and base.trace:
+                        scale = max(regret_at(base.trace, base.end, references[problem.name]), 1e-12)
+                        for share, values in zip((0.25, 1.0), at_times):
+                            values.append(regret_at(many.trace, share * many.window, references[problem.name]) / scale)
             row = {"speedup": geomean(speedups), "not_reached": censored, "runs": len(speedups),
                    "utilisation": statistics.median(utils) if utils else math.nan,
                    "common_speedup": geomean(common),
                    "decision_ms": 1000 * statistics.median(decisions) if decisions else math.nan,
                    "driver_load": statistics.median(loads) if loads else math.nan,
-                   "final_regret": statistics.mean(finals) if finals else math.nan}
+                   "final_regret": statistics.mean(finals) if finals else math.nan,
+                   "regret_quarter": statistics.mean(at_times[0]) if at_times[0] else math.nan,
+                   "regret_window": statistics.mean(at_times[1]) if at_times[1] else math.nan}
             table.setdefault(str(w), {})[searcher] = row
             print(f"| {searcher} | {row['speedup']:.1f}x | {censored}/{len(speedups)} | {row['common_speedup']:.1f}x | "
                   f"{row['utilisation']:.3f} | "
-                  f"{row['decision_ms']:.2f} | {row['driver_load']:.4f} | {row['final_regret']:.4f} |")
+                  f"{row['decision_ms']:.2f} | {row['driver_load']:.4f} | {row['final_regret']:.4f} | "
+                  f"{row['regret_quarter']:.3f}, {row['regret_window']:.3f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
     if args.plot:
