@@ -5,7 +5,7 @@ skips candidates equal to a pending or already evaluated config."""
 from __future__ import annotations
 
 from hpo.search.async_hyperband import AsyncHyperband
-from hpo.search.surrogates.model_choice import make_model
+from hpo.search.surrogates.model_choice import make_model, with_resumes
 from hpo.space import SearchSpace
 
 
@@ -14,13 +14,17 @@ class AsyncBOHB(AsyncHyperband):
     `model` and `model_options` as for `BOHB`, but the default model is 'tpe' ('gp' was
     measured on synchronous brackets, one worker at a time, only: with several workers
     asking at once, its expected improvement has no term for the configs still running,
-    where the TPE's draws from l(x) spread them)."""
+    where the TPE's draws from l(x) spread them). `resumes` as for `BOHB`: with False (each
+    budget trains afresh, so a promotion costs its whole budget) the model starts no random
+    probes at the budgets few configs reached; the schedule is the same."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
-                 tie_break: str = "hypervolume", **model_options):
+                 tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
+        model_options = with_resumes(model, model_options, resumes)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
                          **goals)
+        self.resumes = resumes

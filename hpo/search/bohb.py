@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from hpo.search.hyperband import Hyperband, _BracketRun
 from hpo.search.schedule import Bracket, Rung
-from hpo.search.surrogates.model_choice import make_model
+from hpo.search.surrogates.model_choice import make_model, with_resumes
 from hpo.space import SearchSpace
 
 
@@ -70,11 +70,7 @@ class BOHB(Hyperband):
                  tie_break: str = "hypervolume", climbers: int | None = None, resumes: bool = True,
                  **model_options):
         space = SearchSpace.coerce(space)
-        if not isinstance(resumes, bool):
-            raise ValueError(f"resumes must be True or False, got {resumes!r}")
-        if not resumes and model in ("gp", "tpe"):
-            # Where nothing continues, probes cost their full budget and never end (see the docstring).
-            model_options = {"probe_budgets": False, **model_options}
+        model_options = with_resumes(model, model_options, resumes)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),

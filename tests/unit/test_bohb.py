@@ -699,3 +699,26 @@ def test_gaussian_process_options_elsewhere_are_refused_by_name(model, options, 
         BOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, model=model, **options, **goals)
     with pytest.raises(ValueError, match="options of model 'gp'"):
         AsyncBOHB(NUMERIC_SPACE, min_budget=1, max_budget=9, eta=3, **options)
+
+
+def test_where_nothing_resumes_async_bohb_starts_no_probes_on_the_same_schedule():
+    """AsyncBOHB takes `resumes` as BOHB does: with False, configs that start at a budget few
+    configs reached are the model's, not random probes; it hands out the same budgets."""
+    from hpo.search import AsyncBOHB
+    from hpo.search.base import config_key
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    told = lambda j: _trap(j.config, j.budget, False)
+    afresh, resuming = (AsyncBOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, resumes=r) for r in (False, True))
+    assert not afresh.resumes and not afresh.sampler.probe_budgets and resuming.sampler.probe_budgets
+    runs = {s: [job for job, _ in drive(s, 120, told=told)] for s in (afresh, resuming)}
+    assert {j.budget for j in runs[afresh]} == {j.budget for j in runs[resuming]} == {1.0, 3.0, 9.0, 27.0}
+    # New configs started at the two top budgets once the initial design is over (its first
+    # 10 configs): the model's where nothing resumes, random probes at first where it does.
+    def modelled(searcher):
+        return [config_key(j.config) in searcher.sampler._modelled for j in runs[searcher]
+                if j.continues is None and j.budget >= 9.0 and j.trial_id >= 10]
+    assert len(modelled(afresh)) >= 10 and all(modelled(afresh))
+    assert not all(modelled(resuming)) and any(modelled(resuming))
+    assert AsyncBOHB(space, resumes=False, probe_budgets=True).sampler.probe_budgets
+    with pytest.raises(ValueError, match="resumes"):
+        AsyncBOHB(space, resumes="no")

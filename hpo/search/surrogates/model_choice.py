@@ -16,6 +16,18 @@ from hpo.space import SearchSpace
 MODELS: dict[str, type[ConfigSampler]] = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
 
 
+def with_resumes(model: str, options: Mapping[str, Any], resumes: bool) -> dict[str, Any]:
+    """`options` for `model` where a larger budget does (`resumes`, the default) or does not
+    continue a trial's training: with False, 'gp' and 'tpe' start with `probe_budgets=False`,
+    since a probe at a budget few configs reached costs that budget in full and never grows
+    into a continuation (`hpo.search.bohb.BOHB` has the measurements); set by name, it stays."""
+    if not isinstance(resumes, bool):
+        raise ValueError(f"resumes must be True or False, got {resumes!r}")
+    if not resumes and model in ("gp", "tpe"):
+        return {"probe_budgets": False, **options}
+    return dict(options)
+
+
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
     """BOHB's config model: 'tpe' (`hpo.search.surrogates.tpe`), 'gp' (`hpo.search.surrogates.bohb_gp`) or
