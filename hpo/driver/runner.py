@@ -395,8 +395,10 @@ def searcher_for(experiment: Experiment) -> Searcher:
                              constraints=list(search.constraints) or None)
     except TypeError as exc:
         unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-        what = f"{unknown.group(1)!r}" if unknown else f"one of {sorted(search.options)}"
-        raise ConfigError(f"an option is not accepted by {search.algorithm}: {what}; it takes "
+        if unknown is None:     # a value of the wrong type, refused as ValueErrors are below
+            raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
+                              source=experiment.source) from None
+        raise ConfigError(f"an option is not accepted by {search.algorithm}: {unknown.group(1)!r}; it takes "
                           f"{', '.join(option_names(search.algorithm, search.options))}",
                           key="search.options", source=experiment.source) from None
     except ValueError as exc:
