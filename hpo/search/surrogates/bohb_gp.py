@@ -109,23 +109,20 @@ GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from"})
 def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
     """Unit-cube rows with each dimension that its row's parents make inactive set to NaN,
     and each active one that was NaN (a neighbour that switched its parent) set to 0.5, as
-    `space.from_unit` decodes it: `space.to_unit(space.from_unit(row))`'s NaNs, without
-    decoding every candidate."""
+    `space.from_unit` decodes it: `space.to_unit(space.from_unit(row))`'s NaNs, decoding only
+    the parents' values rather than every candidate."""
     out = np.array(points, dtype=float)
-    column = {p.name: j for j, p in enumerate(space.params)}
-    decoded: dict[str, list] = {}
+    parents = {parent for param in space.params for parent in param.when}
+    decoded: list[dict[str, Any]] = [{} for _ in range(len(out))]     # each row's active parents' values
     for j, param in enumerate(space.params):       # parents first, so a parent's NaN is final
-        if not param.when:
-            out[np.isnan(out[:, j]), j] = 0.5
-            continue
-        active = np.ones(len(out), dtype=bool)
-        for parent, allowed in param.when.items():
-            k = column[parent]
-            if parent not in decoded:
-                decoded[parent] = [None if np.isnan(u) else space.params[k].from_unit(u) for u in out[:, k]]
-            active &= np.array([value is not None and value in allowed for value in decoded[parent]], dtype=bool)
+        active = (np.array([param.is_active(row) for row in decoded], dtype=bool) if param.when
+                  else np.ones(len(out), dtype=bool))
         out[~active, j] = np.nan
         out[active & np.isnan(out[:, j]), j] = 0.5
+        if param.name in parents:
+            for row, u, on in zip(decoded, out[:, j], active):
+                if on:
+                    row[param.name] = param.from_unit(u)
     return out
 
 
