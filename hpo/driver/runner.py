@@ -393,15 +393,13 @@ def searcher_for(experiment: Experiment) -> Searcher:
                              initial_configs=search.initial_configs,
                              objectives=search.goals().objectives if ranked else None,
                              constraints=list(search.constraints) or None)
-    except TypeError as exc:
-        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-        if unknown is None:     # a value of the wrong type, refused as ValueErrors are below
-            raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
-                              source=experiment.source) from None
-        raise ConfigError(f"an option is not accepted by {search.algorithm}: {unknown.group(1)!r}; it takes "
-                          f"{', '.join(option_names(search.algorithm, search.options))}",
-                          key="search.options", source=experiment.source) from None
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
+        # Python's own TypeError for a name the searcher lacks; any other is a value it refused.
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc)) if isinstance(exc, TypeError) else None
+        if unknown is not None:
+            raise ConfigError(f"an option is not accepted by {search.algorithm}: {unknown.group(1)!r}; it takes "
+                              f"{', '.join(option_names(search.algorithm, search.options))}",
+                              key="search.options", source=experiment.source) from None
         raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
                           source=experiment.source) from None
 

@@ -60,26 +60,32 @@ def option_names(algorithm: str, options=None) -> list[str]:
     """The names `search.options` may hold for `algorithm`: its own keyword arguments and, for
     the BOHB family, those of the config model that `options`' `model` (or the default) names;
     for messages that say what an unknown option could have been."""
-    init = inspect.signature(SEARCHERS[algorithm].__init__).parameters
-    names = {name for name, p in init.items() if name not in _SCHEDULE_KEYS and p.kind == p.KEYWORD_ONLY}
-    forwarded = [p for p in init.values() if p.kind == p.VAR_KEYWORD]
-    if forwarded and forwarded[0].name == "model_options":
-        model = dict(options or {}).get("model", init["model"].default)
+    init = SEARCHERS[algorithm].__init__
+    names, forwarded = _keywords(init)
+    if forwarded == "model_options":
+        model = dict(options or {}).get("model", inspect.signature(init).parameters["model"].default)
         if model in MODELS:
             names |= _model_keywords(MODELS[model])
     elif forwarded:      # the base Searcher's goals: tie_break, beside objectives and constraints
-        names |= {name for name in inspect.signature(Searcher.__init__).parameters if name not in _SCHEDULE_KEYS}
+        names |= _keywords(Searcher.__init__)[0]
     return sorted(names)
+
+
+def _keywords(function) -> tuple[set[str], str | None]:
+    """`function`'s keyword-only arguments that `search.options` can set, and the name of its
+    **kwargs (None without)."""
+    params = inspect.signature(function).parameters.values()
+    names = {p.name for p in params if p.kind == p.KEYWORD_ONLY and p.name not in _SCHEDULE_KEYS}
+    return names, next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
 
 
 def _model_keywords(model: type) -> set[str]:
     """A config model's keyword arguments, its base classes' included where it passes them on."""
     names: set[str] = set()
     for klass in model.__mro__:
-        if "__init__" not in vars(klass):
-            continue
-        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
-        names |= {p.name for p in params if p.kind == p.KEYWORD_ONLY and p.name not in _SCHEDULE_KEYS}
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            break
+        if "__init__" in vars(klass):
+            own, forwarded = _keywords(vars(klass)["__init__"])
+            names |= own
+            if forwarded is None:
+                break
     return names
