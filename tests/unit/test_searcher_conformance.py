@@ -257,7 +257,7 @@ def test_every_option_a_refusal_lists_is_one_the_searcher_takes(name):
     given a value no searcher takes, is refused for its value, never as an unknown name."""
     from hpo.search import make_searcher, option_names
     algorithm = name if name in REGISTERED else "bohb"
-    options = {"model": name.removeprefix("bohb_").replace("paper_", "")} if algorithm != name else {}
+    options = {} if name in REGISTERED else dict(SEARCHERS[name].keywords)     # BOHB's other models
     for option in option_names(algorithm, options):
         try:
             make_searcher(algorithm, SPACE, seed=0, direction="minimize", **BUDGETS,
