@@ -517,7 +517,7 @@ def collect(problems: list[SimProblem], searchers: list[str], workers: list[int]
     searcher, workers, seed, window, target)` (None: only the cache). A searcher's 1-worker run
     comes first: its final regret is the target its W-worker runs stop at."""
     cache = Cache(args.cache, args.tag or source_hash())
-    options = json.loads(getattr(args, "options", "{}") or "{}")
+    options = json.loads(args.options or "{}")
     runs: dict[tuple[str, str, int, int], Run] = {}
     for problem in problems:
         for searcher in searchers:
@@ -525,7 +525,7 @@ def collect(problems: list[SimProblem], searchers: list[str], workers: list[int]
                 target = None
                 for w in sorted(set(workers) | {1}):
                     window = problem.t1 * min(1.0, args.window / w)
-                    stop_at = target if w > 1 and not getattr(args, "no_stop", False) else None
+                    stop_at = target if w > 1 and not args.no_stop else None
                     tag = cache.tag if searcher in OURS else "peer"
                     if options.get(searcher):     # a searcher run with options is keyed apart
                         tag += " " + json.dumps(options[searcher], sort_keys=True)
@@ -588,7 +588,7 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
             references[problem.name] = min(v for (p, *_), run in runs.items() if p == problem.name
                                            for _, v in run.trace)
     table: dict[str, dict[str, Any]] = {}
-    chosen = [REFERENCE] if getattr(args, "common", "worst") == "random" and REFERENCE in searchers else searchers
+    chosen = [REFERENCE] if args.common == "random" and REFERENCE in searchers else searchers
     commons = {(problem.name, seed): max(runs[(problem.name, s, 1, seed)].trace[-1][1] for s in chosen
                                          if runs[(problem.name, s, 1, seed)].trace)
                for problem in problems for seed in seeds}
