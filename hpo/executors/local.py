@@ -80,7 +80,7 @@ def physical_gpu_count() -> int:
 
 def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str = sys.platform):
     """How worker processes start: forked from a forkserver that imported TensorFlow once
-    (`preload_tensorflow`: the default trainer's workers) on Linux without GPUs; `spawn`
+    (`preload_tensorflow`: see `trains_with_tensorflow`) on Linux without GPUs; `spawn`
     where a GPU is present (each worker sees only its own GPU, which must be set before
     TensorFlow's import initialises CUDA, so nothing can be imported ahead of it) and on other
     systems. The forkserver is one per driver process, started with the first worker and kept
@@ -92,6 +92,14 @@ def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str
     if preload_tensorflow:
         context.set_forkserver_preload(["hpo.executors.worker_preload"])
     return context
+
+
+def trains_with_tensorflow(make_trainer) -> bool:
+    """Whether a worker's trainer imports TensorFlow: the default trainer does, and so does a
+    maker that says so (`imports_tensorflow = True`, as the Keras Tuner face's `TrainerFactory`).
+    Their workers fork from a server that imported it once; a notebook's `__main__` imports
+    none of it, so without the preload every worker would import TensorFlow itself."""
+    return make_trainer is None or bool(getattr(make_trainer, "imports_tensorflow", False))
 
 
 @contextlib.contextmanager
@@ -183,7 +191,7 @@ class LocalProcessExecutor:
         self._compile_choices = dict(known_compile_choices or {})
         self._threads = max(1, (os.cpu_count() or 1) // workers)
         self._gpus = physical_gpu_count()
-        self._ctx = worker_start_context(self._gpus, preload_tensorflow=make_trainer is None)
+        self._ctx = worker_start_context(self._gpus, preload_tensorflow=trains_with_tensorflow(make_trainer))
         self._make_trainer = None if make_trainer is None else shipped(make_trainer)
         self.recycle_after = experiment.execution.recycle_after
         self.workers_started = 0

@@ -158,6 +158,9 @@ class TrainerFactory:
     # Its class is importable and its state carries `build` by value, so an executor sends it
     # as it is (`hpo.executors.local.shipped`): the build is pickled once per worker start.
     ships_by_value = True
+    # Its trainer trains Keras models: local workers fork from a server that imported
+    # TensorFlow once (`hpo.executors.local.trains_with_tensorflow`).
+    imports_tensorflow = True
 
     def __init__(self, build: Callable, names: Sequence[str], tunable: Sequence[str], data=None,
                  threads: int | None = None):

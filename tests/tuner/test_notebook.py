@@ -29,7 +29,9 @@ data = dict(x=x[:200], y=y[:200], validation_data=(x[200:300], y[200:300]), epoc
     """tuner = kt.RandomSearch(build_model, objective="val_accuracy", max_trials=2, workers=2,
                         directory="runs", project_name="cells")
 tuner.search(**data)
-print("first", sorted(t.status for t in tuner.oracle.trials.values()))""",
+print("first", sorted(t.status for t in tuner.oracle.trials.values()))
+import multiprocessing.forkserver
+print("workers fork from a server that imported", multiprocessing.forkserver._forkserver._preload_modules)""",
     """def build_model(hp):      # the cell, edited: other widths
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(hp.Choice("units", [48, 64])),
                               keras.layers.Dense(10, activation="softmax")])
@@ -83,6 +85,9 @@ def test_a_build_model_redefined_in_a_cell_is_refused_with_the_differences_or_se
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     cells = notebook.cells
     assert "first ['COMPLETED', 'COMPLETED']" in stream_text(cells[2])
+    # The kernel's __main__ imports no TensorFlow: without the preload each worker would
+    # import it itself, seconds of CPU a worker.
+    assert "workers fork from a server that imported ['hpo.executors.worker_preload']" in stream_text(cells[2])
     refused = stream_text(cells[4])
     assert refused.startswith("refused: RandomSearch(): the study in runs/cells was run with different settings")
     assert "space.units.values: [16, 32] -> [48, 64]" in refused

@@ -112,3 +112,12 @@ def test_a_dask_worker_makes_a_new_trainer_for_an_edited_build_model(monkeypatch
     assert dask_cluster._trainer(Experiment(), 0, 1, same) == "old model"
     assert dask_cluster._trainer(Experiment(), 0, 1, edited) == "edited model"
     assert made == ["old model", "edited model"]
+
+
+def test_the_keras_tuner_faces_workers_fork_from_the_tensorflow_server():
+    """The face's trainer maker trains Keras models: its local workers fork from the server
+    that imported TensorFlow once (a notebook's __main__ imports none of it)."""
+    from hpo.executors.local import trains_with_tensorflow
+    from hpo.tuner.trainer import TrainerFactory
+
+    assert trains_with_tensorflow(TrainerFactory(lambda hp: None, ["units"], []))

@@ -2,7 +2,7 @@
 
 import multiprocessing.forkserver
 
-from hpo.executors.local import default_workers, visible_gpu_for, worker_start_context
+from hpo.executors.local import default_workers, trains_with_tensorflow, visible_gpu_for, worker_start_context
 
 
 def test_one_worker_per_gpu_else_per_core():
@@ -31,3 +31,9 @@ def test_workers_fork_from_a_tensorflow_server_only_on_linux_without_gpus(monkey
     assert preloads == []
     assert worker_start_context(0, preload_tensorflow=True, platform="linux").get_start_method() == "forkserver"
     assert preloads == [["hpo.executors.worker_preload"]]
+
+
+def test_only_makers_that_say_so_fork_from_the_tensorflow_server():
+    """The default trainer trains Keras models; a maker that says nothing trains without them."""
+    assert trains_with_tensorflow(None)
+    assert not trains_with_tensorflow(lambda experiment, slot, known: object())
