@@ -36,7 +36,12 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   from budgets that rank differently, and the per-dimension estimators recombine them.
   `kernels="joint"` or `"independent"` forces either.
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
-  scoring only the dimensions active in that candidate.
+  scoring only the dimensions active in that candidate. With `batch="penalty"` (default
+  "argmax": off), while configs are pending (asynchronous workers), a share `batch_share` of
+  the proposals multiply l(x)/g(x) by a local penalty for closeness to each pending config
+  (`_pending_penalty`, its length scale times `batch_scale`), so that many concurrent
+  proposals do not crowd around one peak of a model that has not seen their results; with
+  nothing pending every ask is the plain argmax's.
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
   `probe_budgets` (default) every new config that starts at a budget fewer than
   `n_startup` configs have reached (Hyperband's later brackets start higher): these
@@ -79,6 +84,7 @@ from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
 KERNELS = ("auto", "joint", "independent")
+BATCH_MODES = ("argmax", "penalty")
 INITIAL_DESIGNS = ("latin", "uniform")
 MIN_PAIRS = 3        # promoted and fresh configs on a budget before the budget below is judged
 AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budget below misleads
@@ -264,7 +270,8 @@ class _SplitModel:
         self.dims = dims
         self.kernels = kernels
         estimator = _joint if kernels == "joint" else _estimators
-        self.good = estimator(vectors[order[:n_good]], dims, min_bandwidth)
+        self.good_points = vectors[order[:n_good]]
+        self.good = estimator(self.good_points, dims, min_bandwidth)
         self.bad = estimator(vectors[order[n_good:]], dims, min_bandwidth)
 
     def score(self, points: np.ndarray) -> np.ndarray:
@@ -323,8 +330,14 @@ class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
                  rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto",
-                 initial_design: str = "latin"):
+                 initial_design: str = "latin", batch: str = "argmax", batch_scale: float = 1.0,
+                 batch_share: float = 1.0):
         super().__init__(space)
+        if batch not in BATCH_MODES:
+            raise ValueError(f"batch must be one of {list(BATCH_MODES)}, got {batch!r}")
+        self.batch = batch
+        self.batch_scale = float(batch_scale)
+        self.batch_share = float(batch_share)
         check_model_options(top_n_percent, random_fraction, num_samples)
         if rungs not in RUNG_MODES:
             raise ValueError(f"rungs must be one of {list(RUNG_MODES)}, got {rungs!r}")
@@ -636,6 +649,11 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
+        # With configs pending (`batch="penalty"`), a share `batch_share` of the proposals keep
+        # away from them; the coin is drawn only then, so asks with nothing pending are unchanged.
+        penalised = bool(pending) and self.batch == "penalty"
+        if penalised and self.batch_share < 1.0 and rng.random() >= self.batch_share:
+            penalised = False
         candidates = self._sample_good(rng, model, self.num_samples)
         if self._conditional:
             configs = [self.space.from_unit(row) for row in candidates]
@@ -643,11 +661,41 @@ class MultiFidelityTPESampler(ConfigSampler):
             candidates = np.array([self.space.to_unit(c) for c in configs])
         total = model.score(candidates)
         taken = self.taken(pending)
+        if penalised:
+            total = total + self._pending_penalty(model, candidates, pending)
         for index in np.argsort(-total, kind="stable"):
             config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
             if config_key(config) not in taken:
                 return config
         return None
+
+    def _pending_penalty(self, model: _SplitModel, candidates: np.ndarray, pending) -> np.ndarray:
+        """Local penalisation (after Gonzalez et al., AISTATS 2016) of each candidate's log l/g:
+        log prod_p (1 - exp(-r_p^2 / 2)), r_p its distance to pending config p with each number
+        dimension scaled by batch_scale times Scott's bandwidth for p + 1 points spread like
+        l(x) (1.06 * the std of l's configs * (p + 1)^(-1 / (d + 4)), at least min_bandwidth);
+        a choice that differs, or a dimension active in only one of the two, counts as far."""
+        running = np.array([self.space.to_unit(c) for c in pending], dtype=float).reshape(-1, len(self.dims))
+        good = model.good_points
+        d = len(self.dims)
+        scale = np.empty(d)
+        for j in range(d):
+            column = good[:, j]
+            column = column[~np.isnan(column)]
+            spread = float(np.std(column)) if column.size > 1 else 0.25
+            shrink = (len(pending) + 1) ** (-1.0 / (d + 4))
+            scale[j] = max(self.min_bandwidth, self.batch_scale * 1.06 * spread * shrink)
+        r2 = np.zeros((len(candidates), len(running)))
+        for j, dim in enumerate(self.dims):
+            a, b = candidates[:, j][:, None], running[:, j][None, :]
+            on = ~np.isnan(a) & ~np.isnan(b)
+            if dim.kind == "u":
+                far = on & (np.abs(a - b) > 1e-9)
+                r2 += np.where(far, np.inf, 0.0)
+            else:
+                r2 += np.where(on, ((np.nan_to_num(a) - np.nan_to_num(b)) / scale[j]) ** 2, 0.0)
+            r2 += np.where(np.isnan(a) != np.isnan(b), np.inf, 0.0)
+        return np.log(np.maximum(-np.expm1(-0.5 * r2), 1e-300)).sum(axis=1)
 
     def _sample_good(self, rng: np.random.Generator, model: _SplitModel, m: int) -> np.ndarray:
         return model.sample_good(rng, m)
