@@ -21,9 +21,13 @@ def _fitted(seed=0, **options):
     return sampler
 
 
-def test_unknown_batch_rule_is_refused():
-    with pytest.raises(ValueError, match="batch must be one of"):
-        MultiFidelityTPESampler(FLOATS, batch="liar")
+@pytest.mark.parametrize("options, message", [({"batch": "liar"}, "batch must be one of"),
+                                              ({"batch_scale": 0}, "batch_scale must be a number above 0"),
+                                              ({"batch_share": 1.5}, "batch_share must be a number from 0 to 1"),
+                                              ({"batch_share": "half"}, "batch_share must be a number from 0 to 1")])
+def test_bad_batch_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        MultiFidelityTPESampler(FLOATS, **options)
 
 
 def test_with_nothing_pending_the_penalty_leaves_every_proposal_as_the_argmax_gives_it():

@@ -335,6 +335,10 @@ class MultiFidelityTPESampler(ConfigSampler):
         super().__init__(space)
         if batch not in BATCH_MODES:
             raise ValueError(f"batch must be one of {list(BATCH_MODES)}, got {batch!r}")
+        if not (isinstance(batch_scale, (int, float)) and batch_scale > 0):
+            raise ValueError(f"batch_scale must be a number above 0, got {batch_scale!r}")
+        if not (isinstance(batch_share, (int, float)) and 0 <= batch_share <= 1):
+            raise ValueError(f"batch_share must be a number from 0 to 1, got {batch_share!r}")
         self.batch = batch
         self.batch_scale = float(batch_scale)
         self.batch_share = float(batch_share)
