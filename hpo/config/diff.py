@@ -13,6 +13,11 @@ RESUMABLE_CHANGES = ("search.max_trials", "search.time_limit", "search.max_conse
                      "training.checkpoint_every", "training.checkpoint_seconds", "training.fuse", "execution",
                      "output")
 
+# Keys that may change when the searcher built with the new values replays every ask the study
+# recorded (`hpo.study.resume.replay` refuses it otherwise): a searcher option named to the
+# value a study ran with, where the default changed between versions.
+REPLAYED_CHANGES = ("search.options",)
+
 
 def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Lines like `search.eta: 3 -> 4` for every key whose value differs."""
@@ -34,7 +39,7 @@ def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -
     stored = _with_added_keys(stored)
     return [line for line in diff_experiments(stored, current)
             if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
-                       for prefix in RESUMABLE_CHANGES)]
+                       for prefix in RESUMABLE_CHANGES + REPLAYED_CHANGES)]
 
 
 # Keys a study may lack (hpo did not have them when it was made), with the value its trials ran with.

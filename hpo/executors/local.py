@@ -97,8 +97,8 @@ def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str
 def trains_with_tensorflow(make_trainer) -> bool:
     """Whether a worker's trainer imports TensorFlow: the default trainer does, and so does a
     maker that says so (`imports_tensorflow = True`, as the Keras Tuner face's `TrainerFactory`).
-    Their workers fork from a server that imported it once; a notebook's `__main__` imports
-    none of it, so without the preload every worker would import TensorFlow itself."""
+    Their workers fork from a server that imported it once; without the preload every worker
+    would import TensorFlow itself, seconds of CPU each, from a script or a notebook alike."""
     return make_trainer is None or bool(getattr(make_trainer, "imports_tensorflow", False))
 
 

@@ -9,13 +9,11 @@ from hpo.search.multiobjective.objectives import Goals
 from hpo.search.surrogates.model_choice import make_model, with_resumes
 from hpo.space import SearchSpace
 
-# The TPE's local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`), on half
-# of the proposals made while jobs run: at 64 simulated workers over seeds 0-8
-# (benchmarks/many_workers.py) it reached its own 1-worker regret 36.0 times sooner against
-# 28.3 without it, missed it in 9 of 54 runs against 16, and ended the window at mean regret
-# 0.075 against 0.101. Penalising every proposal lost the MFHartmann targets, which need
-# proposals packed at one peak. With nothing pending the asks are the plain TPE's.
-PENDING_PENALTY = {"batch": "penalty", "batch_scale": 3.0, "batch_share": 0.5}
+# The TPE's local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`, with its
+# scale 3 and share 0.5): many workers asking at once otherwise crowd around one peak of a
+# model that has none of their results. Measured on 4 to 256 simulated workers:
+# benchmarks/notes/many_workers.md ("The pending penalty").
+PENDING_PENALTY = {"batch": "penalty"}
 
 
 class AsyncBOHB(AsyncHyperband):
@@ -24,8 +22,8 @@ class AsyncBOHB(AsyncHyperband):
     measured on synchronous brackets, one worker at a time, only: with several workers
     asking at once, its expected improvement has no term for the configs still running,
     where the TPE's draws from l(x) spread them), and the TPE keeps half its proposals away
-    from the configs still running (`PENDING_PENALTY`, one objective; `batch="argmax"` turns
-    it off). `resumes` as for `BOHB`: with False (each budget trains afresh, so a promotion
+    from the configs still running (`PENDING_PENALTY`, with one objective and no constraint;
+    `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each budget trains afresh, so a promotion
     costs its whole budget) the model starts no random probes at the budgets few configs
     reached; the schedule is the same."""
 

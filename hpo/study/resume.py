@@ -100,6 +100,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Stu
         if changed:
             log.info("resuming with changed settings: %s", "; ".join(changed))
             study.replace_experiment(current)
+            study.replaced_experiment = stored       # put back if the replay refuses the new options
     except BaseException:
         study.close()
         raise
@@ -137,11 +138,14 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
             job = searcher.ask()
             stored = Job.from_dict(payload)
             if job is None or _canonical(job) != _canonical(stored):
+                if study.replaced_experiment is not None:
+                    study.replace_experiment(study.replaced_experiment)
                 raise ReplayMismatch(f"replaying the study: trial {trial_id} was stored as {payload}, "
                                      f"but the searcher now asks {job and job.to_dict()} (its options, seed "
                                      f"or version differ from the study's: name the values the study ran "
                                      f"with in search.options, e.g. a default that changed between versions "
-                                     f"such as BOHB's explore_from, or start anew with --fresh)")
+                                     f"such as BOHB's explore_from or async_bohb's batch (argmax before it "
+                                     f"became penalty), or start anew with --fresh)")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
     return sorted(searcher.pending.values(), key=lambda j: j.trial_id)

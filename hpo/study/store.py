@@ -130,6 +130,8 @@ class Study:
         self.clock: Callable[[], float] = time.time
         # Derived once, when reading: a driver that died (kill -9) never marked its trials.
         self._driver_gone = read_only and study_lock.holder(self.dir) is None
+        # The experiment a resume replaced (`hpo.study.resume`): stored again if the replay fails.
+        self.replaced_experiment: Mapping[str, Any] | None = None
 
     # --- opening ------------------------------------------------------------------------
     @classmethod

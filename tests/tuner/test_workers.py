@@ -116,7 +116,7 @@ def test_a_dask_worker_makes_a_new_trainer_for_an_edited_build_model(monkeypatch
 
 def test_the_keras_tuner_faces_workers_fork_from_the_tensorflow_server():
     """The face's trainer maker trains Keras models: its local workers fork from the server
-    that imported TensorFlow once (a notebook's __main__ imports none of it)."""
+    that imported TensorFlow once, rather than each importing it."""
     from hpo.executors.local import trains_with_tensorflow
     from hpo.tuner.trainer import TrainerFactory
 

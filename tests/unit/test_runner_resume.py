@@ -81,6 +81,26 @@ def test_replay_refuses_a_history_the_searcher_does_not_reproduce(tmp_path):
         replay(study, other)
 
 
+def test_changed_search_options_resume_only_where_they_replay_every_ask(tmp_path):
+    """A study may name, on resume, options it ran with when a default changed between versions:
+    the replay is the check. Options that ask otherwise are refused, and the study keeps the
+    experiment it had."""
+    _, study = run(experiment(tmp_path, "bohb", max_trials=20, options={"top_n_percent": 15}), objective)
+    stored = study.experiment()
+    study.close()
+    other = experiment(tmp_path, "bohb", max_trials=24, options={"top_n_percent": 15, "initial_design": "uniform"})
+    with pytest.raises(ReplayMismatch, match="name the values the study ran with in search.options"):
+        run(other, objective)
+    reopened = prepare_study(experiment(tmp_path, "bohb", max_trials=20, options={"top_n_percent": 15}), tmp_path)
+    assert reopened.experiment() == stored
+    reopened.close()
+    # The same asks under another spelling of the options: resumed, and the study records them.
+    summary, resumed = run(experiment(tmp_path, "bohb", max_trials=24, options={"top_n_percent": 15.0,
+                                                                                "num_samples": 64}), objective)
+    assert summary.trials_finished_now == 4
+    assert resumed.experiment()["search"]["options"] == {"top_n_percent": 15.0, "num_samples": 64}
+
+
 def test_failing_trials_are_recorded_and_the_search_goes_on(tmp_path):
     def sometimes(config, budget):
         if config["opt"] == "sgd":

