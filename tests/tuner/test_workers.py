@@ -21,6 +21,9 @@ def test_a_build_model_in_main_ships_to_two_worker_processes(tmp_path):
     study = Study.open(tmp_path / "par", read_only=True)
     assert study.experiment()["execution"] == {**study.experiment()["execution"], "backend": "local", "workers": 2}
     assert all(t.state.value == "complete" for t in study.trials())
+    # Every worker forked from the server that imported TensorFlow (and hpo's trainer) once.
+    built_in_workers = (tmp_path / "preload.txt").read_text().split()
+    assert built_in_workers and set(built_in_workers) == {"True"}
 
 
 @pytest.mark.slow

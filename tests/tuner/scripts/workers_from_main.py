@@ -1,5 +1,6 @@
 """A Keras Tuner script whose build_model lives in __main__, searched by two worker processes."""
 
+import multiprocessing
 import os
 import sys
 import time
@@ -13,6 +14,9 @@ import hpo.keras_tuner as kt  # noqa: E402
 
 
 def build_model(hp):
+    if multiprocessing.parent_process() is not None:       # in a worker: did it fork from the preloaded server?
+        with open(os.environ["PRELOAD_RECORD"], "a") as record:
+            record.write(f"{'hpo.executors.worker_preload' in sys.modules}\n")
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(hp.Choice("units", [16, 32]), activation="relu"),
                               keras.layers.Dense(10)])
     model.compile(keras.optimizers.Adam(hp.Float("lr", 1e-3, 1e-2, sampling="log")),
@@ -21,6 +25,7 @@ def build_model(hp):
 
 
 if __name__ == "__main__":
+    os.environ["PRELOAD_RECORD"] = os.path.join(sys.argv[1], "preload.txt")
     x, y = load_digits(return_X_y=True)
     x = (x / 16.0).astype("float32")
     tuner = kt.ASHA(build_model, objective="val_accuracy", max_epochs=3, seed=0, directory=sys.argv[1],
