@@ -25,14 +25,16 @@ class AsyncBOHB(AsyncHyperband):
     from the configs still running (`PENDING_PENALTY`, with one objective and no constraint;
     `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each budget trains afresh, so a promotion
     costs its whole budget) the model starts no random probes at the budgets few configs
-    reached; the schedule is the same."""
+    reached, and model 'gp' (one objective) fits its process on every trusted budget
+    (`fit_on="joint"`, as `BOHB`'s); the schedule is the same."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
-        model_options = with_resumes(model, model_options, resumes)
-        if model == "tpe" and not Goals.build(objectives, constraints, direction).ranked:
+        ranked = Goals.build(objectives, constraints, direction).ranked
+        model_options = with_resumes(model, model_options, resumes, ranked)
+        if model == "tpe" and not ranked:
             model_options = {**PENDING_PENALTY, **model_options}     # the Pareto TPE ranks points: not measured
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,

@@ -436,13 +436,47 @@ def test_where_nothing_resumes_bohb_runs_hyperbands_brackets_with_no_climb_and_n
     jobs = [job for job, _ in drive(probing, 40 + 17 + 8 + 4, told=lambda j: _trap(j.config, j.budget, False))]
     assert not any(config_key(j.config) in probing.sampler._modelled for j in jobs if j.bracket == 0)
     # Either is still there by name; and the default keeps both.
-    asked = BOHB(space, seed=0, resumes=False, climbers=6, probe_budgets=True)
-    assert asked._climb is not None and asked.sampler.probe_budgets
+    asked = BOHB(space, seed=0, resumes=False, climbers=6, probe_budgets=True, fit_on="top")
+    assert asked._climb is not None and asked.sampler.probe_budgets and asked.sampler.fit_on == "top"
     default = BOHB(space, seed=0)
     assert default.resumes and default._climb is not None and default.sampler.probe_budgets
+    assert default.sampler.fit_on == "top" and searcher.sampler.fit_on == "joint"
+    # Several objectives take the Pareto TPE, which has no process to fit: no "joint" there.
+    two = [{"name": "a", "direction": "minimize"}, {"name": "b", "direction": "minimize"}]
+    assert not BOHB(space, seed=0, resumes=False, objectives=two).sampler.probe_budgets
     assert BOHB(space, seed=0, resumes=False, model="kde")._climb is None
     with pytest.raises(ValueError, match="resumes"):
         BOHB(space, resumes="no")
+
+
+def test_where_nothing_resumes_the_process_learns_from_every_trusted_budget_and_proposes_for_the_top():
+    """resumes=False: the top budget holds too few results for `fit_on="top"` (8 after the
+    first iteration, n_startup 10), which then fits the process on the largest lower budget
+    with enough (budget 9 here, 13 results), whatever the rung agreement says of it. With a
+    reversal (best x at 0.1 at budget 1, 0.9 at 27) the default, "joint", fits the trusted
+    budgets' results with the budget as an input: the full-budget bracket's configs land
+    nearer the top budget's optimum."""
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+    distance = {}
+    for fit_on in ("joint", "top"):
+        per_seed = []
+        for seed in range(6):
+            searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=seed, resumes=False,
+                            **({} if fit_on == "joint" else {"fit_on": "top"}))
+            assert searcher.sampler.fit_on == fit_on
+            jobs = [job for job, _ in drive(searcher, 40 + 17 + 8 + 4, told=lambda j: _trap(j.config, j.budget, True))]
+            assert len(searcher.sampler.by_budget[27.0]) < searcher.sampler.n_startup
+            rows, _ = searcher.sampler._rows_to_fit()
+            sampler = searcher.sampler
+            if fit_on == "joint":       # every trusted budget's results, the top's included, and the budget column
+                trusted = [b for b in sampler.by_budget if sampler.trusted_start(b)]
+                assert 27.0 in trusted and 1.0 in rows[:, -1]
+                assert len(rows) == sum(len(sampler.by_budget[b]) for b in trusted)
+            else:                       # one lower budget's rows, no budget column
+                assert rows.shape[1] == 2
+            per_seed.append(np.mean([abs(j.config["x"] - 0.9) for j in jobs if j.bracket == 0]))
+        distance[fit_on] = float(np.median(per_seed))
+    assert distance["joint"] < 0.5 * distance["top"], distance
 
 
 @pytest.mark.parametrize("model", ["gp", "tpe"])

@@ -18,6 +18,9 @@ What it is fitted on (`fit_on`):
   trusted budgets with results) as one more input; EI is taken at the top budget against
   the best result there. Where the rung agreement trusts no lower budget (MFHartmann) it
   fits the top budget's rows; on the two LCBench tasks measured at 132 it did no better.
+  BOHB's default where nothing resumes (`resumes=False`, see
+  `hpo.search.surrogates.model_choice.with_resumes`): the top budget then holds too few
+  results for "top".
 - "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
   budget after the better half of every budget, untrusted budgets left out).
 
