@@ -14,7 +14,9 @@ creation, left out) and over the 10% of jobs ending at each checkpoint (1,000, 3
 "wall / CPU" milliseconds: wall-clock time, and the process's CPU time (all its threads),
 which a busy machine inflates less. `bohb:floats` is BOHB on the same function with the
 choice replaced by a seventh float: there its Gaussian process proposes (a space with an
-unordered choice keeps the TPE's proposals).
+unordered choice keeps the TPE's proposals); `bohb:floats:no-resume` the same with
+`resumes: false` (each budget trains afresh, as on data-fraction budgets), where the process
+fits every trusted budget's results.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ SPACE = {
 }
 SHIFT = {"a": 0.0, "b": 0.3, "c": 0.6}
 FLOATS = {**{k: v for k, v in SPACE.items() if k != "kind"}, "x5": {"type": "float", "low": 0.0, "high": 1.0}}
-VARIANTS = {"bohb:floats": ("bohb", FLOATS)}     # name -> (searcher, space)
+# name -> (searcher, space, search options)
+VARIANTS = {"bohb:floats": ("bohb", FLOATS, {}), "bohb:floats:no-resume": ("bohb", FLOATS, {"resumes": False})}
 
 
 def objective(config, budget: float) -> float:
@@ -59,7 +62,7 @@ def objective_floats(config, budget: float) -> float:
 def measure(name: str, jobs: int, seed: int = 0, profile: bool = False) -> tuple[list[float], list[float], str]:
     """The gaps (seconds of wall time, and of the process's CPU time) between consecutive
     objective calls of one search of `jobs` jobs, and cProfile's report where `profile`."""
-    searcher, space = VARIANTS.get(name, (name, SPACE))
+    searcher, space, options = VARIANTS.get(name, (name, SPACE, {}))
     function = objective_floats if space is FLOATS else objective
     stamps: list[float] = []
     cpu: list[float] = []
@@ -74,7 +77,7 @@ def measure(name: str, jobs: int, seed: int = 0, profile: bool = False) -> tuple
         if profiler:
             profiler.enable()
         hpo.optimize(timed, space, searcher, min_budget=1, max_budget=27, max_trials=jobs, seed=seed,
-                     study_dir=Path(folder) / "study")
+                     study_dir=Path(folder) / "study", options=options)
         if profiler:
             profiler.disable()
     report = ""

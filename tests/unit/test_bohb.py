@@ -556,6 +556,32 @@ def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results(candi
     assert abs(best.config["x"] - 0.7) + abs(best.config["y"] - 0.2) < 0.05
 
 
+def test_the_joint_rows_are_every_trusted_result_with_its_budget_older_first_and_the_top_last():
+    """`fit_on="joint"` rows, built from array slices, against the rule written out one result
+    at a time: every result at a trusted budget that did not fail, its config's vector and its
+    budget (log scale, 0 the lowest such budget, 1 the highest), the top budget's rows last."""
+    import math
+
+    searcher = BOHB(SPACE, min_budget=1, max_budget=27, eta=3, seed=2, model="gp", fit_on="joint")
+    drive(searcher, 160, fail_every=9)
+    sampler = searcher.sampler
+    assert sampler._failed, "the check needs failures among the results"
+    trust = sampler._reliability()
+    budgets = sorted(b for b in sampler.by_budget if trust.get(b, 1.0) > 0)
+    assert len(budgets) >= 3
+    low, high = math.log(budgets[0]), math.log(budgets[-1])
+    expected = []
+    for b in budgets:
+        for key, (loss, _) in sampler.by_budget[b].items():
+            if key not in sampler._failed:
+                top_last = sampler._rows[key] + (b == budgets[-1]) * len(sampler._rows)
+                expected.append((top_last, [*sampler.deepest[key][2], (math.log(b) - low) / (high - low)], loss))
+    expected.sort(key=lambda row: row[0])
+    vectors, losses = sampler._joint_rows()
+    np.testing.assert_array_equal(vectors, np.array([row[1] for row in expected]))
+    np.testing.assert_array_equal(losses, np.array([row[2] for row in expected]))
+
+
 def test_gp_with_a_small_noise_refines_around_a_sharp_optimum_instead_of_exploring_the_edges():
     # One narrow well in a flat cube, noise-free (as MFHartmann at its top fidelity): with
     # FreezeThaw's noise of 0.1 the process smoothed the best results away, and expected

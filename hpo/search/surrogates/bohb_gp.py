@@ -280,17 +280,26 @@ class GPSampler(MultiFidelityTPESampler):
         if not budgets or sum(len(self.by_budget[b]) for b in budgets) < 2:
             return None
         low, high = math.log(budgets[0]), math.log(budgets[-1])
+        table = self._table[:len(self._rows)]
+        failed = self._failures()[0] if self._failed else None
         vectors, losses, order = [], [], []
+        # Array slices per budget, not a Python step per result: the rows are rebuilt on
+        # every new result, so ask() would otherwise grow with the study, although the
+        # process itself fits on at most MAX_GP_ROWS of them.
         for b in budgets:
             z = 1.0 if high == low else (math.log(b) - low) / (high - low)
-            for key, (loss, _) in self.by_budget[b].items():
-                if key in self._failed:
-                    continue
-                vectors.append(np.append(self.deepest[key][2], z))
-                losses.append(loss)
-                order.append(self._rows[key] + (b == budgets[-1]) * len(self._rows))
+            results = self.by_budget[b]
+            rows = np.fromiter((self._rows[key] for key in results), dtype=np.intp, count=len(results))
+            budget_losses = self._results(b)[:, 0]
+            if failed is not None:
+                kept = ~np.isin(rows, failed)
+                rows, budget_losses = rows[kept], budget_losses[kept]
+            vectors.append(np.column_stack([table[rows, 2:], np.full(len(rows), z)]))
+            losses.append(budget_losses)
+            order.append(rows + (b == budgets[-1]) * len(self._rows))
+        vectors, losses, order = np.concatenate(vectors), np.concatenate(losses), np.concatenate(order)
         keep = np.argsort(order, kind="stable")     # older configs first, the top budget's rows last
-        return np.array(vectors)[keep], np.array(losses)[keep]
+        return vectors[keep], losses[keep]
 
     def stats(self) -> dict[str, float]:
         stats = super().stats()
