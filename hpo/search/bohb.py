@@ -12,8 +12,9 @@ a bracket whose first budget misleads (its ranking disagrees with the top budget
 every lower budget misleads. It skips candidates equal to a pending or already evaluated config.
 
 `resumes=False` says a larger budget trains afresh (a fraction of the data, not more
-epochs), so a promotion costs its whole budget: BOHB then opens with no climbing bracket and
-its model starts no random probes at the budgets few configs reached (see `BOHB`).
+epochs), so a promotion costs its whole budget: BOHB then opens with no climbing bracket,
+its model starts no random probes at the budgets few configs reached, and its Gaussian
+process learns from every trusted budget's results (`fit_on="joint"`; see `BOHB`).
 """
 
 from __future__ import annotations
@@ -69,13 +70,11 @@ class BOHB(Hyperband):
     or not (on rbv2_xgboost budget 1 of 27 and then 3, with budget 1 distrusted on most
     tasks); "joint" fits every trusted budget's results with the budget as an input and
     takes expected improvement at the top budget. On rbv2_xgboost's 8 tuning tasks, seeds
-    0-19, BOHB's geometric mean over the best peer went from 0.920 to 0.772 at 20
-    full-budget evaluations (worst 1.084 to 1.052) and from 0.593 to 0.575 at 132 (worst
-    1.006 to 0.969); on seeds 20-39 at 20, against "top" alone, its mean final regret read
-    0.915 of the latter's (geometric mean over the tasks; task 29 1.08, task 50 0.57). Where
-    promotions continue, "top" stays (there "joint" did no better on LCBench at 132). Each
-    can still be set by name. benchmarks/notes/published_bohb.md, "BOHB when nothing
-    resumes" has the earlier measurements."""
+    0-19, BOHB's geometric mean over the best peer reads 0.772 with "joint" against 0.920
+    with "top" at 20 full-budget evaluations, and 0.575 against 0.593 at 132; on seeds 20-39
+    at 20, "joint"'s mean final regret is 0.915 of "top"'s. Where promotions continue, "top"
+    stays ("joint" did no better on LCBench at 132). Each can still be set by name.
+    benchmarks/notes/published_bohb.md, "BOHB when nothing resumes", has the measurements."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
