@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hpo.search.async_hyperband import AsyncHyperband
 from hpo.search.multiobjective.objectives import Goals
-from hpo.search.surrogates.model_choice import make_model, with_resumes
+from hpo.search.surrogates.model_choice import make_model
 from hpo.space import SearchSpace
 
 # The TPE's local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`, with its
@@ -32,12 +32,11 @@ class AsyncBOHB(AsyncHyperband):
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
-        ranked = Goals.build(objectives, constraints, direction).ranked
-        model_options = with_resumes(model, model_options, resumes, ranked)
-        if model == "tpe" and not ranked:
+        if model == "tpe" and not Goals.build(objectives, constraints, direction).ranked:
             model_options = {**PENDING_PENALTY, **model_options}     # the Pareto TPE ranks points: not measured
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
+                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,
+                                                     **goals),
                          **goals)
         self.resumes = resumes

@@ -20,9 +20,8 @@ process learns from every trusted budget's results (`fit_on="joint"`; see `BOHB`
 from __future__ import annotations
 
 from hpo.search.hyperband import Hyperband, _BracketRun
-from hpo.search.multiobjective.objectives import Goals
 from hpo.search.schedule import Bracket, Rung
-from hpo.search.surrogates.model_choice import make_model, with_resumes
+from hpo.search.surrogates.model_choice import make_model
 from hpo.space import SearchSpace
 
 
@@ -81,11 +80,10 @@ class BOHB(Hyperband):
                  tie_break: str = "hypervolume", climbers: int | None = None, resumes: bool = True,
                  **model_options):
         space = SearchSpace.coerce(space)
-        ranked = Goals.build(objectives, constraints, direction).ranked
-        model_options = with_resumes(model, model_options, resumes, ranked)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
-                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, **goals),
+                         eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,
+                                                     **goals),
                          **goals)
         if climbers is not None and int(climbers) < 0:
             raise ValueError(f"climbers must be >= 0, got {climbers}")

@@ -16,7 +16,7 @@ from hpo.space import SearchSpace
 MODELS: dict[str, type[ConfigSampler]] = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
 
 
-def with_resumes(model: str, options: Mapping[str, Any], resumes: bool, ranked: bool = False) -> dict[str, Any]:
+def with_resumes(model: str, options: Mapping[str, Any], resumes: bool, ranked: bool) -> dict[str, Any]:
     """`options` for `model` where a larger budget does (`resumes`, the default) or does not
     continue a trial's training. With False, 'gp' and 'tpe' start with `probe_budgets=False`,
     since a probe at a budget few configs reached costs that budget in full and never grows
@@ -37,11 +37,14 @@ def with_resumes(model: str, options: Mapping[str, Any], resumes: bool, ranked: 
 
 
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
-               objectives=None, constraints=None, tie_break: str = "hypervolume") -> ConfigSampler:
+               objectives=None, constraints=None, tie_break: str = "hypervolume",
+               resumes: bool = True) -> ConfigSampler:
     """BOHB's config model: 'tpe' (`hpo.search.surrogates.tpe`), 'gp' (`hpo.search.surrogates.bohb_gp`) or
     'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
-    `hpo.search.multiobjective.pareto_tpe` (for 'gp' too)."""
+    `hpo.search.multiobjective.pareto_tpe` (for 'gp' too). `options` start from `with_resumes`'s
+    defaults for `resumes`."""
     goals = Goals.build(objectives, constraints, direction)
+    options = with_resumes(model, options, resumes, goals.ranked)
     gp_only = sorted(set(options) & GP_ONLY_OPTIONS)
     if gp_only and (model != "gp" or goals.ranked):
         raise ValueError(f"{', '.join(gp_only)}: options of model 'gp' with one objective and no constraint "
