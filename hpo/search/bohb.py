@@ -73,18 +73,22 @@ class BOHB(Hyperband):
     with "top" at 20 full-budget evaluations, and 0.575 against 0.593 at 132; on seeds 20-39
     at 20, "joint"'s mean final regret is 0.915 of "top"'s. Where promotions continue, "top"
     stays ("joint" did no better on LCBench at 132). Each can still be set by name.
-    benchmarks/notes/published_bohb.md, "BOHB when nothing resumes", has the measurements."""
+    benchmarks/notes/published_bohb.md, "BOHB when nothing resumes", has the measurements.
+
+    `total_budget`: as `Hyperband`'s (a bracket that could not finish within what is left
+    gives way to the next full-budget bracket); a promotion is charged its increment, or its
+    full budget where nothing resumes. The climbing bracket always runs."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", climbers: int | None = None, resumes: bool = True,
-                 **model_options):
+                 total_budget: float | None = None, **model_options):
         space = SearchSpace.coerce(space)
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,
                                                      **goals),
-                         **goals)
+                         total_budget=total_budget, **goals)
         if climbers is not None and int(climbers) < 0:
             raise ValueError(f"climbers must be >= 0, got {climbers}")
         self.resumes = resumes
@@ -118,6 +122,10 @@ class BOHB(Hyperband):
                 budgets = [first.budget for first in (b.rungs[0] for b in self.brackets)]
                 self._climb = Bracket(s=full.s, rungs=tuple(Rung(n_configs=n, budget=b) for b in budgets))
                 self.sampler.open_with_climb()
+
+    @property
+    def promotions_continue(self) -> bool:
+        return self.resumes
 
     def first_iteration_jobs(self) -> int:
         """How many jobs the first iteration hands out (the climbing bracket that opens it

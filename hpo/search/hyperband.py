@@ -42,21 +42,66 @@ class Hyperband(Searcher):
     job that `continues` its parent. With one worker the order is exactly the paper's; with
     several, the next bracket opens when every open one waits. `sampler`: where new configs
     come from (uniform by default; BOHB passes its KDE). `objectives`, `constraints`,
-    `tie_break`: see `Searcher`; several objectives promote by non-dominated rank."""
+    `tie_break`: see `Searcher`; several objectives promote by non-dominated rank.
+
+    `total_budget`: the budget the whole search is expected to spend, in the units of
+    `min_budget` and `max_budget`, a promotion charged its increment (`BOHB(resumes=False)`:
+    its full budget), counted when a job is asked. A bracket that could not finish within
+    what is left is replaced by the next full-budget bracket: a cut-off bracket's configs
+    never reach `max_budget`, a full-budget bracket's each do. None (default): Hyperband's
+    order throughout. It plans the brackets and stops nothing (`max_trials` and
+    `time_limit` do)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):
+                 max_budget: float = 27.0, eta: float = 3.0, sampler=None, total_budget: float | None = None,
+                 **goals):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
                          max_budget=max_budget, eta=eta, sampler=sampler, **goals)
+        if total_budget is not None and (isinstance(total_budget, bool) or not isinstance(total_budget, (int, float))
+                                         or not total_budget > 0):
+            raise ValueError(f"total_budget must be a number > 0 or None, got {total_budget!r}")
         self.brackets = hyperband_brackets(self.min_budget, self.max_budget, self.eta)
         self._open: list[_BracketRun] = []
         self._brackets_started = 0
+        self.total_budget = None if total_budget is None else float(total_budget)
+        self.budget_spent = 0.0                  # asked so far, each job charged as `_charge` says
+        self._budget_of: dict[int, float] = {}   # trial id -> its job's budget, for the increments
 
     def _plan_at(self, position: int) -> Bracket:
         """The bracket at `position` in the sequence of brackets started: Hyperband's order."""
         return self.brackets[position % len(self.brackets)]
 
+    @property
+    def promotions_continue(self) -> bool:
+        """Whether a promotion pays only its budget's increment (it continues its parent)."""
+        return True
+
+    def _charge(self, budget: float, continues: int | None) -> float:
+        start = self._budget_of.get(continues, 0.0) if continues is not None and self.promotions_continue else 0.0
+        return budget - start
+
+    def _plan_cost(self, plan: Bracket) -> float:
+        cost, previous = 0.0, 0.0
+        for rung in plan.rungs:
+            cost += rung.n_configs * (rung.budget - (previous if self.promotions_continue else 0.0))
+            previous = rung.budget
+        return cost
+
+    def _new_job(self, config, budget: float, **where) -> Job:
+        job = super()._new_job(config, budget, **where)
+        self.budget_spent += self._charge(job.budget, job.continues)
+        self._budget_of[job.trial_id] = job.budget
+        return job
+
     def _start_bracket(self) -> _BracketRun:
+        if self.total_budget is not None:
+            plan = self._plan_at(self._brackets_started)
+            if plan.s > 0 and self.budget_spent + self._plan_cost(plan) > self.total_budget:
+                # The next full-budget bracket (within the next iteration and a half).
+                for _ in range(2 * len(self.brackets)):
+                    if self._plan_at(self._brackets_started).s == 0:
+                        break
+                    self._brackets_started += 1
         plan = self._plan_at(self._brackets_started)
         self._brackets_started += 1
         run = _BracketRun(plan=plan, to_sample=plan.rungs[0].n_configs)

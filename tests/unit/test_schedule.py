@@ -117,3 +117,69 @@ def test_the_cli_reads_the_same_schedule_check_under_its_yaml_keys(override, key
     with pytest.raises(ConfigError) as caught:
         load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "smoke.yaml", [override])
     assert f"key '{key}': {message}" in str(caught.value)
+
+
+def _brackets_in_order(searcher, spend: float) -> tuple[list[int], list]:
+    """One worker: ask and tell (loss x) until `spend` budget was charged, each promotion its
+    increment; the brackets in the order they opened, and every job asked."""
+    budget_of, spent, opened, jobs = {}, 0.0, [], []
+    while spent < spend:
+        job = searcher.ask()
+        jobs.append(job)
+        spent += job.budget - budget_of.get(job.continues, 0.0)
+        budget_of[job.trial_id] = job.budget
+        if job.continues is None and job.rung == 0 and (not opened or opened[-1] != job.bracket
+                                                        or jobs[-2].continues is not None):
+            opened.append(job.bracket)
+        searcher.tell(job, float(job.config["x"]))
+    return opened, jobs
+
+
+def test_a_total_budget_puts_the_full_budget_bracket_where_the_next_could_not_finish():
+    # Brackets of (1, 27, 3), each promotion paying its increment: s=3 81, s=2 78, s=1 90,
+    # s=0 108; one iteration 357. With 10 left after the second s=3 bracket, Hyperband's s=2
+    # (78) would be cut off before any of its configs reached 27: the full-budget bracket runs.
+    space = {"x": {"type": "float", "low": 0, "high": 1}}
+    total = 357 + 81 + 10
+    plain, _ = _brackets_in_order(Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0), total)
+    planned, jobs = _brackets_in_order(Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0,
+                                                 total_budget=total), total)
+    assert plain == [3, 2, 1, 0, 3, 2]
+    assert planned == [3, 2, 1, 0, 3, 0]
+    searcher = Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0, total_budget=total)
+    _brackets_in_order(searcher, total)
+    assert searcher.budget_spent == pytest.approx(sum(j.budget for j in jobs) - sum(
+        next(p.budget for p in jobs if p.trial_id == j.continues) for j in jobs if j.continues is not None))
+    # Until the cut, the same jobs as without a total budget.
+    _, plain_jobs = _brackets_in_order(Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0), 357 + 81)
+    assert [(j.config, j.budget) for j in jobs[:len(plain_jobs)]] == [(j.config, j.budget) for j in plain_jobs]
+
+
+def test_where_nothing_resumes_bohb_charges_each_promotion_its_full_budget():
+    from hpo.search import BOHB
+
+    space = {"x": {"type": "float", "low": 0, "high": 1}}
+    for resumes in (True, False):
+        searcher = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, resumes=resumes, total_budget=1e6)
+        jobs = []
+        for _ in range(60):
+            job = searcher.ask()
+            jobs.append(job)
+            searcher.tell(job, float(job.config["x"]) / job.budget)
+        by_id = {j.trial_id: j for j in jobs}
+        continued = [j for j in jobs if j.continues is not None]
+        assert continued, "no promotion in 60 jobs"
+        paid = sum(j.budget for j in jobs) - (sum(by_id[j.continues].budget for j in continued) if resumes else 0.0)
+        assert searcher.budget_spent == pytest.approx(paid)
+
+
+@pytest.mark.parametrize("total", [0, -5.0, "540", True])
+def test_a_total_budget_that_is_not_a_positive_number_is_refused(total):
+    with pytest.raises(ValueError, match="total_budget must be a number > 0"):
+        Hyperband({"x": {"type": "float", "low": 0, "high": 1}}, total_budget=total)
+
+
+def test_search_options_may_name_the_total_budget():
+    from hpo.search import option_names
+
+    assert "total_budget" in option_names("hyperband") and "total_budget" in option_names("bohb")
