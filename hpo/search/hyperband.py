@@ -46,9 +46,10 @@ class Hyperband(Searcher):
 
     `total_budget`: the budget the whole search is expected to spend, in the units of
     `min_budget` and `max_budget`, a promotion charged its increment (`BOHB(resumes=False)`:
-    its full budget), counted when a job is asked. A bracket that could not finish within
-    what is left is replaced by the next full-budget bracket: a cut-off bracket's configs
-    never reach `max_budget`, a full-budget bracket's each do. None (default): Hyperband's
+    its full budget), counted when a job is asked (with several workers, the promotions
+    still to come in brackets already open are not counted). A bracket that could not
+    finish within what is left is replaced by the next full-budget bracket: a cut-off
+    bracket's configs never reach `max_budget`, a full-budget bracket's each do. None (default): Hyperband's
     order throughout. It plans the brackets and stops nothing (`max_trials` and
     `time_limit` do)."""
 
