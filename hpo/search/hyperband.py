@@ -49,9 +49,9 @@ class Hyperband(Searcher):
     its full budget), counted when a job is asked (with several workers, the promotions
     still to come in brackets already open are not counted). A bracket that could not
     finish within what is left is replaced by the next full-budget bracket: a cut-off
-    bracket's configs never reach `max_budget`, a full-budget bracket's each do. None (default): Hyperband's
-    order throughout. It plans the brackets and stops nothing (`max_trials` and
-    `time_limit` do)."""
+    bracket's configs never reach `max_budget`, a full-budget bracket's each do. None
+    (default): Hyperband's order throughout. It plans the brackets and stops nothing
+    (`max_trials` and `time_limit` do)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, sampler=None, total_budget: float | None = None,
@@ -77,20 +77,18 @@ class Hyperband(Searcher):
         """Whether a promotion pays only its budget's increment (it continues its parent)."""
         return True
 
-    def _charge(self, budget: float, continues: int | None) -> float:
-        start = self._budget_of.get(continues, 0.0) if continues is not None and self.promotions_continue else 0.0
-        return budget - start
+    def _charge(self, budget: float, parent_budget: float) -> float:
+        """What a job to `budget` costs after its parent's `parent_budget` (0: a new config)."""
+        return budget - (parent_budget if self.promotions_continue else 0.0)
 
     def _plan_cost(self, plan: Bracket) -> float:
-        cost, previous = 0.0, 0.0
-        for rung in plan.rungs:
-            cost += rung.n_configs * (rung.budget - (previous if self.promotions_continue else 0.0))
-            previous = rung.budget
-        return cost
+        budgets = [rung.budget for rung in plan.rungs]
+        return sum(rung.n_configs * self._charge(rung.budget, parent)
+                   for rung, parent in zip(plan.rungs, [0.0, *budgets]))
 
     def _new_job(self, config, budget: float, **where) -> Job:
         job = super()._new_job(config, budget, **where)
-        self.budget_spent += self._charge(job.budget, job.continues)
+        self.budget_spent += self._charge(job.budget, self._budget_of.get(job.continues, 0.0))
         self._budget_of[job.trial_id] = job.budget
         return job
 

@@ -142,12 +142,10 @@ def test_a_total_budget_puts_the_full_budget_bracket_where_the_next_could_not_fi
     space = {"x": {"type": "float", "low": 0, "high": 1}}
     total = 357 + 81 + 10
     plain, _ = _brackets_in_order(Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0), total)
-    planned, jobs = _brackets_in_order(Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0,
-                                                 total_budget=total), total)
+    searcher = Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0, total_budget=total)
+    planned, jobs = _brackets_in_order(searcher, total)
     assert plain == [3, 2, 1, 0, 3, 2]
     assert planned == [3, 2, 1, 0, 3, 0]
-    searcher = Hyperband(space, min_budget=1, max_budget=27, eta=3, seed=0, total_budget=total)
-    _brackets_in_order(searcher, total)
     assert searcher.budget_spent == pytest.approx(sum(j.budget for j in jobs) - sum(
         next(p.budget for p in jobs if p.trial_id == j.continues) for j in jobs if j.continues is not None))
     # Until the cut, the same jobs as without a total budget.
