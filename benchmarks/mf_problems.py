@@ -284,6 +284,13 @@ HELD_OUT_2 = [
     lr_trap("lr_trap5", 5, 1.2, seed=23),
     shifted("noisy_levy4", levy, [(-10, 10)] * 4, 0.0, shift=0.03, noise=2.0),
 ]
+# The noisy problems without their noise: whether a searcher's cost there comes from the noise
+# or from the function (never part of the suite's ratios).
+NOISE_FREE_TWINS = {
+    "branin_twin": shifted("branin_twin", branin, [(-5, 10), (0, 15)], 0.397887, shift=0.02),
+    "styblinski3_twin": shifted("styblinski3_twin", styblinski_tang, [(-5, 5)] * 3, -39.16617 * 3, shift=0.03),
+    "levy4_twin": shifted("levy4_twin", levy, [(-10, 10)] * 4, 0.0, shift=0.03),
+}
 TUNING = {p.name: p for p in (BRANIN, HARTMANN6, COUNTING_ONES, *_TUNING_NEW)}
 HELD_OUT_PROBLEMS = {p.name: p for p in HELD_OUT}
 HELD_OUT_2_PROBLEMS = {p.name: p for p in HELD_OUT_2}

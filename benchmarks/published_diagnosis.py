@@ -23,6 +23,10 @@ Parts (`--part`):
   they compare with the best of the random sample, and how much the loss rises when the
   incumbent is moved by up to 5% of each range (median over 50 moves): a sharp rise, or a
   value far below anything random finds, suggests an edge of the surrogate, not a region.
+- `bounds` (LCBench): how many of a searcher's final incumbents (the best exact value among
+  its top-budget configs) have a float parameter on a bound of its range, and which bounds
+  (`lr=hi`: the largest learning rate). A draw from a density or a uniform draw lands on a
+  bound almost never; a local step clipped to the range does.
 - `moves` (rbv2_xgboost, or any space with a `booster`-like choice gating others): what a
   searcher proposes. Per run: the share of its new configs on each value of the space's
   first choice (the booster) and of its final incumbents; and for each new config after the
@@ -42,6 +46,7 @@ import math
 import statistics
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -203,6 +208,26 @@ def corners(published, seeds, total, names, cache) -> None:
         print(f"  {published.name}: reference {ref:.4f}")
 
 
+def bounds(published, seeds, total, names) -> None:
+    floats = [n for n, spec in LCBENCH_SPACE.items() if spec["type"] == "float"]
+    for name in names:
+        on_bound, where, runs = 0, Counter(), 0
+        for seed in seeds:
+            _, log = run_logged(name, published, seed, total)
+            at_top = [c for c, b in log if b >= published.max_budget - 1e-6]
+            if not at_top:
+                continue
+            runs += 1
+            incumbent = min(at_top, key=published.problem.exact)
+            sides = [f"{n}={'lo' if unit(n, incumbent[n]) < 0.5 else 'hi'}" for n in floats
+                     if min(unit(n, incumbent[n]), 1.0 - unit(n, incumbent[n])) < 1e-6]
+            on_bound += bool(sides)
+            where.update(sides)
+        text = ", ".join(f"{side} {count}" for side, count in where.most_common())
+        print(f"  {published.name} {name}: incumbents with a float on a bound {on_bound}/{runs}"
+              + (f" ({text})" if text else ""))
+
+
 def unit_of(spec, value) -> float:
     """A numeric value's place in its range, in log space where the parameter is log-scaled."""
     low, high = float(spec["low"]), float(spec["high"])
@@ -292,6 +317,8 @@ def main() -> None:
                 rho_check(published, seeds, total)
             elif part == "corners" and published.family == "lcbench":
                 corners(published, seeds, total, args.searchers, args.cache)
+            elif part == "bounds" and published.family == "lcbench":
+                bounds(published, seeds, total, args.searchers)
             elif part == "moves" and any(spec["type"] == "choice" for spec in published.problem.space.values()):
                 moves(published, seeds, total, args.searchers)
             sys.stdout.flush()

@@ -59,6 +59,7 @@ from benchmarks.mf_problems import (  # noqa: E402
     HELD_OUT_2_PROBLEMS,
     HELD_OUT_PROBLEMS,
     MAX_BUDGET,
+    NOISE_FREE_TWINS,
     TUNING,
     Problem,
     flat,
@@ -561,9 +562,9 @@ def main() -> None:
                         help="total budget in full-budget evaluations (default 40, quick 20)")
     parser.add_argument("--only", nargs="*", help="run only these searchers")
     parser.add_argument("--problems", nargs="*", help="run only these problems")
-    parser.add_argument("--set", choices=("all", "tuning", "heldout", "heldout2"), default="all",
+    parser.add_argument("--set", choices=("all", "tuning", "heldout", "heldout2", "twins"), default="all",
                         help="the problems the defaults may be tuned on, the first or the second held-out set, "
-                             "or all")
+                             "all of them, or the noisy problems' noise-free twins (not part of 'all')")
     parser.add_argument("--cache", default=None,
                         help="a folder keeping the peers' outcomes between runs (they are the slow part)")
     parser.add_argument("--only-cached", action="store_true",
@@ -576,7 +577,7 @@ def main() -> None:
     total = full_evals * MAX_BUDGET
     names = args.only or list(SEARCHERS)
     chosen = {"all": ALL_PROBLEMS, "tuning": TUNING, "heldout": HELD_OUT_PROBLEMS,
-              "heldout2": HELD_OUT_2_PROBLEMS}[args.set]
+              "heldout2": HELD_OUT_2_PROBLEMS, "twins": NOISE_FREE_TWINS}[args.set]
     problems = [chosen[n] for n in (args.problems or chosen)]
     cache = PeerCache(args.cache, args.only_cached)
     print(f"total budget {total:g} per run ({full_evals:g} full-budget evaluations), {args.seeds} seeds, "
