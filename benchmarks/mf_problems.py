@@ -259,12 +259,28 @@ def levy(x: np.ndarray) -> float:
                  + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2))
 
 
+# The noisy problems: function, bounds, optimum, shift and noise sd ("noisy_<key>").
+_NOISY = {
+    "branin": (branin, [(-5, 10), (0, 15)], 0.397887, 0.02, 3.0),
+    "styblinski3": (styblinski_tang, [(-5, 5)] * 3, -39.16617 * 3, 0.03, 4.0),
+    "levy4": (levy, [(-10, 10)] * 4, 0.0, 0.03, 2.0),
+}
+
+
+def noisy(key: str, noise: bool = True) -> Problem:
+    """The noisy problem `key` of _NOISY ("noisy_<key>"), or with noise False its noise-free
+    twin ("<key>_twin"): the same function, bounds, optimum and shift."""
+    function, bounds, optimum, shift, sd = _NOISY[key]
+    return shifted(f"noisy_{key}" if noise else f"{key}_twin", function, bounds, optimum, shift=shift,
+                   noise=sd if noise else 0.0)
+
+
 _TUNING_NEW = [
     branch_reversal("branch3_rev", 3, 1.0, conditional=True, seed=1),
     branch_reversal("branch3_rev_flat", 3, 1.0, conditional=False, seed=1),
     lr_trap("lr_trap3", 3, 1.0, seed=2),
     shifted("hartmann3_mf", hartmann3, [(0, 1)] * 3, -3.86278, shift=0.05),
-    shifted("noisy_branin", branin, [(-5, 10), (0, 15)], 0.397887, shift=0.02, noise=3.0),
+    noisy("branin"),
 ]
 HELD_OUT = [
     branch_reversal("branch4_strong", 4, 1.5, conditional=True, seed=11),
@@ -273,7 +289,7 @@ HELD_OUT = [
     lr_trap("lr_trap4_mild", 4, 0.6, seed=13),
     lr_trap("lr_trap2_strong", 2, 1.5, seed=14),
     shifted("camel2_mf", six_hump_camel, [(-2, 2), (-1, 1)], -1.031628, shift=0.04),
-    shifted("noisy_styblinski3", styblinski_tang, [(-5, 5)] * 3, -39.16617 * 3, shift=0.03, noise=4.0),
+    noisy("styblinski3"),
     shifted("rosenbrock3_mf", rosenbrock, [(-2, 2)] * 3, 0.0, shift=0.05),
 ]
 # A second held-out set: other shapes of the same traps, first run by ours only after the
@@ -282,15 +298,11 @@ HELD_OUT_2 = [
     branch_shapes("branch3_late", (2, 2, 2), 1.3, power=0.5, seed=21),
     branch_shapes("branch3_uneven", (1, 2, 3), 0.9, power=1.0, seed=22),
     lr_trap("lr_trap5", 5, 1.2, seed=23),
-    shifted("noisy_levy4", levy, [(-10, 10)] * 4, 0.0, shift=0.03, noise=2.0),
+    noisy("levy4"),
 ]
 # The noisy problems without their noise: whether a searcher's cost there comes from the noise
 # or from the function (never part of the suite's ratios).
-NOISE_FREE_TWINS = {
-    "branin_twin": shifted("branin_twin", branin, [(-5, 10), (0, 15)], 0.397887, shift=0.02),
-    "styblinski3_twin": shifted("styblinski3_twin", styblinski_tang, [(-5, 5)] * 3, -39.16617 * 3, shift=0.03),
-    "levy4_twin": shifted("levy4_twin", levy, [(-10, 10)] * 4, 0.0, shift=0.03),
-}
+NOISE_FREE_TWINS = {f"{key}_twin": noisy(key, noise=False) for key in _NOISY}
 TUNING = {p.name: p for p in (BRANIN, HARTMANN6, COUNTING_ONES, *_TUNING_NEW)}
 HELD_OUT_PROBLEMS = {p.name: p for p in HELD_OUT}
 HELD_OUT_2_PROBLEMS = {p.name: p for p in HELD_OUT_2}

@@ -25,7 +25,7 @@ Parts (`--part`):
   value far below anything random finds, suggests an edge of the surrogate, not a region.
 - `bounds` (LCBench): how many of a searcher's final incumbents (the best exact value among
   its top-budget configs) have a float parameter on a bound of its range, and which bounds
-  (`lr=hi`: the largest learning rate). A draw from a density or a uniform draw lands on a
+  (`learning_rate=hi`: the largest learning rate). A draw from a density or a uniform draw lands on a
   bound almost never; a local step clipped to the range does.
 - `moves` (rbv2_xgboost, or any space with a `booster`-like choice gating others): what a
   searcher proposes. Per run: the share of its new configs on each value of the space's
