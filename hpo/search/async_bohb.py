@@ -25,8 +25,7 @@ class AsyncBOHB(AsyncHyperband):
     from the configs still running (`PENDING_PENALTY`, with one objective and no constraint;
     `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each budget trains afresh, so a promotion
     costs its whole budget) the model starts no random probes at the budgets few configs
-    reached, and model 'gp' (one objective) fits its process on every trusted budget
-    (`fit_on="joint"`, as `BOHB`'s); the schedule is the same."""
+    reached; the schedule is the same."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,

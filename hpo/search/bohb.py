@@ -13,8 +13,7 @@ every lower budget misleads. It skips candidates equal to a pending or already e
 
 `resumes=False` says a larger budget trains afresh (a fraction of the data, not more
 epochs), so a promotion costs its whole budget: BOHB then opens with no climbing bracket,
-its model starts no random probes at the budgets few configs reached, and its Gaussian
-process learns from every trusted budget's results (`fit_on="joint"`; see `BOHB`).
+and its model starts no random probes at the budgets few configs reached (see `BOHB`).
 """
 
 from __future__ import annotations
@@ -38,7 +37,8 @@ class BOHB(Hyperband):
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
     num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
-    'uniform'); for 'gp' those and fit_on ('top', 'joint' or 'ranking'), noise (the
+    'uniform'); for 'gp' those and fit_on ('joint', the default: every trusted budget's
+    results with the budget as an input, 'top' or 'ranking'), noise (the
     Gaussian process's, on normal scores; None: by the number of rows), candidates
     ('tpe', the default, or 'uniform': what expected improvement chooses among),
     explore_from (30: once the top budget holds that many results, 'tpe' candidates are
@@ -62,17 +62,15 @@ class BOHB(Hyperband):
     model ('gp' or 'tpe') starts with `probe_budgets=False`: a config started at a budget
     that fewer than `n_startup` configs reached is the model's, not a random probe (where
     every promotion is charged in full, a 20-evaluation search holds about 9 results at the
-    top budget, so every config a top-budget bracket started would be random). Model 'gp'
-    with one objective also starts with `fit_on="joint"`: "top" waits for a budget with
-    `n_startup` results, which the top budget does not reach in such a search, and fits the
-    process on the largest lower budget that has them, whether the rung agreement trusts it
-    or not (on rbv2_xgboost budget 1 of 27 and then 3, with budget 1 distrusted on most
-    tasks); "joint" fits every trusted budget's results with the budget as an input and
-    takes expected improvement at the top budget. On rbv2_xgboost's 8 tuning tasks, seeds
-    0-19, BOHB's geometric mean over the best peer reads 0.772 with "joint" against 0.920
-    with "top" at 20 full-budget evaluations, and 0.575 against 0.593 at 132; on seeds 20-39
-    at 20, "joint"'s mean final regret is 0.915 of "top"'s. Where promotions continue, "top"
-    stays ("joint" did no better on LCBench at 132). Each can still be set by name.
+    top budget, so every config a top-budget bracket started would be random). There model
+    'gp' matters most fitted on every trusted budget (`fit_on="joint"`, its default): "top"
+    waits for a budget with `n_startup` results, which the top budget does not reach in such
+    a search, and fits the process on the largest lower budget that has them, whether the
+    rung agreement trusts it or not (on rbv2_xgboost budget 1 of 27 and then 3, with budget 1
+    distrusted on most tasks). On rbv2_xgboost's 8 tuning tasks, seeds 0-19, BOHB's
+    geometric mean over the best peer reads 0.772 with "joint" against 0.920 with "top" at
+    20 full-budget evaluations, and 0.575 against 0.593 at 132
+    (`hpo.search.surrogates.bohb_gp.FIT_ON` has the other families).
     benchmarks/notes/published_bohb.md, "BOHB when nothing resumes", has the measurements.
 
     `total_budget`: as `Hyperband`'s (a bracket that could not finish within what is left

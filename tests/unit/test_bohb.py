@@ -435,12 +435,13 @@ def test_where_nothing_resumes_bohb_runs_hyperbands_brackets_with_no_climb_and_n
     probing = BOHB(space, min_budget=1, max_budget=27, eta=3, seed=0, climbers=0)
     jobs = [job for job, _ in drive(probing, 40 + 17 + 8 + 4, told=lambda j: _trap(j.config, j.budget, False))]
     assert not any(config_key(j.config) in probing.sampler._modelled for j in jobs if j.bracket == 0)
-    # Either is still there by name; and the default keeps both.
+    # Either is still there by name; and the default keeps both. The process is fitted on
+    # every trusted budget either way (`fit_on="joint"`), "top" by name.
     asked = BOHB(space, seed=0, resumes=False, climbers=6, probe_budgets=True, fit_on="top")
     assert asked._climb is not None and asked.sampler.probe_budgets and asked.sampler.fit_on == "top"
     default = BOHB(space, seed=0)
     assert default.resumes and default._climb is not None and default.sampler.probe_budgets
-    assert default.sampler.fit_on == "top" and searcher.sampler.fit_on == "joint"
+    assert default.sampler.fit_on == "joint" and searcher.sampler.fit_on == "joint"
     # Several objectives take the Pareto TPE, which has no process to fit: no "joint" there.
     two = [{"name": "a", "direction": "minimize"}, {"name": "b", "direction": "minimize"}]
     assert not BOHB(space, seed=0, resumes=False, objectives=two).sampler.probe_budgets
@@ -450,9 +451,10 @@ def test_where_nothing_resumes_bohb_runs_hyperbands_brackets_with_no_climb_and_n
 
 
 def test_where_nothing_resumes_the_process_learns_from_every_trusted_budget_and_proposes_for_the_top():
-    """resumes=False: the top budget holds too few results for `fit_on="top"` (8 after the
-    first iteration, n_startup 10), which then fits the process on the largest lower budget
-    with enough (budget 9 here, 13 results), whatever the rung agreement says of it. With a
+    """resumes=False, where the default `fit_on="joint"` matters most: the top budget holds too
+    few results for `fit_on="top"` (8 after the first iteration, n_startup 10), which then fits
+    the process on the largest lower budget with enough (budget 9 here, 13 results), whatever
+    the rung agreement says of it. With a
     reversal (best x at 0.1 at budget 1, 0.9 at 27) the default, "joint", fits the trusted
     budgets' results with the budget as an input: the full-budget bracket's configs land
     nearer the top budget's optimum."""
@@ -546,7 +548,8 @@ def test_bohb_asks_its_sampler_through_the_declared_contract_only(model):
 def test_the_gp_model_proposes_by_expected_improvement_once_it_has_results(candidates):
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
-    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", candidates=candidates)
+    searcher = BOHB(space, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", candidates=candidates,
+                    fit_on="top")
     assert isinstance(searcher.sampler, GPSampler) and searcher.sampler.fit_on == "top"
     # 200 jobs: the process fits the top budget's results only, about 35 of them here.
     drive(searcher, 200, told=lambda j: (j.config["x"] - 0.7) ** 2 + (j.config["y"] - 0.2) ** 2)
@@ -681,7 +684,7 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
                                    "y": {"type": "float", "low": 0, "high": 1}})
     default = BOHB(space, min_budget=1, max_budget=9, eta=3).sampler
-    assert isinstance(default, GPSampler) and default.candidates == "tpe" and default.fit_on == "top"
+    assert isinstance(default, GPSampler) and default.candidates == "tpe" and default.fit_on == "joint"
     assert type(AsyncBOHB(space, min_budget=1, max_budget=9, eta=3).sampler) is MultiFidelityTPESampler
 
     def run(seed):

@@ -12,15 +12,13 @@ budget holds `explore_from` results (see EXPLORE_FROM); or those wide candidates
 (`config_gp.expected_improvement_candidates`, SMAC's local search around its incumbents).
 What it is fitted on (`fit_on`):
 
-- "top" (default): the losses at the largest budget with at least `n_startup` results
-  (until then the TPE proposes).
-- "joint": every result at a trusted budget, with the budget (log scale, 0 to 1 over the
-  trusted budgets with results) as one more input; EI is taken at the top budget against
-  the best result there. Where the rung agreement trusts no lower budget (MFHartmann) it
-  fits the top budget's rows; on the two LCBench tasks measured at 132 it did no better.
-  BOHB's default where nothing resumes (`resumes=False`, see
-  `hpo.search.surrogates.model_choice.with_resumes`): the top budget then holds too few
-  results for "top".
+- "joint" (default): every result at a trusted budget, with the budget (log scale, 0 to 1
+  over the trusted budgets with results) as one more input; EI is taken at the top budget
+  against the best result there. The process proposes wherever the TPE's model would,
+  where "top" leaves the proposals to the TPE until one budget holds `n_startup` results
+  (see FIT_ON for what each measured).
+- "top": the losses at the largest budget with at least `n_startup` results (until then
+  the TPE proposes).
 - "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
   budget after the better half of every budget, untrusted budgets left out).
 
@@ -74,6 +72,13 @@ from hpo.space import SearchSpace
 # "BOHB's Gaussian process: why it lost MFHartmann").
 NOISE_FEW, FEW_ROWS, NOISE = 0.1, 10, 1e-3
 MAX_GP_ROWS = 150
+# What the process is fitted on (`fit_on`). "joint" against "top", BOHB's mean final regret
+# over the same seeds: the synthetic suite at 20 full-budget evaluations 0.289 against 0.427
+# of the better of Optuna's two (worst problem 0.736 against 0.978; seeds 0-39); MFHartmann
+# 0.941 of "top"'s at 20 (seeds 0-19) and 0.778 at 132 (seeds 0-9; mfh6_bad 1.148); LCBench
+# 0.981 at 20 (seeds 0-59); rbv2_xgboost, where nothing resumes, 0.772 of the best peer's
+# against 0.920 at 20 (benchmarks/notes/published_bohb.md, "The process on every trusted
+# budget", "BOHB when nothing resumes").
 FIT_ON = ("ranking", "top", "joint")
 # What expected improvement chooses among (`candidates`): "tpe" (default), the TPE's own
 # `num_samples` draws from its good density l(x), the better half of them by l(x) / g(x);
@@ -131,12 +136,13 @@ def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
 
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
-    `fit_on` ('top', 'joint' or 'ranking'), `noise` (> 0, fixed; None: by the rows' number)
+    `fit_on` ('joint', the default, 'top' or 'ranking'; see FIT_ON), `noise` (> 0, fixed; None: by
+    the rows' number),
     `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (results at the top
     budget from which 'tpe' candidates are joined by the wide ones, see EXPLORE_FROM; None:
     never; 'uniform' candidates are wide throughout)."""
 
-    def __init__(self, space: SearchSpace, *, fit_on: str = "top", noise: float | None = None,
+    def __init__(self, space: SearchSpace, *, fit_on: str = "joint", noise: float | None = None,
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM, **options):
         super().__init__(space, **options)
         if candidates not in CANDIDATES:

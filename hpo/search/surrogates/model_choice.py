@@ -16,21 +16,13 @@ from hpo.space import SearchSpace
 MODELS: dict[str, type[ConfigSampler]] = {"tpe": MultiFidelityTPESampler, "kde": KDESampler, "gp": GPSampler}
 
 
-def with_resumes(model: str, options: Mapping[str, Any], resumes: bool, ranked: bool) -> dict[str, Any]:
+def with_resumes(model: str, options: Mapping[str, Any], resumes: bool) -> dict[str, Any]:
     """`options` for `model` where a larger budget does (`resumes`, the default) or does not
     continue a trial's training. With False, 'gp' and 'tpe' start with `probe_budgets=False`,
     since a probe at a budget few configs reached costs that budget in full and never grows
-    into a continuation; and 'gp' with one objective (`ranked` False) fits its process with
-    `fit_on="joint"`: every promotion is charged in full, so the top budget holds few results
-    (about 9 in a 20-evaluation search on rbv2_xgboost, never the `n_startup` that
-    `fit_on="top"` waits for), and "top" would fit the process on a lower budget's losses
-    alone, the rung agreement's verdict on it unread; "joint" learns from every trusted budget
-    with the budget as an input and takes expected improvement at the top
-    (`hpo.search.bohb.BOHB` has the measurements). Set by name, either stays."""
+    into a continuation (`hpo.search.bohb.BOHB` has the measurements). Set by name, it stays."""
     if not isinstance(resumes, bool):
         raise ValueError(f"resumes must be True or False, got {resumes!r}")
-    if not resumes and model == "gp" and not ranked:
-        return {"probe_budgets": False, "fit_on": "joint", **options}
     if not resumes and model in ("gp", "tpe"):
         return {"probe_budgets": False, **options}
     return dict(options)
@@ -44,7 +36,7 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too). `options` start from `with_resumes`'s
     defaults for `resumes`."""
     goals = Goals.build(objectives, constraints, direction)
-    options = with_resumes(model, options, resumes, goals.ranked)
+    options = with_resumes(model, options, resumes)
     gp_only = sorted(set(options) & GP_ONLY_OPTIONS)
     if gp_only and (model != "gp" or goals.ranked):
         raise ValueError(f"{', '.join(gp_only)}: options of model 'gp' with one objective and no constraint "
