@@ -37,8 +37,8 @@ class BOHB(Hyperband):
     bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
     num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
-    'uniform'); for 'gp' those and fit_on ('joint', the default: every trusted budget's
-    results with the budget as an input, 'top' or 'ranking'), noise (the
+    'uniform'); for 'gp' those and fit_on ('joint', the default, every trusted budget's
+    results with the budget as an input; 'top'; or 'ranking'), noise (the
     Gaussian process's, on normal scores; None: by the number of rows), candidates
     ('tpe', the default, or 'uniform': what expected improvement chooses among),
     explore_from (30: once the top budget holds that many results, 'tpe' candidates are
@@ -62,8 +62,8 @@ class BOHB(Hyperband):
     model ('gp' or 'tpe') starts with `probe_budgets=False`: a config started at a budget
     that fewer than `n_startup` configs reached is the model's, not a random probe (where
     every promotion is charged in full, a 20-evaluation search holds about 9 results at the
-    top budget, so every config a top-budget bracket started would be random). There model
-    'gp' matters most fitted on every trusted budget (`fit_on="joint"`, its default): "top"
+    top budget, so every config a top-budget bracket started would be random). There,
+    fitting model 'gp' on every trusted budget (`fit_on="joint"`, its default) matters most: "top"
     waits for a budget with `n_startup` results, which the top budget does not reach in such
     a search, and fits the process on the largest lower budget that has them, whether the
     rung agreement trusts it or not (on rbv2_xgboost budget 1 of 27 and then 3, with budget 1

@@ -14,9 +14,9 @@ What it is fitted on (`fit_on`):
 
 - "joint" (default): every result at a trusted budget, with the budget (log scale, 0 to 1
   over the trusted budgets with results) as one more input; EI is taken at the top budget
-  against the best result there. The process proposes wherever the TPE's model would,
-  where "top" leaves the proposals to the TPE until one budget holds `n_startup` results
-  (see FIT_ON for what each measured).
+  against the best result there. The process proposes wherever the TPE's model would (once
+  two results are in), whereas "top" leaves the proposals to the TPE until one budget holds
+  `n_startup` results (see FIT_ON for what each measured).
 - "top": the losses at the largest budget with at least `n_startup` results (until then
   the TPE proposes).
 - "ranking": the ranking the TPE splits (deeper first, then by loss, the worse half of a
@@ -76,9 +76,10 @@ MAX_GP_ROWS = 150
 # over the same seeds: the synthetic suite at 20 full-budget evaluations 0.289 against 0.427
 # of the better of Optuna's two (worst problem 0.736 against 0.978; seeds 0-39); MFHartmann
 # 0.941 of "top"'s at 20 (seeds 0-19) and 0.778 at 132 (seeds 0-9; mfh6_bad 1.148); LCBench
-# 0.981 at 20 (seeds 0-59); rbv2_xgboost, where nothing resumes, 0.772 of the best peer's
-# against 0.920 at 20 (benchmarks/notes/published_bohb.md, "The process on every trusted
-# budget", "BOHB when nothing resumes").
+# 0.981 at 20 (seeds 0-59) and 0.908 at 132 (seeds 0-9; 167185 1.68); rbv2_xgboost, where
+# nothing resumes, 0.772 of the best peer's against 0.920 at 20
+# (benchmarks/notes/published_bohb.md, "The process on every trusted budget", "BOHB when
+# nothing resumes").
 FIT_ON = ("ranking", "top", "joint")
 # What expected improvement chooses among (`candidates`): "tpe" (default), the TPE's own
 # `num_samples` draws from its good density l(x), the better half of them by l(x) / g(x);
@@ -136,9 +137,8 @@ def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
 
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
-    `fit_on` ('joint', the default, 'top' or 'ranking'; see FIT_ON), `noise` (> 0, fixed; None: by
-    the rows' number),
-    `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (results at the top
+    `fit_on` ('joint', the default, 'top' or 'ranking'; see FIT_ON), `noise` (> 0, fixed;
+    None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (results at the top
     budget from which 'tpe' candidates are joined by the wide ones, see EXPLORE_FROM; None:
     never; 'uniform' candidates are wide throughout)."""
 

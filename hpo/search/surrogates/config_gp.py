@@ -1,6 +1,7 @@
 """A Gaussian process over configurations, for proposing new ones by expected improvement:
 what `FreezeThaw` proposes from (its `model="gp"`, fitted to its lineages' predicted final
-losses) and BOHB's `model="gp"` (`hpo.search.surrogates.bohb_gp`, fitted to results at a budget).
+losses) and BOHB's `model="gp"` (`hpo.search.surrogates.bohb_gp`, fitted to the results at
+every trusted budget, `fit_on`).
 Configurations are unit-cube vectors (`hpo.search.surrogates.kde.dimensions_of`); numpy and scipy only.
 
 `expected_improvement_candidates` is the search both run over the process: uniform draws
