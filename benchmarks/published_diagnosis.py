@@ -25,8 +25,8 @@ Parts (`--part`):
   value far below anything random finds, suggests an edge of the surrogate, not a region.
 - `bounds` (LCBench): how many of a searcher's final incumbents (the best exact value among
   its top-budget configs) have a float parameter on a bound of its range, and which bounds
-  (`learning_rate=hi`: the largest learning rate). A draw from a density or a uniform draw lands on a
-  bound almost never; a local step clipped to the range does.
+  (`learning_rate=hi`: the largest learning rate). A draw from a density or a uniform draw
+  lands on a bound almost never; a local step clipped to the range does.
 - `moves` (rbv2_xgboost, or any space with a `booster`-like choice gating others): what a
   searcher proposes. Per run: the share of its new configs on each value of the space's
   first choice (the booster) and of its final incumbents; and for each new config after the
@@ -86,6 +86,14 @@ def run_logged(name: str, published, seed: int, total: float):
         else:
             trace = PEER_RUNNERS[name](problem, seed, total)
     return trace, log
+
+
+def final_incumbent(name: str, published, seed: int, total: float):
+    """The config of the best exact value among those `name` ran at the top budget in one run
+    (None: none reached it)."""
+    _, log = run_logged(name, published, seed, total)
+    at_top = [c for c, b in log if b >= published.max_budget - 1e-6]
+    return min(at_top, key=published.problem.exact) if at_top else None
 
 
 def rung_shares(published, seeds, total) -> None:
@@ -187,11 +195,9 @@ def corners(published, seeds, total, names, cache) -> None:
     for name in names:
         rows = []
         for seed in seeds:
-            _, log = run_logged(name, published, seed, total)
-            at_top = [c for c, b in log if b >= published.max_budget - 1e-6]
-            if not at_top:
+            incumbent = final_incumbent(name, published, seed, total)
+            if incumbent is None:
                 continue
-            incumbent = min(at_top, key=published.problem.exact)
             value = published.problem.exact(incumbent)
             moved = []
             for _ in range(50):
@@ -213,14 +219,12 @@ def bounds(published, seeds, total, names) -> None:
     for name in names:
         on_bound, where, runs = 0, Counter(), 0
         for seed in seeds:
-            _, log = run_logged(name, published, seed, total)
-            at_top = [c for c, b in log if b >= published.max_budget - 1e-6]
-            if not at_top:
+            incumbent = final_incumbent(name, published, seed, total)
+            if incumbent is None:
                 continue
             runs += 1
-            incumbent = min(at_top, key=published.problem.exact)
-            sides = [f"{n}={'lo' if unit(n, incumbent[n]) < 0.5 else 'hi'}" for n in floats
-                     if min(unit(n, incumbent[n]), 1.0 - unit(n, incumbent[n])) < 1e-6]
+            places = {n: unit(n, incumbent[n]) for n in floats}
+            sides = [f"{n}={'lo' if u < 0.5 else 'hi'}" for n, u in places.items() if min(u, 1.0 - u) < 1e-6]
             on_bound += bool(sides)
             where.update(sides)
         text = ", ".join(f"{side} {count}" for side, count in where.most_common())

@@ -454,10 +454,9 @@ def test_where_nothing_resumes_the_process_learns_from_every_trusted_budget_and_
     """resumes=False, where the default `fit_on="joint"` matters most: the top budget holds too
     few results for `fit_on="top"` (8 after the first iteration, n_startup 10), which then fits
     the process on the largest lower budget with enough (budget 9 here, 13 results), whatever
-    the rung agreement says of it. With a
-    reversal (best x at 0.1 at budget 1, 0.9 at 27) the default, "joint", fits the trusted
-    budgets' results with the budget as an input: the full-budget bracket's configs land
-    nearer the top budget's optimum."""
+    the rung agreement says of it. With a reversal (best x at 0.1 at budget 1, 0.9 at 27) the
+    default, "joint", fits the trusted budgets' results with the budget as an input: the
+    full-budget bracket's configs land nearer the top budget's optimum."""
     space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
     distance = {}
     for fit_on in ("joint", "top"):

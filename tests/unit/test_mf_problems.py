@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from benchmarks.mf_problems import ALL_PROBLEMS, MAX_BUDGET
+from benchmarks.mf_problems import ALL_PROBLEMS, MAX_BUDGET, NOISE_FREE_TWINS
 
 BRANCH_PROBLEMS = ("branch3_rev", "branch4_strong", "branch3_mild", "branch3_late", "branch3_uneven")
 
@@ -29,8 +29,6 @@ def test_no_config_of_a_branch_problem_beats_its_optimum_and_branch_zero_reaches
 
 
 def test_each_noise_free_twin_is_its_noisy_problem_without_the_noise():
-    from benchmarks.mf_problems import NOISE_FREE_TWINS
-
     rng = np.random.default_rng(1)
     assert sorted(NOISE_FREE_TWINS) == ["branin_twin", "levy4_twin", "styblinski3_twin"]
     for name, twin in NOISE_FREE_TWINS.items():

@@ -138,9 +138,9 @@ def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
     `fit_on` ('joint', the default, 'top' or 'ranking'; see FIT_ON), `noise` (> 0, fixed;
-    None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES) and `explore_from` (results at the top
-    budget from which 'tpe' candidates are joined by the wide ones, see EXPLORE_FROM; None:
-    never; 'uniform' candidates are wide throughout)."""
+    None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES) and
+    `explore_from` (results at the top budget from which 'tpe' candidates are joined by the
+    wide ones, see EXPLORE_FROM; None: never; 'uniform' candidates are wide throughout)."""
 
     def __init__(self, space: SearchSpace, *, fit_on: str = "joint", noise: float | None = None,
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM, **options):
