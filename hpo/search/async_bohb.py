@@ -9,29 +9,30 @@ from hpo.search.multiobjective.objectives import Goals
 from hpo.search.surrogates.model_choice import make_model
 from hpo.space import SearchSpace
 
-# The TPE's local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`, with its
-# scale 3 and share 0.5): many workers asking at once otherwise crowd around one peak of a
-# model that has none of their results. Measured on 4 to 256 simulated workers:
-# benchmarks/notes/many_workers.md ("The pending penalty").
+# The local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`, with its scale 3
+# and share 0.5), on the TPE's l(x) / g(x) or on the Gaussian process's expected improvement:
+# many workers asking at once otherwise crowd around one peak of a model that has none of
+# their results. Measured on 4 to 256 simulated workers: benchmarks/notes/many_workers.md
+# ("The pending penalty", "The Gaussian process on many workers").
 PENDING_PENALTY = {"batch": "penalty"}
 
 
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
-    `model` and `model_options` as for `BOHB`, but the default model is 'tpe' ('gp' was
-    measured on synchronous brackets, one worker at a time, only: with several workers
-    asking at once, its expected improvement has no term for the configs still running,
-    where the TPE's draws from l(x) spread them), and the TPE keeps half its proposals away
-    from the configs still running (`PENDING_PENALTY`, with one objective and no constraint;
-    `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each budget trains afresh, so a promotion
-    costs its whole budget) the model starts no random probes at the budgets few configs
-    reached; the schedule is the same."""
+    `model` and `model_options` as for `BOHB`, but the default model is 'tpe' (on 64
+    simulated workers 'gp' ended the window at a third of its regret but trailed it at a
+    quarter, ended worse on one worker, and took twice its decision time; see
+    benchmarks/notes/many_workers.md), and half the proposals keep away from the configs
+    still running (`PENDING_PENALTY`, with model 'tpe' or 'gp', one objective and no
+    constraint; `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each
+    budget trains afresh, so a promotion costs its whole budget) the model starts no random
+    probes at the budgets few configs reached; the schedule is the same."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
-        if model == "tpe" and not Goals.build(objectives, constraints, direction).ranked:
+        if model in ("tpe", "gp") and not Goals.build(objectives, constraints, direction).ranked:
             model_options = {**PENDING_PENALTY, **model_options}     # the Pareto TPE ranks points: not measured
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,

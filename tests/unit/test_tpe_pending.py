@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from hpo.search import AsyncBOHB
+from hpo.search.surrogates.bohb_gp import GPSampler
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 from tests.support.searcher_harness import SPACE, drive, signature
@@ -11,9 +12,9 @@ from tests.support.searcher_harness import SPACE, drive, signature
 FLOATS = SearchSpace.coerce({f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(3)})
 
 
-def _fitted(seed=0, **options):
+def _fitted(seed=0, model=MultiFidelityTPESampler, **options):
     """A sampler told 60 configs at one budget, the best near (0.3, 0.3, 0.3)."""
-    sampler = MultiFidelityTPESampler(FLOATS, **options)
+    sampler = model(FLOATS, **options)
     rng = np.random.default_rng(seed)
     for _ in range(60):
         config = FLOATS.sample(rng)
@@ -33,18 +34,21 @@ def test_bad_batch_options_are_refused(options, message):
         MultiFidelityTPESampler(FLOATS, **options)
 
 
-def test_with_nothing_pending_the_penalty_leaves_every_proposal_as_the_argmax_gives_it():
-    plain, penalised = _fitted(), _fitted(batch="penalty", batch_scale=3.0, batch_share=0.5)
+@pytest.mark.parametrize("model", [MultiFidelityTPESampler, GPSampler])
+def test_with_nothing_pending_the_penalty_leaves_every_proposal_as_the_argmax_gives_it(model):
+    plain, penalised = _fitted(model=model), _fitted(model=model, batch="penalty", batch_scale=3.0, batch_share=0.5)
     a, b = np.random.default_rng(1), np.random.default_rng(1)
     for _ in range(20):
         assert plain.propose(a, 1.0, []) == penalised.propose(b, 1.0, [])
 
 
-def test_proposals_keep_away_from_the_pending_configs():
+@pytest.mark.parametrize("model", [MultiFidelityTPESampler, GPSampler])
+def test_proposals_keep_away_from_the_pending_configs(model):
+    """The TPE's penalty, and the same penalty on the Gaussian process's expected improvement."""
     def nearest(options):
         distances = []
         for seed in range(5):
-            sampler, rng = _fitted(seed, **options), np.random.default_rng(seed)
+            sampler, rng = _fitted(seed, model, **options), np.random.default_rng(seed)
             # 16 configs running around the model's peak
             pending = [FLOATS.from_unit(np.full(3, 0.3) + d) for d in np.linspace(-0.02, 0.02, 16)]
             for _ in range(8):
@@ -78,5 +82,12 @@ def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
     assert (default.sampler.batch, default.sampler.batch_share) == ("penalty", 0.5) and plain.sampler.batch == "argmax"
     assert signature(drive(plain, 80)) == signature(drive(default, 80))       # nothing pending, nothing changes
     assert len(drive(default, 80, workers=8)) == 80
+    # The Gaussian process's expected improvement gets the same penalty (SPACE is conditional,
+    # so the process proposes), and one worker asks as without it.
+    gp_plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", batch="argmax")
+    gp_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
+    assert gp_default.sampler.batch == "penalty" and gp_plain.sampler.batch == "argmax"
+    assert signature(drive(gp_plain, 80)) == signature(drive(gp_default, 80))
+    assert len(drive(AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp"), 80, workers=8)) == 80
     # The Pareto TPE of several objectives was not measured with it, and keeps the argmax.
     assert AsyncBOHB(SPACE, objectives=["a", "b"]).sampler.batch == "argmax"

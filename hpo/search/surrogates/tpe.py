@@ -659,13 +659,7 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
-        # With configs pending (`batch="penalty"`), a share `batch_share` of the proposals keep
-        # away from them. The coin is drawn only then, from the searcher's one stream: a search
-        # that never has a job pending (one worker) asks exactly as with "argmax"; once one was
-        # tossed, later asks differ, pending or not.
-        penalised = bool(pending) and self.batch == "penalty"
-        if penalised and self.batch_share < 1.0 and rng.random() >= self.batch_share:
-            penalised = False
+        penalised = self._keeps_away(rng, pending)
         candidates = self._sample_good(rng, model, self.num_samples)
         if self._conditional:
             configs = [self.space.from_unit(row) for row in candidates]
@@ -680,6 +674,16 @@ class MultiFidelityTPESampler(ConfigSampler):
             if config_key(config) not in taken:
                 return config
         return None
+
+    def _keeps_away(self, rng: np.random.Generator, pending) -> bool:
+        """Whether this proposal keeps away from the pending configs (`batch="penalty"`): a
+        share `batch_share` of the proposals made while configs are pending. The coin is drawn
+        only then, from the searcher's one stream: a search that never has a job pending (one
+        worker) asks exactly as with "argmax"; once one was tossed, later asks differ, pending
+        or not."""
+        if not pending or self.batch != "penalty":
+            return False
+        return self.batch_share >= 1.0 or rng.random() < self.batch_share
 
     def _pending_penalty(self, good_points: np.ndarray, candidates: np.ndarray, pending) -> np.ndarray:
         """Local penalisation (after Gonzalez et al., AISTATS 2016) of each candidate's log l/g:
