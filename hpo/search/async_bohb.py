@@ -22,8 +22,7 @@ class AsyncBOHB(AsyncHyperband):
     `model` and `model_options` as for `BOHB`, but the default model is 'tpe' (on 64
     simulated workers 'gp' ended the window at a third of its regret but trailed it at a
     quarter, its 1-worker runs ended worse on mfh6_moderate, and it took twice the decision
-    time; see
-    benchmarks/notes/many_workers.md), and half the proposals keep away from the configs
+    time: benchmarks/notes/many_workers.md), and half the proposals keep away from the configs
     still running (`PENDING_PENALTY`, with model 'tpe' or 'gp', one objective and no
     constraint; `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each
     budget trains afresh, so a promotion costs its whole budget) the model starts no random
