@@ -88,6 +88,29 @@ def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
     gp_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
     assert gp_default.sampler.batch == "penalty" and gp_plain.sampler.batch == "argmax"
     assert signature(drive(gp_plain, 80)) == signature(drive(gp_default, 80))
-    assert len(drive(AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp"), 80, workers=8)) == 80
+    assert "gp_rows_fitted" in gp_default.sampler.stats()       # the process proposed, not only the TPE
+    many = [AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", batch=batch)
+            for batch in ("argmax", "penalty")]
+    runs = [drive(searcher, 80, workers=8) for searcher in many]
+    assert len(runs[1]) == 80 and signature(runs[0]) != signature(runs[1])
     # The Pareto TPE of several objectives was not measured with it, and keeps the argmax.
     assert AsyncBOHB(SPACE, objectives=["a", "b"]).sampler.batch == "argmax"
+
+
+def test_on_a_conditional_space_a_candidate_on_another_branch_is_not_near_a_pending_config():
+    """The process's candidates, inactive values as NaN, against a pending config: the same
+    config is penalised, one on another branch (another optimizer, no momentum) is not,
+    however close its other values."""
+    from hpo.search.surrogates.bohb_gp import inactive_as_nan
+    space = SearchSpace.coerce(SPACE)
+    sampler = GPSampler(space, batch="penalty")
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        config = space.sample(rng)
+        sampler.observe(config, 1.0, abs(config["x"] - 2.0))
+    pending = {"x": 2.0, "lr": 1e-3, "n": 4, "opt": "sgd", "momentum": 0.5}
+    same_branch = dict(pending)
+    other_branch = {"x": 2.0, "lr": 1e-3, "n": 4, "opt": "adam"}
+    candidates = inactive_as_nan(space, np.array([space.to_unit(same_branch), space.to_unit(other_branch)]))
+    penalty = sampler._pending_penalty(sampler._fit().good_points, candidates, [pending])
+    assert penalty[0] < -100 and penalty[1] == 0.0

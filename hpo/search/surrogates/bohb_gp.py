@@ -38,8 +38,10 @@ learnt share was measured with the TPE: with the process, a wrong prior cost mor
 
 With `batch="penalty"` (`AsyncBOHB`'s default), a share `batch_share` of the proposals made
 while configs are pending take the log of expected improvement plus the TPE's local penalty
-for closeness to each pending config: the process has none of their results, and without it
-every worker that asks while the others run is handed the same peak.
+for closeness to each pending config (`_pending_penalty`, its scale from l(x)'s configs): the
+process has none of their results, and without it every worker that asks while the others
+run is handed the same peak. With `candidates="tpe"` the penalty chooses within the better
+half by l(x) / g(x), which is chosen without it.
 
 ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
 the latest half), refactored only when a result arrived, and its lengthscales are refitted
@@ -179,17 +181,19 @@ class GPSampler(MultiFidelityTPESampler):
         model, ranked = fitted
         keep_away = self._keeps_away(rng, pending)
         if self.fit_on == "joint":      # scored at the top budget, against the best result there
-            def score(points):
+            def improvement(points):
                 return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
         else:
-            score = model.expected_improvement
-        if self._conditional:       # a candidate's inactive values as the rows' (INACTIVE)
-            plain = score
+            improvement = model.expected_improvement
+        good_points = self._fit().good_points if keep_away else None
 
-            def score(points):
-                return plain(inactive_as_nan(self.space, points))
-        if keep_away:
-            score = self._away_from(score, pending)
+        def score(points):
+            if self._conditional:       # a candidate's inactive values as the rows' (INACTIVE)
+                points = inactive_as_nan(self.space, points)
+            gain = improvement(points)
+            if keep_away:
+                gain = np.log(np.maximum(gain, 1e-300)) + self._pending_penalty(good_points, points, pending)
+            return gain
         parts = [self._good_half(rng, score)] if self.candidates == "tpe" else []
         if self.candidates == "uniform" or (self.explore_from is not None
                                             and self._results_at_top() >= self.explore_from):
@@ -197,19 +201,6 @@ class GPSampler(MultiFidelityTPESampler):
             parts.append(expected_improvement_candidates(rng, self.dims, ranked, score, refine=False))
         candidates, scores = (np.concatenate(column) for column in zip(*parts))
         return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
-
-    def _away_from(self, score, pending):
-        """`score` (expected improvement) as its log plus the TPE's local penalty for
-        closeness to each pending config (`_pending_penalty`): without it, every worker that
-        asks while the others run is handed the same peak of the process, which has none of
-        their results yet."""
-        good_points = self._fit().good_points
-
-        def away(points):
-            points = inactive_as_nan(self.space, points) if self._conditional else points
-            gain = np.log(np.maximum(np.asarray(score(points), dtype=float), 1e-300))
-            return gain + self._pending_penalty(good_points, points, pending)
-        return away
 
     def _results_at_top(self) -> int:
         """How many results the largest budget reached so far holds (all budgets count while

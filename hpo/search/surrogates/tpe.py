@@ -41,7 +41,8 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   share `batch_share` (0.5) of the proposals multiply l(x)/g(x) by a local penalty for
   closeness to each pending config (`_pending_penalty`, its length scale times `batch_scale`,
   3), so that many concurrent proposals do not crowd around one peak of a model that has not
-  seen their results. The settings and what they were measured against:
+  seen their results (BOHB's Gaussian process adds the same penalty to the log of its
+  expected improvement, `bohb_gp`). The settings and what they were measured against:
   benchmarks/notes/many_workers.md ("The pending penalty").
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
   `probe_budgets` (default) every new config that starts at a budget fewer than
@@ -686,7 +687,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         return self.batch_share >= 1.0 or rng.random() < self.batch_share
 
     def _pending_penalty(self, good_points: np.ndarray, candidates: np.ndarray, pending) -> np.ndarray:
-        """Local penalisation (after Gonzalez et al., AISTATS 2016) of each candidate's log l/g:
+        """Local penalisation (after Gonzalez et al., AISTATS 2016) of each candidate's log l/g
+        (or log expected improvement, `bohb_gp`):
         log prod_p (1 - exp(-r_p^2 / 2)), r_p its distance to pending config p with each number
         dimension scaled by batch_scale times Scott's bandwidth for p + 1 points spread like
         l(x)'s configs (`good_points`: 1.06 * their std * (p + 1)^(-1 / (d + 4)), at least
