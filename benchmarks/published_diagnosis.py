@@ -172,11 +172,8 @@ def rho_check(published, seeds, total) -> None:
 
 
 def unit(name: str, value: float) -> float:
-    spec = LCBENCH_SPACE[name]
-    low, high = spec["low"], spec["high"]
-    if spec.get("log"):
-        return (np.log(value) - np.log(low)) / (np.log(high) - np.log(low))
-    return (value - low) / (high - low)
+    """An LCBench parameter's value, as `unit_of` places it in its range."""
+    return unit_of(LCBENCH_SPACE[name], value)
 
 
 def from_unit(name: str, u: float):
