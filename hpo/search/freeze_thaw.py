@@ -69,8 +69,8 @@ first learns every result freeze-thaw had, each at the rung nearest its step, an
 later one; configs freeze-thaw ran are never proposed again, and its paused lineages stay
 paused. A search of 20 full-budget evaluations, where freeze-thaw leads on LCBench, never
 hands over. Measured in benchmarks/notes/freeze_thaw.md, "Freeze-thaw hands over to BOHB",
-with BOHB's process then fitted on one budget (`fit_on="top"`); its default now fits every
-trusted budget, not yet measured after a hand-over.
+with BOHB's process fitted on one budget (`fit_on="top"`); a hand-over to BOHB's default
+(`fit_on="joint"`, every trusted budget) is unmeasured.
 
 Budgets that train from scratch (a fraction of the data): there is no curve to pause and
 extrapolate, so `resumes=False` is refused at construction; BOHB takes it.

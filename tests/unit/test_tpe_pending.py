@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hpo.search import AsyncBOHB
-from hpo.search.surrogates.bohb_gp import GPSampler
+from hpo.search.surrogates.bohb_gp import GPSampler, inactive_as_nan
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 from tests.support.searcher_harness import SPACE, drive, signature
@@ -101,7 +101,6 @@ def test_on_a_conditional_space_a_candidate_on_another_branch_is_not_near_a_pend
     """The process's candidates, inactive values as NaN, against a pending config: the same
     config is penalised, one on another branch (another optimizer, no momentum) is not,
     however close its other values."""
-    from hpo.search.surrogates.bohb_gp import inactive_as_nan
     space = SearchSpace.coerce(SPACE)
     sampler = GPSampler(space, batch="penalty")
     rng = np.random.default_rng(0)
