@@ -214,8 +214,9 @@ def run_hpo(algorithm: str, published: Published | None = None, record: list | N
             # Where nothing continues, BOHB is told so (as a user would); HPO_BOHB_OPTIONS may say otherwise.
             options = {**({"resumes": False} if published is not None and published.from_scratch else {}),
                        **harness.BOHB_OPTIONS}
-        searcher = HPO_SEARCHERS[algorithm](problem.space, seed=seed, min_budget=harness.MIN_BUDGET,
-                                            max_budget=harness.MAX_BUDGET, eta=harness.ETA, **options)
+        searcher = harness.told_the_budget(HPO_SEARCHERS[algorithm](
+            problem.space, seed=seed, min_budget=harness.MIN_BUDGET, max_budget=harness.MAX_BUDGET,
+            eta=harness.ETA, **options), total, options)
         if keep is not None:
             keep["searcher"] = searcher
         trained: dict[str, int] = {}          # config -> the highest fidelity it trained to

@@ -148,10 +148,20 @@ def typed(problem: Problem, config: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- ours -------------------------------------------------------------------------------------
 
+def told_the_budget(searcher, total: float, options: dict | None = None):
+    """`searcher`, told the budget the whole run will spend where it plans for one, as the
+    runner tells it `search.total_budget` (the benchmarks' runs stop at a budget too); an
+    explicit `total_budget` option (HPO_BOHB_OPTIONS, `null` included) wins."""
+    if getattr(searcher, "plans_total_budget", False) and "total_budget" not in (options or {}):
+        searcher.plan_total_budget(total)
+    return searcher
+
+
 def run_ours(cls) -> Callable[[Problem, int, float], Trace]:
     def run(problem: Problem, seed: int, total: float) -> Trace:
         trace = Trace(problem, seed, total)
-        searcher = cls(problem.space, seed=seed, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET, eta=ETA)
+        searcher = told_the_budget(cls(problem.space, seed=seed, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET,
+                                       eta=ETA), total, getattr(cls, "keywords", None))
         while not trace.exhausted:
             job = searcher.ask()
             searcher.tell(job, trace.evaluate(job.config, job.budget))
@@ -165,7 +175,8 @@ def run_ours_with_curves(cls) -> Callable[[Problem, int, float], Trace]:
     counts the increment), as training pays for them once."""
     def run(problem: Problem, seed: int, total: float) -> Trace:
         trace = Trace(problem, seed, total)
-        searcher = cls(problem.space, seed=seed, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET, eta=ETA)
+        searcher = told_the_budget(cls(problem.space, seed=seed, min_budget=MIN_BUDGET, max_budget=MAX_BUDGET,
+                                       eta=ETA), total, getattr(cls, "keywords", None))
         reached: dict[int, float] = {}
         while not trace.exhausted:
             job = searcher.ask()

@@ -45,11 +45,14 @@ def cmd_search(args: argparse.Namespace) -> int:
                 console.print(f"[bold red]{exc}[/]")
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
-        if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
+        if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:
             stdout.print(_complete_note(args, experiment, summary.stopped_because), highlight=False, markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
 
+
+# Why a rerun that trained nothing stopped, where that means the study is complete.
+COMPLETE = ("max_trials", "total_budget", "searcher finished")
 
 @contextlib.contextmanager
 def _log_file(path: Path) -> Iterator[None]:
@@ -72,6 +75,10 @@ def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -
     if stopped_because == "max_trials" and limit:
         return (f"the study is complete: it has run search.max_trials={limit} trials. To extend it, "
                 f"run: {rerun} --set search.max_trials={2 * limit}")
+    total = experiment.search.total_budget
+    if stopped_because == "total_budget":
+        return (f"the study is complete: its trials have been given search.total_budget={total:g} epochs. "
+                f"To extend it, run: {rerun} --set search.total_budget={2 * total:g}")
     return (f"the study is complete: {experiment.search.algorithm} has no configuration left to try. "
             f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
 

@@ -33,6 +33,9 @@ class SearchConfig:
     eta: float = 3.0
     max_trials: int | None = 50
     time_limit: float | None = None   # seconds
+    # Epochs the whole search trains, a continued promotion counting those it adds; the searcher
+    # plans its brackets for it where it can (`Searcher.plans_total_budget`).
+    total_budget: float | None = None
     max_consecutive_failures: int = 10
     options: Mapping[str, Any] = field(default_factory=dict)  # algorithm-specific settings
     initial_configs: tuple[Mapping[str, Any], ...] = ()      # run first, before any proposed config

@@ -242,6 +242,10 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
                               f"{first['direction']!r}; give each objective its direction instead",
                               key="search.direction")
         objective, default_direction = first["name"], first["direction"]
+    total_budget = s.get("total_budget", "number")
+    if total_budget is not None and total_budget < s.get("max_budget", "number"):
+        raise ConfigError(f"expected at least search.max_budget ({s.get('max_budget', 'number'):g}), the budget "
+                          f"of one full evaluation, got {total_budget:g}", key="search.total_budget")
     search = SearchConfig(
         algorithm=s.get("algorithm", "str", default_algorithm(execution.backend),
                         choices=registered_names()["algorithms"]),
@@ -250,9 +254,12 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
         min_budget=s.get("min_budget", "number"),
         max_budget=s.get("max_budget", "number"),
         eta=s.get("eta", "number"),
-        # An explicit null means no limit: stop by time_limit (or Ctrl-C) instead.
-        max_trials=None if _explicit_null(raw.get("search"), "max_trials") else s.get("max_trials", "int"),
+        # An explicit null means no limit: stop by time_limit (or Ctrl-C) instead; a total budget
+        # given without max_trials is the limit.
+        max_trials=None if _explicit_null(raw.get("search"), "max_trials") or (
+            total_budget is not None and "max_trials" not in s.raw) else s.get("max_trials", "int"),
         time_limit=s.get("time_limit", "number", minimum=1),
+        total_budget=total_budget,
         max_consecutive_failures=s.get("max_consecutive_failures", "int", minimum=1),
         options=dict(s.get("options", "mapping")),
         initial_configs=_initial_configs((raw.get("search") or {}).get("initial_configs"), space),

@@ -67,6 +67,21 @@ def epochs_for(budget: float) -> int:
     return max(1, int(round(budget)))
 
 
+def epoch_span(budget: float, parent_budget: float | None) -> tuple[int, int]:
+    """The epochs a job trains, first exclusive: a promotion continues after its parent's last
+    (`parent_budget`; None for a new config), and trains at least one."""
+    start = 0 if parent_budget is None else epochs_for(parent_budget)
+    return start, max(epochs_for(budget), start + 1)
+
+
+def epochs_asked(trials: Sequence[TrialRow]) -> int:
+    """The epochs the study's trials were asked to train, each counted once (what
+    `search.total_budget` limits)."""
+    budgets = {t.trial_id: t.budget for t in trials}
+    spans = (epoch_span(t.budget, budgets.get(t.continues) if t.continues is not None else None) for t in trials)
+    return sum(end - start for start, end in spans)
+
+
 class EngineLines:
     """Says in the driver's log which engine trained a trial and why (`training.engine`), once
     per distinct engine and reason, naming the first trial it applies to; every trial's own
@@ -102,6 +117,7 @@ class Runner:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
+        self._epochs_asked = 0             # what search.total_budget limits
         self._end_epochs: dict[int, int] = {}     # running trial -> its last epoch
         self._finishing: set[int] = set()          # running trials whose last epoch has arrived
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
@@ -119,6 +135,8 @@ class Runner:
         started = self._started = self.clock()
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
+        self._tell_total_budget()
+        self._epochs_asked = epochs_asked(self.study.trials())
         if queue:
             log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
                      ", ".join(str(j.trial_id) for j in queue))
@@ -141,6 +159,8 @@ class Runner:
                 if not self.executor.running():
                     if not queue and self._asked() >= (search.max_trials or math.inf):
                         stopped = "max_trials"
+                    elif not queue and self._budget_spent():
+                        stopped = "total_budget"
                     else:
                         stopped = "searcher finished"
                     break
@@ -170,24 +190,39 @@ class Runner:
     def _asked(self) -> int:
         return self.searcher.n_asked
 
+    def _budget_spent(self) -> bool:
+        return self._epochs_asked >= (self.experiment.search.total_budget or math.inf)
+
     def _ask(self) -> Job | None:
-        if self._asked() >= (self.experiment.search.max_trials or math.inf):
+        if self._asked() >= (self.experiment.search.max_trials or math.inf) or self._budget_spent():
             return None
         job = self.searcher.ask()
         if job is not None:
             self.study.record_ask(job)
+            parent_budget = None if job.continues is None else self.study.trial(job.continues).budget
+            start, end = epoch_span(job.budget, parent_budget)
+            self._epochs_asked += end - start
         return job
+
+    def _tell_total_budget(self) -> None:
+        """Tell a searcher that plans for one `search.total_budget`, once per value, and record
+        it in the study so a replay tells it between the same asks (an explicit
+        `search.options` total_budget is the searcher's own and wins)."""
+        search = self.experiment.search
+        if (self.searcher.plans_total_budget and "total_budget" not in search.options
+                and self.searcher.total_budget != search.total_budget):
+            self.study.record_total_budget(search.total_budget)
+            self.searcher.plan_total_budget(search.total_budget)
 
     # --- job <-> task -------------------------------------------------------------------
     def _submit(self, job: Job) -> None:
         lineage = self._lineage(job)
-        start_epoch = 0
         checkpoint_in = None
+        parent_budget = None
         if job.continues is not None:
-            parent = self.study.trial(job.continues)
-            start_epoch = epochs_for(parent.budget)
+            parent_budget = self.study.trial(job.continues).budget
             checkpoint_in = str(self.study.checkpoint(job.continues))
-        end_epoch = max(epochs_for(job.budget), start_epoch + 1)
+        start_epoch, end_epoch = epoch_span(job.budget, parent_budget)
         hparams = trial_hparams(self.experiment.space, job.config, trial_id=run_name(lineage),
                                 bracket=-1 if job.bracket is None else job.bracket)
         task = TrainTask(trial_id=job.trial_id, config=dict(job.config), start_epoch=start_epoch,

@@ -41,7 +41,8 @@ DEFAULT_MAX_TRIALS = 100
 # The experiment key each argument of `optimize` fills, to name the argument in errors.
 ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budget",
                  "search.max_budget": "max_budget", "search.eta": "eta", "search.max_trials": "max_trials",
-                 "search.time_limit": "time_limit", "search.direction": "direction", "search.objective": "metric",
+                 "search.time_limit": "time_limit", "search.total_budget": "total_budget",
+                 "search.direction": "direction", "search.objective": "metric",
                  "search.options": "options", "seed": "seed", "execution.workers": "workers"}
 
 
@@ -54,7 +55,7 @@ class OptimizeResult:
     best_value: float | None
     best_budget: float | None
     trials: list[TrialRow]              # every trial, in id order
-    stopped_because: str                # 'max_trials', 'time_limit', 'searcher finished', 'interrupted'
+    stopped_because: str                # 'max_trials', 'time_limit', 'total_budget', 'searcher finished', 'interrupted'
     study_dir: Path | None              # None when the study lived in a temporary folder
     objectives: tuple[Objective, ...] = ()
     pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
@@ -75,7 +76,8 @@ class OptimizeResult:
 
 def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: SearchSpace | Mapping[str, Any],
              searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
-             max_trials: int | None = None, time_limit: float | None = None, direction: str = "minimize",
+             max_trials: int | None = None, time_limit: float | None = None, total_budget: float | None = None,
+             direction: str = "minimize",
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
              metric: str = "objective", options: Mapping[str, Any] | None = None,
              initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
@@ -86,7 +88,9 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     non-finite value fails that trial and the search goes on. `searcher`: 'random',
     'hyperband', 'asha', 'async_hyperband', 'bohb', 'async_bohb' or 'freeze_thaw'; `options` are its extra
     keyword arguments. `max_trials` counts jobs asked, promotions included (default 100
-    when neither it nor `time_limit`, in seconds, is given). `workers` > 1 runs calls in a
+    when none of it, `time_limit` in seconds and `total_budget` is given). `total_budget`: the
+    budget the whole search spends, a promotion counting what it adds; `hyperband` and `bohb`
+    plan their last brackets for it. `workers` > 1 runs calls in a
     thread pool. With `study_dir` the search persists there and a repeated call resumes it;
     `fresh=True` moves a study already there aside (to `<study_dir>.old-<time>`) and starts anew.
     `initial_configs`: known-good configs, run first at the schedule's budgets.
@@ -109,7 +113,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
-    if max_trials is None and time_limit is None:
+    if max_trials is None and time_limit is None and total_budget is None:
         max_trials = DEFAULT_MAX_TRIALS
     goals = _goals(objectives, constraints, metric, direction, options)
     if objectives is not None:
@@ -122,7 +126,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "space": space_dict,
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
-                   "max_trials": max_trials, "time_limit": time_limit, "options": dict(options or {}),
+                   "max_trials": max_trials, "time_limit": time_limit, "total_budget": total_budget,
+                   "options": dict(options or {}),
                    "initial_configs": [dict(c) for c in initial_configs or ()],
                    **(goals.to_dicts() if goals.ranked else {})},
         "execution": {"backend": "inline", "workers": workers},

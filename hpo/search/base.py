@@ -216,6 +216,9 @@ class Searcher(abc.ABC):
     # epoch of a job) says so; the runner then sends them, and the study stores them with the
     # result, so that a replay tells the same. The others are told the final value only.
     reads_curves = False
+    # A searcher that plans its schedule for the budget the whole search will spend says so,
+    # and takes it through `plan_total_budget`; the runner then tells it `search.total_budget`.
+    plans_total_budget = False
 
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,

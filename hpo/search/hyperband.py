@@ -58,15 +58,23 @@ class Hyperband(Searcher):
                  **goals):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
                          max_budget=max_budget, eta=eta, sampler=sampler, **goals)
-        if total_budget is not None and (isinstance(total_budget, bool) or not isinstance(total_budget, (int, float))
-                                         or not total_budget > 0):
-            raise ValueError(f"total_budget must be a number > 0 or None, got {total_budget!r}")
         self.brackets = hyperband_brackets(self.min_budget, self.max_budget, self.eta)
         self._open: list[_BracketRun] = []
         self._brackets_started = 0
-        self.total_budget = None if total_budget is None else float(total_budget)
+        self.total_budget: float | None = None
+        self.plan_total_budget(total_budget)
         self.budget_spent = 0.0                  # asked so far, each job charged as `_charge` says
         self._budget_of: dict[int, float] = {}   # trial id -> its job's budget, for the increments
+
+    plans_total_budget = True
+
+    def plan_total_budget(self, total_budget: float | None) -> None:
+        """Plan the brackets still to open for `total_budget` (see the class); the budget already
+        asked stays counted, so a search told a larger total mid-way plans for what is left."""
+        if total_budget is not None and (isinstance(total_budget, bool) or not isinstance(total_budget, (int, float))
+                                         or not total_budget > 0):
+            raise ValueError(f"total_budget must be a number > 0 or None, got {total_budget!r}")
+        self.total_budget = None if total_budget is None else float(total_budget)
 
     def _plan_at(self, position: int) -> Bracket:
         """The bracket at `position` in the sequence of brackets started: Hyperband's order."""

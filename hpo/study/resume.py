@@ -148,6 +148,8 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
                                      f"became penalty), or start anew with --fresh)")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
+        elif kind == "total_budget" and searcher.plans_total_budget:
+            searcher.plan_total_budget(payload["total_budget"])
     return sorted(searcher.pending.values(), key=lambda j: j.trial_id)
 
 

@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS epochs (
 );
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,                -- 'ask' | 'tell'
+    kind TEXT NOT NULL,                -- 'ask' | 'tell' | 'total_budget' (trial_id -1: the searcher told it)
     trial_id INTEGER NOT NULL,
     payload TEXT NOT NULL
 );
@@ -290,6 +290,13 @@ class Study:
                         epochs_trained, self.clock(), job.trial_id))
             db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('tell', ?, ?)",
                        (job.trial_id, json.dumps(result.to_dict(), sort_keys=True)))
+
+    def record_total_budget(self, total_budget: float | None) -> None:
+        """The searcher was told `search.total_budget` here, between the asks and tells around it,
+        so that a replay tells it at the same point."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO events (kind, trial_id, payload) VALUES ('total_budget', -1, ?)",
+                       (json.dumps({"total_budget": total_budget}),))
 
     def mark_retrying(self, trial_id: int, reason: str) -> None:
         """An attempt was lost (its worker died); the trial waits to run again."""
