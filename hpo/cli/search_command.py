@@ -17,7 +17,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
     from hpo.driver.console import console, search_progress, stdout
     from hpo.driver.preflight import preflight
-    from hpo.driver.runner import SearchAborted, build_keras_runner
+    from hpo.driver.runner import SearchAborted, build_keras_runner, epochs_asked
     from hpo.native_logs import import_tensorflow
     from hpo.study.resume import check_study_dir
     from hpo.study.searching import open_for_search
@@ -33,12 +33,15 @@ def cmd_search(args: argparse.Namespace) -> int:
         args.resolved_study_dir = study_dir
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
         runner = build_keras_runner(experiment, study, output_names=findings.output_names)
-        total = experiment.search.max_trials
-        with search_progress() as bar:
-            done = sum(1 for t in study.trials() if t.state.finished)
+        # The bar counts what ends the search: trials, or the epochs search.total_budget limits.
+        by_epochs = experiment.search.max_trials is None and experiment.search.total_budget is not None
+        total = experiment.search.total_budget if by_epochs else experiment.search.max_trials
+        with search_progress("epochs" if by_epochs else "trials") as bar:
+            done = epochs_asked(study.trials()) if by_epochs else sum(1 for t in study.trials() if t.state.finished)
             task = bar.add_task("search", total=total, completed=done, best="-")
             runner.on_progress = lambda p: bar.update(
-                task, completed=p.finished, best="-" if p.best_value is None else f"{p.best_value:.4f}")
+                task, completed=p.epochs_asked if by_epochs else p.finished,
+                best="-" if p.best_value is None else f"{p.best_value:.4f}")
             try:
                 summary = runner.run()
             except SearchAborted as exc:

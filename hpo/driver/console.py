@@ -84,7 +84,9 @@ class _Forward(logging.Handler):
             logging.lastResort.handle(record)
 
 
-def search_progress() -> Progress:
-    return Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
+def search_progress(unit: str = "trials") -> Progress:
+    """The search's bar, counting `unit`: trials finished, or epochs given where
+    `search.total_budget` is the limit."""
+    return Progress(TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("best {task.fields[best]}"), TextColumn("elapsed"), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False)

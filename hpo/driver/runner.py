@@ -52,6 +52,7 @@ class Progress:
     best_value: float | None
     running: list[int]
     elapsed: float
+    epochs_asked: int = 0       # what search.total_budget counts
 
 
 @dataclass(frozen=True)
@@ -362,7 +363,8 @@ class Runner:
         finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
         self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
                                   best_value=best.value if best else None,
-                                  running=self.executor.running(), elapsed=self.clock() - started))
+                                  running=self.executor.running(), elapsed=self.clock() - started,
+                                  epochs_asked=self._epochs_asked))
 
 
 def logged_objective(experiment: Experiment) -> str:
