@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 from pathlib import Path
 from typing import Iterator
 
@@ -17,7 +18,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
     from hpo.driver.console import console, search_progress, stdout
     from hpo.driver.preflight import preflight
-    from hpo.driver.runner import SearchAborted, build_keras_runner, epochs_asked
+    from hpo.driver.runner import SearchAborted, budget_given, build_keras_runner
     from hpo.native_logs import import_tensorflow
     from hpo.study.resume import check_study_dir
     from hpo.study.searching import open_for_search
@@ -37,10 +38,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         by_epochs = experiment.search.max_trials is None and experiment.search.total_budget is not None
         total = experiment.search.total_budget if by_epochs else experiment.search.max_trials
         with search_progress("epochs" if by_epochs else "trials") as bar:
-            done = epochs_asked(study.trials()) if by_epochs else sum(1 for t in study.trials() if t.state.finished)
+            done = (budget_given(study.trials(), runner.searcher) if by_epochs
+                    else sum(1 for t in study.trials() if t.state.finished))
             task = bar.add_task("search", total=total, completed=done, best="-")
             runner.on_progress = lambda p: bar.update(
-                task, completed=p.epochs_asked if by_epochs else p.finished,
+                task, completed=p.budget_given if by_epochs else p.finished,
                 best="-" if p.best_value is None else f"{p.best_value:.4f}")
             try:
                 summary = runner.run()
@@ -49,7 +51,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
         if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:
-            stdout.print(_complete_note(args, experiment, summary.stopped_because), highlight=False, markup=False)
+            given = budget_given(study.trials(), runner.searcher)
+            stdout.print(_complete_note(args, experiment, summary.stopped_because, given), highlight=False,
+                         markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
 
@@ -71,8 +75,9 @@ def _log_file(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -> str:
-    """What a rerun of a finished search says, instead of silently doing nothing."""
+def _complete_note(args: argparse.Namespace, experiment, stopped_because: str, given: float = 0.0) -> str:
+    """What a rerun of a finished search says, instead of silently doing nothing (`given`: the
+    epochs its trials were given, which a larger total must pass)."""
     rerun = f"hpo search {args.experiment}" + (f" --study-dir {args.study_dir}" if args.study_dir else "")
     limit = experiment.search.max_trials
     if stopped_because == "max_trials" and limit:
@@ -80,8 +85,8 @@ def _complete_note(args: argparse.Namespace, experiment, stopped_because: str) -
                 f"run: {rerun} --set search.max_trials={2 * limit}")
     total = experiment.search.total_budget
     if stopped_because == "total_budget":
-        return (f"the study is complete: its trials have been given search.total_budget={total:g} epochs. "
-                f"To extend it, run: {rerun} --set search.total_budget={2 * total:g}")
+        return (f"the study is complete: its trials have been given {given:g} epochs, search.total_budget={total:g}. "
+                f"To extend it, run: {rerun} --set search.total_budget={math.ceil(max(given, total)) + total:g}")
     return (f"the study is complete: {experiment.search.algorithm} has no configuration left to try. "
             f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
 

@@ -36,7 +36,7 @@ def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
 def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that would change the meaning of finished trials. A key added to hpo after
     the study was made reads as its default, which is what the study's trials ran with."""
-    stored = _with_added_keys(stored)
+    stored = with_added_keys(stored)
     return [line for line in diff_experiments(stored, current)
             if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
                        for prefix in RESUMABLE_CHANGES + REPLAYED_CHANGES)]
@@ -47,14 +47,15 @@ _ADDED_KEYS = {("training", "loss"): metric_names.DEFAULT_LOSS,
                ("training", "metrics"): list(metric_names.DEFAULT_METRICS),
                ("training", "engine"): "auto", ("training", "callbacks"): [], ("training", "early_stopping"): None,
                ("training", "latency_batch"): 1, ("training", "keep_best_epoch"): False,
-               ("search", "objectives"): [], ("search", "constraints"): []}
+               ("search", "objectives"): [], ("search", "constraints"): [], ("search", "total_budget"): None}
 
 
 # How `hpo.optimize` studies recorded having no dataset before `data` could be left out.
 _NO_DATASET = "hpo.objective.optimization:no_dataset"
 
 
-def _with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:
+def with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`stored` with the keys hpo added since the study was made, at the values its trials ran with."""
     if not isinstance(stored, Mapping):
         return stored
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in stored.items()}

@@ -52,7 +52,7 @@ class Progress:
     best_value: float | None
     running: list[int]
     elapsed: float
-    epochs_asked: int = 0       # what search.total_budget counts
+    budget_given: float = 0.0   # what search.total_budget counts
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,11 @@ def epoch_span(budget: float, parent_budget: float | None) -> tuple[int, int]:
     return start, max(epochs_for(budget), start + 1)
 
 
-def epochs_asked(trials: Sequence[TrialRow]) -> int:
-    """The epochs the study's trials were asked to train, each counted once (what
-    `search.total_budget` limits)."""
+def budget_given(trials: Sequence[TrialRow], searcher: Searcher) -> float:
+    """The budget the study's trials were given, each counted once as `searcher` charges it
+    (`Searcher.charge`): what `search.total_budget` limits."""
     budgets = {t.trial_id: t.budget for t in trials}
-    spans = (epoch_span(t.budget, budgets.get(t.continues) if t.continues is not None else None) for t in trials)
-    return sum(end - start for start, end in spans)
+    return sum(searcher.charge(t.budget, budgets.get(t.continues)) for t in trials)
 
 
 class EngineLines:
@@ -118,7 +117,7 @@ class Runner:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
-        self._epochs_asked = 0             # what search.total_budget limits
+        self._budget_given = 0.0           # what search.total_budget limits
         self._end_epochs: dict[int, int] = {}     # running trial -> its last epoch
         self._finishing: set[int] = set()          # running trials whose last epoch has arrived
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
@@ -137,7 +136,7 @@ class Runner:
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
         self._tell_total_budget()
-        self._epochs_asked = epochs_asked(self.study.trials())
+        self._budget_given = budget_given(self.study.trials(), self.searcher)
         if queue:
             log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
                      ", ".join(str(j.trial_id) for j in queue))
@@ -192,7 +191,7 @@ class Runner:
         return self.searcher.n_asked
 
     def _budget_spent(self) -> bool:
-        return self._epochs_asked >= (self.experiment.search.total_budget or math.inf)
+        return self._budget_given >= (self.experiment.search.total_budget or math.inf)
 
     def _ask(self) -> Job | None:
         if self._asked() >= (self.experiment.search.max_trials or math.inf) or self._budget_spent():
@@ -201,19 +200,19 @@ class Runner:
         if job is not None:
             self.study.record_ask(job)
             parent_budget = None if job.continues is None else self.study.trial(job.continues).budget
-            start, end = epoch_span(job.budget, parent_budget)
-            self._epochs_asked += end - start
+            self._budget_given += self.searcher.charge(job.budget, parent_budget)
         return job
 
     def _tell_total_budget(self) -> None:
-        """Tell a searcher that plans for one `search.total_budget`, once per value, and record
-        it in the study so a replay tells it between the same asks (an explicit
-        `search.options` total_budget is the searcher's own and wins)."""
+        """Tell a searcher that plans for one the total it plans for now: `search.total_budget`,
+        or a `total_budget` in `search.options`, which wins. The replay has told it the totals
+        its recorded asks were made under; a new one is recorded in the study, so that the
+        next replay tells it between the same asks."""
         search = self.experiment.search
-        if (self.searcher.plans_total_budget and "total_budget" not in search.options
-                and self.searcher.total_budget != search.total_budget):
-            self.study.record_total_budget(search.total_budget)
-            self.searcher.plan_total_budget(search.total_budget)
+        total = search.options.get("total_budget", search.total_budget)
+        if self.searcher.plans_total_budget and self.searcher.total_budget != total:
+            self.study.record_total_budget(total)
+            self.searcher.plan_total_budget(total)
 
     # --- job <-> task -------------------------------------------------------------------
     def _submit(self, job: Job) -> None:
@@ -364,7 +363,7 @@ class Runner:
         self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
                                   best_value=best.value if best else None,
                                   running=self.executor.running(), elapsed=self.clock() - started,
-                                  epochs_asked=self._epochs_asked))
+                                  budget_given=self._budget_given))
 
 
 def logged_objective(experiment: Experiment) -> str:

@@ -40,3 +40,7 @@ class AsyncBOHB(AsyncHyperband):
                                                      **goals),
                          **goals)
         self.resumes = resumes
+
+    @property
+    def promotions_continue(self) -> bool:
+        return self.resumes

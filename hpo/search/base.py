@@ -220,6 +220,18 @@ class Searcher(abc.ABC):
     # and takes it through `plan_total_budget`; the runner then tells it `search.total_budget`.
     plans_total_budget = False
 
+    @property
+    def promotions_continue(self) -> bool:
+        """Whether a promotion trains on from its parent (False: each budget trains afresh,
+        `BOHB(resumes=False)`)."""
+        return True
+
+    def charge(self, budget: float, parent_budget: float | None) -> float:
+        """The budget a job to `budget` spends after its parent's `parent_budget` (None: a new
+        config): the increment where promotions continue, else the whole budget. What
+        `search.total_budget` and `Hyperband.total_budget` count."""
+        return budget - (parent_budget if parent_budget is not None and self.promotions_continue else 0.0)
+
     def __init__(self, space: SearchSpace | Mapping[str, Any], *, seed: int = 0,
                  direction: str = "minimize", min_budget: float = 1.0, max_budget: float = 1.0,
                  eta: float = 3.0, sampler: ConfigSampler | None = None, objectives=None, constraints=None,

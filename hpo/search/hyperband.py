@@ -51,7 +51,8 @@ class Hyperband(Searcher):
     finish within what is left is replaced by the next full-budget bracket: a cut-off
     bracket's configs never reach `max_budget`, a full-budget bracket's each do. None
     (default): Hyperband's order throughout. It plans the brackets and stops nothing
-    (`max_trials` and `time_limit` do)."""
+    (`max_trials`, `time_limit` and `search.total_budget` do; the runner passes the last on
+    through `plan_total_budget`)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, sampler=None, total_budget: float | None = None,
@@ -63,7 +64,7 @@ class Hyperband(Searcher):
         self._brackets_started = 0
         self.total_budget: float | None = None
         self.plan_total_budget(total_budget)
-        self.budget_spent = 0.0                  # asked so far, each job charged as `_charge` says
+        self.budget_spent = 0.0                  # asked so far, each job charged as `charge` says
         self._budget_of: dict[int, float] = {}   # trial id -> its job's budget, for the increments
 
     plans_total_budget = True
@@ -80,23 +81,14 @@ class Hyperband(Searcher):
         """The bracket at `position` in the sequence of brackets started: Hyperband's order."""
         return self.brackets[position % len(self.brackets)]
 
-    @property
-    def promotions_continue(self) -> bool:
-        """Whether a promotion pays only its budget's increment (it continues its parent)."""
-        return True
-
-    def _charge(self, budget: float, parent_budget: float) -> float:
-        """What a job to `budget` costs after its parent's `parent_budget` (0: a new config)."""
-        return budget - (parent_budget if self.promotions_continue else 0.0)
-
     def _plan_cost(self, plan: Bracket) -> float:
         budgets = [rung.budget for rung in plan.rungs]
-        return sum(rung.n_configs * self._charge(rung.budget, parent)
-                   for rung, parent in zip(plan.rungs, [0.0, *budgets]))
+        return sum(rung.n_configs * self.charge(rung.budget, parent)
+                   for rung, parent in zip(plan.rungs, [None, *budgets]))
 
     def _new_job(self, config, budget: float, **where) -> Job:
         job = super()._new_job(config, budget, **where)
-        self.budget_spent += self._charge(job.budget, self._budget_of.get(job.continues, 0.0))
+        self.budget_spent += self.charge(job.budget, self._budget_of.get(job.continues))
         self._budget_of[job.trial_id] = job.budget
         return job
 

@@ -13,7 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
-from hpo.config import Experiment, binding_differences, diff_experiments
+from hpo.config import Experiment, binding_differences, diff_experiments, with_added_keys
 from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
@@ -96,7 +96,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Stu
         study.make_writable()
         backup = study.backup()
         log.debug("backed up the study to %s before resuming", backup)
-        changed = diff_experiments(stored, current)
+        changed = diff_experiments(with_added_keys(stored), current)
         if changed:
             log.info("resuming with changed settings: %s", "; ".join(changed))
             study.replace_experiment(current)
