@@ -180,8 +180,14 @@ def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_h
 
     tuner = kt.RandomSearch(interrupted_in_its_second_trial, objective="val_accuracy", max_trials=4,
                             **folder(tmp_path))
-    with pytest.raises(KeyboardInterrupt):
-        tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    # A script starts with Python's own Ctrl-C handler; this test process may not have it (a
+    # process started in the background ignores SIGINT, and so do the workers it forks).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert fired
     out, err = capsys.readouterr()
     lines = [line for line in (out + err).splitlines() if "interrupt" in line]
