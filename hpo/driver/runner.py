@@ -52,7 +52,7 @@ class Progress:
     best_value: float | None
     running: list[int]
     elapsed: float
-    budget_given: float = 0.0   # what search.total_budget counts
+    budget_given: float = 0.0   # what search.total_budget counts (0 where it is not set)
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Runner:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._queue: list[Job] = []        # asked jobs to run before asking more (resumed, retried)
-        self._budget_given = 0.0           # what search.total_budget limits
+        self._budget_given = 0.0           # what search.total_budget limits (counted only where it is set)
         self._end_epochs: dict[int, int] = {}     # running trial -> its last epoch
         self._finishing: set[int] = set()          # running trials whose last epoch has arrived
         self.board = None                  # a SearchBoard (TensorBoard's `search` run), when Keras trains
@@ -136,7 +136,8 @@ class Runner:
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
         self._tell_total_budget()
-        self._budget_given = budget_given(self.study.trials(), self.searcher)
+        if search.total_budget is not None:
+            self._budget_given = budget_given(self.study.trials(), self.searcher)
         if queue:
             log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
                      ", ".join(str(j.trial_id) for j in queue))
@@ -199,8 +200,10 @@ class Runner:
         job = self.searcher.ask()
         if job is not None:
             self.study.record_ask(job)
-            parent_budget = None if job.continues is None else self.study.trial(job.continues).budget
-            self._budget_given += self.searcher.charge(job.budget, parent_budget)
+            # Counted only where a total limits the search: a promotion's parent is a study read.
+            if self.experiment.search.total_budget is not None:
+                parent_budget = None if job.continues is None else self.study.trial(job.continues).budget
+                self._budget_given += self.searcher.charge(job.budget, parent_budget)
         return job
 
     def _tell_total_budget(self) -> None:
