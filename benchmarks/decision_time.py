@@ -16,7 +16,7 @@ which a busy machine inflates less. `bohb:floats` is BOHB on the same function w
 choice replaced by a seventh float: there its Gaussian process proposes (a space with an
 unordered choice keeps the TPE's proposals); `bohb:floats:no-resume` the same with
 `resumes: false` (each budget trains afresh, as on data-fraction budgets), where the process
-fits every trusted budget's results.
+fits every trusted budget's results; `async_bohb:floats` is `async_bohb` with `model: gp` there.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ SPACE = {
 SHIFT = {"a": 0.0, "b": 0.3, "c": 0.6}
 FLOATS = {**{k: v for k, v in SPACE.items() if k != "kind"}, "x5": {"type": "float", "low": 0.0, "high": 1.0}}
 # name -> (searcher, space, search options)
-VARIANTS = {"bohb:floats": ("bohb", FLOATS, {}), "bohb:floats:no-resume": ("bohb", FLOATS, {"resumes": False})}
+VARIANTS = {"bohb:floats": ("bohb", FLOATS, {}), "bohb:floats:no-resume": ("bohb", FLOATS, {"resumes": False}),
+            "async_bohb:floats": ("async_bohb", FLOATS, {"model": "gp"})}
 
 
 def objective(config, budget: float) -> float:

@@ -19,17 +19,18 @@ PENDING_PENALTY = {"batch": "penalty"}
 
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
-    `model` and `model_options` as for `BOHB`, but the default model is 'tpe' (on 64
-    simulated workers 'gp' ended the window at a third of its regret but trailed it at a
-    quarter, its 1-worker runs ended worse on mfh6_moderate, and it took twice the decision
-    time: benchmarks/notes/many_workers.md), and half the proposals keep away from the configs
-    still running (`PENDING_PENALTY`, with model 'tpe' or 'gp', one objective and no
-    constraint; `batch="argmax"` turns it off). `resumes` as for `BOHB`: with False (each
-    budget trains afresh, so a promotion costs its whole budget) the model starts no random
-    probes at the budgets few configs reached; the schedule is the same."""
+    `model` and `model_options` as for `BOHB`, with its default model, 'gp' (on 4 to 256
+    simulated workers it ended the window at 0.21-0.68 of the TPE's regret; it trailed the TPE
+    at a quarter of the window on 64 workers, and on one problem of six with one worker:
+    benchmarks/notes/many_workers.md, "The Gaussian process at every worker count"), and half
+    the proposals keep away from the configs still running (`PENDING_PENALTY`, with model
+    'gp' or 'tpe', one objective and no constraint; `batch="argmax"` turns it off).
+    `model="tpe"` resumes a study made while the TPE was the default. `resumes` as for
+    `BOHB`: with False (each budget trains afresh, so a promotion costs its whole budget) the
+    model starts no random probes at the budgets few configs reached; the schedule is the same."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
-                 max_budget: float = 27.0, eta: float = 3.0, model: str = "tpe", objectives=None, constraints=None,
+                 max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
         if model in ("tpe", "gp") and not Goals.build(objectives, constraints, direction).ranked:

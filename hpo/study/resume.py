@@ -144,8 +144,9 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
                                      f"but the searcher now asks {job and job.to_dict()} (its options, seed "
                                      f"or version differ from the study's: name the values the study ran "
                                      f"with in search.options, e.g. a default that changed between versions "
-                                     f"such as BOHB's explore_from or async_bohb's batch (argmax before it "
-                                     f"became penalty), or start anew with --fresh)")
+                                     f"such as BOHB's explore_from, async_bohb's batch (argmax before it "
+                                     f"became penalty) or async_bohb's model (tpe before it became gp), or "
+                                     f"start anew with --fresh)")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
         elif kind == "total_budget" and searcher.plans_total_budget:

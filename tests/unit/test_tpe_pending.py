@@ -77,15 +77,16 @@ def test_a_differing_choice_counts_as_far():
 
 
 def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
-    plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, batch="argmax")
-    default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
-    assert (default.sampler.batch, default.sampler.batch_share) == ("penalty", 0.5) and plain.sampler.batch == "argmax"
-    assert signature(drive(plain, 80)) == signature(drive(default, 80))       # nothing pending, nothing changes
-    assert len(drive(default, 80, workers=8)) == 80
-    # The Gaussian process's expected improvement gets the same penalty (SPACE is conditional,
-    # so the process proposes), and one worker asks as without it.
-    gp_plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", batch="argmax")
-    gp_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp")
+    plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="tpe", batch="argmax")
+    tpe = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="tpe")
+    assert (tpe.sampler.batch, tpe.sampler.batch_share) == ("penalty", 0.5) and plain.sampler.batch == "argmax"
+    assert signature(drive(plain, 80)) == signature(drive(tpe, 80))       # nothing pending, nothing changes
+    assert len(drive(tpe, 80, workers=8)) == 80
+    # The default model, the Gaussian process: its expected improvement gets the same penalty
+    # (SPACE is conditional, so the process proposes), and one worker asks as without it.
+    gp_plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, batch="argmax")
+    gp_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
+    assert isinstance(gp_default.sampler, GPSampler)
     assert gp_default.sampler.batch == "penalty" and gp_plain.sampler.batch == "argmax"
     assert signature(drive(gp_plain, 80)) == signature(drive(gp_default, 80))
     assert "gp_rows_fitted" in gp_default.sampler.stats()       # the process proposed, not only the TPE

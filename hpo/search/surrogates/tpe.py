@@ -1,5 +1,5 @@
-"""A multi-fidelity TPE model for BOHB's new configurations (`model="tpe"`, AsyncBOHB's default;
-BOHB's default `model="gp"` keeps everything here but the final choice of a proposal).
+"""A multi-fidelity TPE model for BOHB's new configurations (`model="tpe"`; the default
+`model="gp"` of BOHB and AsyncBOHB keeps everything here but the final choice of a proposal).
 
 BOHB's paper model (`hpo.search.surrogates.kde`, `model="kde"`) fits a multivariate KDE on the largest
 budget that has enough results. Early in a search that is budget 1 only, and later a
