@@ -17,6 +17,7 @@ again. Per worker count it prints:
   over the time the W-worker run took to the same regret, where the 1-worker run is each
   setting's own, the first setting's, and `--reference`'s (default `bohb`, the inline
   backend's default, run on one worker).
+With `--tag` (runs an older checkout made) it only reads the cache.
 """
 
 from __future__ import annotations
@@ -52,12 +53,16 @@ def main() -> None:
     if len(searchers) != 1:
         raise SystemExit(f"expected one searcher in --searchers, got {searchers}")
     searcher, settings = searchers[0], json.loads(args.settings)
+    if not (isinstance(settings, list) and len(settings) == 2 and all(isinstance(s, dict) for s in settings)):
+        raise SystemExit(f"expected --settings to be a JSON list of two option dicts, got {args.settings}")
+    # With another source's --tag the cache is only read: the code here would not make its runs.
+    run = None if args.tag else run_one
     runs = []
     for options in settings:
         args.options = json.dumps({searcher: options})
-        runs.append(collect(problems, [searcher], workers, seeds, args, run_one))
+        runs.append(collect(problems, [searcher], workers, seeds, args, run))
     args.options = "{}"
-    reference = collect(problems, [args.reference], [1], seeds, args, run_one)
+    reference = collect(problems, [args.reference], [1], seeds, args, run)
     report(problems, searcher, settings, args.reference, workers, seeds, runs, reference)
 
 

@@ -20,8 +20,8 @@ PENDING_PENALTY = {"batch": "penalty"}
 class AsyncBOHB(AsyncHyperband):
     """BOHB's model with asynchronous Hyperband scheduling: no worker waits at a rung.
     `model` and `model_options` as for `BOHB`, with its default model, 'gp' (on 4 to 256
-    simulated workers it ended the window at 0.21-0.68 of the TPE's regret; it trailed the TPE
-    at a quarter of the window on 64 workers, and on one problem of six with one worker:
+    simulated workers it ended the window at 0.21-0.63 of the TPE's regret; it trailed the TPE
+    at a quarter of the window on 64 and 256 workers, and on one problem of six with one worker:
     benchmarks/notes/many_workers.md, "The Gaussian process at every worker count"), and half
     the proposals keep away from the configs still running (`PENDING_PENALTY`, with model
     'gp' or 'tpe', one objective and no constraint; `batch="argmax"` turns it off).
