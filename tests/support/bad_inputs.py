@@ -338,7 +338,7 @@ CASES += [
     case("an option the searcher does not take", PREFLIGHT, ["search.algorithm=random", "search.options={model: gp}"],
          ["key 'search.options'", "not accepted by random: 'model'; it takes tie_break"]),
     case("a Gaussian-process option on async BOHB's TPE", PREFLIGHT,
-         ["search.algorithm=async_bohb", "search.options={candidates: uniform}"],
+         ["search.algorithm=async_bohb", "search.options={model: tpe, candidates: uniform}"],
          ["key 'search.options'", "candidates: options of model 'gp'", "here model 'tpe'"]),
     case("a Gaussian-process option with several objectives", PREFLIGHT,
          ["search.algorithm=bohb", "search.options={fit_on: joint}"],
