@@ -464,6 +464,22 @@ def regret_at(trace: list[tuple[float, float]], when: float, reference: float) -
     return value - reference
 
 
+def speedup(one: Run, many: Run, level: float) -> tuple[float, bool]:
+    """How many times sooner `many` reached `level` than `one` did, and whether `many` never
+    reached it (it then counts at its end, so the figure is an upper bound)."""
+    reached = time_to(many.trace, level)
+    missed = not math.isfinite(reached)
+    return time_to(one.trace, level) / max(many.end if missed else reached, 1e-12), missed
+
+
+def lowest_values(problems: list[SimProblem], *run_sets: Mapping[tuple, Run]) -> dict[str, float]:
+    """Each problem's regret reference: its known optimum, else the lowest value any run of
+    `run_sets` (keyed by (problem name, ...)) reached."""
+    return {p.name: p.optimum if p.optimum is not None else
+            min(v for runs in run_sets for (name, *_), run in runs.items() if name == p.name for _, v in run.trace)
+            for p in problems}
+
+
 def geomean(values: list[float]) -> float:
     values = [v for v in values if v > 0 and math.isfinite(v)]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
@@ -580,13 +596,7 @@ def _names(text: str) -> list[str]:
 
 
 def report(problems, searchers, workers, seeds, runs, args) -> None:
-    references = {}
-    for problem in problems:
-        if problem.optimum is not None:
-            references[problem.name] = problem.optimum
-        else:
-            references[problem.name] = min(v for (p, *_), run in runs.items() if p == problem.name
-                                           for _, v in run.trace)
+    references = lowest_values(problems, runs)
     table: dict[str, dict[str, Any]] = {}
     chosen = [REFERENCE] if args.common == "random" and REFERENCE in searchers else searchers
     commons = {(problem.name, seed): max(runs[(problem.name, s, 1, seed)].trace[-1][1] for s in chosen
@@ -608,18 +618,12 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
                     one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, w, seed)]
                     if not one.trace:
                         continue
-                    level = one.trace[-1][1]
-                    t_one, t_many = time_to(one.trace, level), time_to(many.trace, level)
-                    if not math.isfinite(t_many):
-                        censored += 1
-                        t_many = many.end
-                    speedups.append(t_one / max(t_many, 1e-12))
+                    value, missed = speedup(one, many, one.trace[-1][1])
+                    speedups.append(value)
+                    censored += missed
                     base = runs.get((problem.name, REFERENCE, 1, seed))
                     if base is not None and base.trace:
-                        level = commons[(problem.name, seed)]
-                        reach = time_to(many.trace, level)
-                        common.append(time_to(base.trace, level) / max(reach if math.isfinite(reach) else many.end,
-                                                                       1e-12))
+                        common.append(speedup(base, many, commons[(problem.name, seed)])[0])
                     utils.append(many.utilisation)
                     decisions.extend(many.decisions)
                     loads.append(sum(many.decisions) / many.end if many.end > 0 else math.nan)

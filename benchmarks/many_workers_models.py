@@ -23,7 +23,6 @@ With `--tag` (runs an older checkout made) it only reads the cache.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -34,10 +33,11 @@ from benchmarks.many_workers import (  # noqa: E402
     arguments,
     collect,
     geomean,
+    lowest_values,
     regret_at,
     run_one,
     setting,
-    time_to,
+    speedup,
     warnings_off,
 )
 
@@ -67,9 +67,7 @@ def main() -> None:
 
 
 def report(problems, searcher, settings, reference_name, workers, seeds, runs, reference) -> None:
-    lowest = {p.name: p.optimum if p.optimum is not None else
-              min(v for found in runs for (name, *_), run in found.items() if name == p.name for _, v in run.trace)
-              for p in problems}
+    lowest = lowest_values(problems, *runs)
     first, second = (json.dumps(s, sort_keys=True) for s in settings)
     print(f"\n{searcher}: A = {first}, B = {second}; seeds {seeds}; problems {', '.join(p.name for p in problems)}")
     print(f"| workers | B / A at a quarter | B / A at the end | speedup to its own 1-worker final: A, B "
@@ -87,21 +85,16 @@ def report(problems, searcher, settings, reference_name, workers, seeds, runs, r
         if w == 1:
             cells += ["", "", ""]
         else:
-            for base in ("own", "A", "reference"):
+            # The 1-worker runs whose final regret is the target: each setting's own, A's, the reference's.
+            for target_of in (lambda found: (found, searcher), lambda found: (runs[0], searcher),
+                              lambda found: (reference, reference_name)):
                 pair = []
                 for found in runs:
-                    speedups, missed = [], 0
-                    for p in problems:
-                        for s in seeds:
-                            one = {"own": found, "A": runs[0]}.get(base, reference)
-                            one = one[(p.name, reference_name if base == "reference" else searcher, 1, s)]
-                            many = found[(p.name, searcher, w, s)]
-                            level = one.trace[-1][1]
-                            reached = time_to(many.trace, level)
-                            if not math.isfinite(reached):
-                                missed, reached = missed + 1, many.end
-                            speedups.append(time_to(one.trace, level) / max(reached, 1e-12))
-                    pair.append(f"{geomean(speedups):.1f}x ({missed})")
+                    ones, name = target_of(found)
+                    measured = [speedup(ones[(p.name, name, 1, s)], found[(p.name, searcher, w, s)],
+                                        ones[(p.name, name, 1, s)].trace[-1][1]) for p in problems for s in seeds]
+                    pair.append(f"{geomean([value for value, _ in measured]):.1f}x "
+                                f"({sum(missed for _, missed in measured)})")
                 cells.append(", ".join(pair))
         print(f"| {w} | " + " | ".join(cells) + " |")
 
