@@ -306,8 +306,7 @@ class GPSampler(MultiFidelityTPESampler):
         # process itself fits on at most MAX_GP_ROWS of them.
         for b in budgets:
             z = 1.0 if high == low else (math.log(b) - low) / (high - low)
-            results = self.by_budget[b]
-            rows = np.fromiter((self._rows[key] for key in results), dtype=np.intp, count=len(results))
+            rows = self._result_table_rows(b)
             budget_losses = self._results(b)[:, 0]
             if failed is not None:
                 kept = ~np.isin(rows, failed)

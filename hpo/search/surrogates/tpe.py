@@ -381,6 +381,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         # place, and each config's row there (`_results`: ask() must not rebuild them from dicts)
         self._result_table: dict[float, np.ndarray] = {}
         self._result_rows: dict[float, dict[str, int]] = {}
+        self._result_configs: dict[float, np.ndarray] = {}   # budget -> each result's row of _table, likewise
         self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
         self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
@@ -408,14 +409,18 @@ class MultiFidelityTPESampler(ConfigSampler):
             vector = known[2] if known is not None else self.space.to_unit(config)
             self.deepest[key] = (budget, loss, vector)
             # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
-            row = self._rows.setdefault(key, len(self._rows))
-            if row == len(self._table):
-                self._table = np.concatenate([self._table, np.empty((max(64, row), self._table.shape[1]))])
-            self._table[row, :2] = (budget, loss)
-            self._table[row, 2:] = vector
+            table_row = self._rows.setdefault(key, len(self._rows))
+            if table_row == len(self._table):
+                self._table = np.concatenate([self._table, np.empty((max(64, table_row), self._table.shape[1]))])
+            self._table[table_row, :2] = (budget, loss)
+            self._table[table_row, 2:] = vector
             if known is not None:
                 self._reached[known[0]] -= 1
             self._reached[budget] = self._reached.get(budget, 0) + 1
+        configs = self._result_configs.get(budget, np.empty(0, dtype=np.intp))
+        if row == len(configs):
+            configs = self._result_configs[budget] = np.concatenate([configs, np.empty(max(64, row), dtype=np.intp)])
+        configs[row] = self._rows[key]
 
     def observe_failure(self, config: Mapping[str, Any], budget: float) -> None:
         """A failed config ranks after every other in the model (`_fit`, and the Gaussian
@@ -637,6 +642,10 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _results(self, budget: float) -> np.ndarray:
         """(n, 2): loss and promoted-from budget (NaN: started here) of every result at `budget`."""
         return self._result_table[budget][:len(self.by_budget[budget])]
+
+    def _result_table_rows(self, budget: float) -> np.ndarray:
+        """The row of `_table` (the config) of every result at `budget`, in `_results`' order."""
+        return self._result_configs[budget][:len(self.by_budget[budget])]
 
     def _ranked_reliable(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Indices of the configs (at their deepest budget) in rank order, deeper first and
