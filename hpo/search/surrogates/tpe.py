@@ -64,7 +64,6 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from typing import Any, Mapping
@@ -382,6 +381,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._result_table: dict[float, np.ndarray] = {}
         self._result_rows: dict[float, dict[str, int]] = {}
         self._result_configs: dict[float, np.ndarray] = {}   # budget -> each result's row of _table, likewise
+        self._result_unmodelled: dict[float, np.ndarray] = {}   # budget -> each result's config not drawn there
         self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
         self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
@@ -418,9 +418,13 @@ class MultiFidelityTPESampler(ConfigSampler):
                 self._reached[known[0]] -= 1
             self._reached[budget] = self._reached.get(budget, 0) + 1
         configs = self._result_configs.get(budget, np.empty(0, dtype=np.intp))
+        unmodelled = self._result_unmodelled.get(budget, np.empty(0, dtype=bool))
         if row == len(configs):
             configs = self._result_configs[budget] = np.concatenate([configs, np.empty(max(64, row), dtype=np.intp)])
+            unmodelled = self._result_unmodelled[budget] = np.concatenate([unmodelled,
+                                                                           np.empty(max(64, row), dtype=bool)])
         configs[row] = self._rows[key]
+        unmodelled[row] = self._modelled.get(key) != budget     # a config is drawn before its first result
 
     def observe_failure(self, config: Mapping[str, Any], budget: float) -> None:
         """A failed config ranks after every other in the model (`_fit`, and the Gaussian
@@ -633,9 +637,9 @@ class MultiFidelityTPESampler(ConfigSampler):
         """`rung_agreement.features` of the last MAX_LOWER configs with a result at `budget`,
         in the order of _results(budget)."""
         if budget not in self._features:
-            keys = list(itertools.islice(reversed(self.by_budget[budget]), MAX_LOWER))[::-1]
-            vectors = np.array([self.deepest[key][2] for key in keys], dtype=float).reshape(-1, len(self.dims))
-            unmodelled = np.array([self._modelled.get(key) != budget for key in keys], dtype=bool)
+            n = len(self.by_budget[budget])
+            vectors = self._table[self._result_table_rows(budget)[-MAX_LOWER:], 2:]
+            unmodelled = self._result_unmodelled[budget][max(0, n - MAX_LOWER):n].copy()
             self._features[budget] = (features(vectors, self.dims, self._conditional_dims), unmodelled)
         return self._features[budget][0]
 
