@@ -12,7 +12,7 @@ from hpo.search import BOHB
 from hpo.search.base import MAX_DENSITY_ROWS, config_key, spread_over_ranking, win_rate
 from hpo.search.surrogates.blas import one_blas_thread
 from hpo.search.surrogates.kde import Dimension
-from hpo.search.surrogates.rung_agreement import MAX_LOWER
+from hpo.search.surrogates.rung_agreement import MAX_LOWER, features
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler, _SplitModel
 from hpo.space import SearchSpace
 
@@ -45,14 +45,21 @@ def test_the_split_model_fits_at_most_the_bounded_rows_and_keeps_the_split_quant
 
 
 def test_per_budget_results_stay_in_step_with_the_dicts_when_a_config_is_told_again():
-    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "opt": {"type": "choice", "values": ["a", "b"]},
+                                   "m": {"type": "float", "low": 0, "high": 1, "when": {"opt": "b"}}})
     sampler = MultiFidelityTPESampler(space)
-    for i in range(200):
+
+    def config(i):
+        return {"x": i / 300, "opt": "a"} if i % 2 else {"x": i / 300, "opt": "b", "m": (i % 7) / 7}
+
+    for i in range(300):                             # more than the rung agreement's MAX_LOWER
         if i % 3 == 0:                               # as if the model had drawn it at budget 1
-            sampler._modelled[config_key({"x": i / 200})] = 1.0
-        sampler.observe({"x": i / 200}, 1.0, float(i))
-    sampler.observe({"x": 0.5}, 3.0, 7.0)            # promoted: its deepest budget moves up
-    sampler.observe({"x": 0.25}, 1.0, -1.0)         # told again at the same budget: keeps its place
+            sampler._modelled[config_key(config(i))] = 1.0
+        sampler.observe(config(i), 1.0, float(i))
+    sampler.observe(config(150), 3.0, 7.0)           # promoted: its deepest budget moves up
+    sampler.observe(config(150), 1.0, 2.0)           # then told below its deepest
+    sampler.observe(config(75), 1.0, -1.0)           # told again at the same budget: keeps its place
     for budget, results in sampler.by_budget.items():
         expected = np.array(list(results.values()), dtype=float).reshape(-1, 2)
         np.testing.assert_array_equal(sampler._results(budget), expected)
@@ -62,8 +69,11 @@ def test_per_budget_results_stay_in_step_with_the_dicts_when_a_config_is_told_ag
         tail = list(results)[-MAX_LOWER:]
         np.testing.assert_array_equal(sampler._unmodelled(budget),
                                       [sampler._modelled.get(k) != budget for k in tail])
-        np.testing.assert_array_equal(sampler._features_at(budget)[:, 0], [sampler.deepest[k][2][0] for k in tail])
-    assert sampler._unmodelled(1.0).sum() == 200 - 67 and sampler._unmodelled(3.0).tolist() == [True]
+        vectors = np.array([sampler.deepest[k][2] for k in tail])
+        np.testing.assert_array_equal(sampler._features_at(budget),
+                                      features(vectors, sampler.dims, sampler._conditional_dims))
+    assert len(sampler._unmodelled(1.0)) == MAX_LOWER < 300
+    assert sampler._unmodelled(3.0).tolist() == [True]
 
 
 def test_a_searcher_decides_on_one_blas_thread_and_gives_the_pool_back():

@@ -396,6 +396,8 @@ class MultiFidelityTPESampler(ConfigSampler):
     def observe(self, config: Mapping[str, Any], budget: float, loss: float) -> None:
         key = config_key(config)
         known = self.deepest.get(key)
+        # Before any state changes: a config the space refuses leaves every table as it was.
+        vector = known[2] if known is not None else self.space.to_unit(config)
         promoted_from = known[0] if known is not None and known[0] < budget else math.nan
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         rows = self._result_rows.setdefault(budget, {})
@@ -406,7 +408,6 @@ class MultiFidelityTPESampler(ConfigSampler):
         table[row] = (loss, promoted_from)
         self._features.pop(budget, None)
         if known is None or budget >= known[0]:
-            vector = known[2] if known is not None else self.space.to_unit(config)
             self.deepest[key] = (budget, loss, vector)
             # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
             table_row = self._rows.setdefault(key, len(self._rows))
