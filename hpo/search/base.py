@@ -191,6 +191,16 @@ def spread_over_ranking(n: int, limit: int = MAX_DENSITY_ROWS) -> np.ndarray:
     return np.round(np.linspace(0, n - 1, limit)).astype(int)
 
 
+def with_room(array: np.ndarray, rows: int) -> np.ndarray:
+    """`array` if it holds `rows` rows, else a copy grown by at least 64 rows and at least its
+    own length (so that a table kept in place costs amortised O(1) a row); the new rows are
+    uninitialised, the caller fills them."""
+    if rows <= len(array):
+        return array
+    grow = max(64, rows - len(array), len(array))
+    return np.concatenate([array, np.empty((grow, *array.shape[1:]), dtype=array.dtype)])
+
+
 def latin_hypercube(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """n points in [0, 1)^d, one in each of the n equal slices of every axis."""
     return (np.argsort(rng.random((n, d)), axis=0) + rng.random((n, d))) / n

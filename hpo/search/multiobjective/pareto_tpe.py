@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hpo.search.base import config_key
+from hpo.search.base import config_key, with_room
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import constrained_order
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler
@@ -86,10 +86,7 @@ class ParetoTPESampler(MultiFidelityTPESampler):
 
     def split_losses(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         n = len(budgets)
-        if len(self._row_violations) < n:
-            grow = max(64, n - len(self._row_violations), len(self._row_violations))
-            self._row_points = np.concatenate([self._row_points, np.empty((grow, self._row_points.shape[1]))])
-            self._row_violations = np.concatenate([self._row_violations, np.empty(grow)])
+        self._row_points, self._row_violations = with_room(self._row_points, n), with_room(self._row_violations, n)
         for key in self._changed:
             row = self._rows[key]
             self._row_points[row] = self._points[key][1]

@@ -79,6 +79,7 @@ from hpo.search.base import (
     spread_over_ranking,
     unseen_sample,
     win_rate,
+    with_room,
 )
 from hpo.search.surrogates.kde import dimensions_of
 from hpo.search.surrogates.rung_agreement import MAX_LOWER, agreement, features
@@ -402,28 +403,23 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.by_budget.setdefault(budget, {})[key] = (loss, promoted_from)
         rows = self._result_rows.setdefault(budget, {})
         row = rows.setdefault(key, len(rows))      # a config told again keeps its place, as in the dict
-        table = self._result_table.get(budget, np.empty((0, 2)))
-        if row == len(table):
-            table = self._result_table[budget] = np.concatenate([table, np.empty((max(64, row), 2))])
+        table = self._result_table[budget] = with_room(self._result_table.get(budget, np.empty((0, 2))), row + 1)
         table[row] = (loss, promoted_from)
         self._features.pop(budget, None)
         if known is None or budget >= known[0]:
             self.deepest[key] = (budget, loss, vector)
             # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
             table_row = self._rows.setdefault(key, len(self._rows))
-            if table_row == len(self._table):
-                self._table = np.concatenate([self._table, np.empty((max(64, table_row), self._table.shape[1]))])
+            self._table = with_room(self._table, table_row + 1)
             self._table[table_row, :2] = (budget, loss)
             self._table[table_row, 2:] = vector
             if known is not None:
                 self._reached[known[0]] -= 1
             self._reached[budget] = self._reached.get(budget, 0) + 1
-        configs = self._result_configs.get(budget, np.empty(0, dtype=np.intp))
-        unmodelled = self._result_unmodelled.get(budget, np.empty(0, dtype=bool))
-        if row == len(configs):
-            configs = self._result_configs[budget] = np.concatenate([configs, np.empty(max(64, row), dtype=np.intp)])
-            unmodelled = self._result_unmodelled[budget] = np.concatenate([unmodelled,
-                                                                           np.empty(max(64, row), dtype=bool)])
+        configs = self._result_configs[budget] = with_room(
+            self._result_configs.get(budget, np.empty(0, dtype=np.intp)), row + 1)
+        unmodelled = self._result_unmodelled[budget] = with_room(
+            self._result_unmodelled.get(budget, np.empty(0, dtype=bool)), row + 1)
         configs[row] = self._rows[key]
         unmodelled[row] = self._modelled.get(key) != budget     # a config is drawn before its first result
 
@@ -640,7 +636,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         if budget not in self._features:
             n = len(self.by_budget[budget])
             vectors = self._table[self._result_table_rows(budget)[-MAX_LOWER:], 2:]
-            unmodelled = self._result_unmodelled[budget][max(0, n - MAX_LOWER):n].copy()
+            unmodelled = self._result_unmodelled[budget][:n][-MAX_LOWER:].copy()
             self._features[budget] = (features(vectors, self.dims, self._conditional_dims), unmodelled)
         return self._features[budget][0]
 
