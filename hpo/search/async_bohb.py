@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from hpo.search.async_hyperband import AsyncHyperband
 from hpo.search.multiobjective.objectives import Goals
+from hpo.search.surrogates.bohb_gp import THOMPSON_FROM
 from hpo.search.surrogates.model_choice import make_model
 from hpo.space import SearchSpace
 
-# The local penalty for pending configs (`hpo.search.surrogates.tpe`, `batch`, with its scale 3
-# and share 0.5), on the TPE's l(x) / g(x) or on the Gaussian process's expected improvement:
-# many workers asking at once otherwise crowd around one peak of a model that has none of
-# their results. Measured on 4 to 256 simulated workers: benchmarks/notes/many_workers.md
-# ("The pending penalty", "The Gaussian process on many workers").
-PENDING_PENALTY = {"batch": "penalty"}
+# How proposals made while configs are pending keep away from them: many workers asking at
+# once otherwise crowd around one peak of a model that has none of their results. The local
+# penalty (`hpo.search.surrogates.tpe`, `batch`, with its scale 3 and share 0.5) on the TPE's
+# l(x) / g(x) or on the Gaussian process's expected improvement, and the process's Thompson
+# draws from THOMPSON_FROM configs pending on (`hpo.search.surrogates.bohb_gp`). Measured on 4
+# to 256 simulated workers: benchmarks/notes/many_workers.md ("The pending penalty", "The
+# Gaussian process on many workers", "Thompson draws").
+KEEP_AWAY = {"tpe": {"batch": "penalty"}, "gp": {"batch": "penalty", "thompson_from": THOMPSON_FROM}}
 
 
 class AsyncBOHB(AsyncHyperband):
@@ -22,10 +25,12 @@ class AsyncBOHB(AsyncHyperband):
     `model` and `model_options` as for `BOHB`, with its default model, 'gp' (on 4 to 256
     simulated workers it ended the window at 0.21-0.63 of the TPE's regret; it trailed the TPE
     at a quarter of the window on 64 and 256 workers, and on one problem of six with one worker:
-    benchmarks/notes/many_workers.md, "The Gaussian process at every worker count"), and half
-    the proposals keep away from the configs still running (`PENDING_PENALTY`, with model
-    'gp' or 'tpe', one objective and no constraint; `batch="argmax"` turns it off).
-    `model="tpe"` resumes a study made while the TPE was the default. `resumes` as for
+    benchmarks/notes/many_workers.md, "The Gaussian process at every worker count"), and the
+    proposals keep away from the configs still running (`KEEP_AWAY`, with model 'gp' or
+    'tpe', one objective and no constraint: half of them by a local penalty, and with 'gp'
+    every one by a Thompson draw from THOMPSON_FROM configs pending on; `batch="argmax"` turns
+    both off). `model="tpe"` resumes a study made while the TPE was the default,
+    `thompson_from=None` one made with 'gp' before its Thompson draws. `resumes` as for
     `BOHB`: with False (each budget trains afresh, so a promotion costs its whole budget) the
     model starts no random probes at the budgets few configs reached; the schedule is the same."""
 
@@ -33,8 +38,8 @@ class AsyncBOHB(AsyncHyperband):
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
-        if model in ("tpe", "gp") and not Goals.build(objectives, constraints, direction).ranked:
-            model_options = {**PENDING_PENALTY, **model_options}     # the Pareto TPE ranks points: not measured
+        if model in KEEP_AWAY and not Goals.build(objectives, constraints, direction).ranked:
+            model_options = {**KEEP_AWAY[model], **model_options}     # the Pareto TPE ranks points: not measured
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,

@@ -1,10 +1,13 @@
-"""The TPE's local penalty for pending configs (`batch="penalty"`), used by asynchronous searchers."""
+"""How proposals keep away from pending configs, used by asynchronous searchers: the TPE's local
+penalty (`batch="penalty"`) and the Gaussian process's Thompson draws (`thompson_from`)."""
 
 import numpy as np
 import pytest
 
 from hpo.search import AsyncBOHB
-from hpo.search.surrogates.bohb_gp import GPSampler, inactive_as_nan
+from hpo.search.surrogates.bohb_gp import THOMPSON_FROM, GPSampler, inactive_as_nan
+from hpo.search.surrogates.config_gp import ConfigGP
+from hpo.search.surrogates.kde import Dimension
 from hpo.search.surrogates.tpe import MultiFidelityTPESampler
 from hpo.space import SearchSpace
 from tests.support.searcher_harness import SPACE, drive, signature
@@ -34,12 +37,27 @@ def test_bad_batch_options_are_refused(options, message):
         MultiFidelityTPESampler(FLOATS, **options)
 
 
-@pytest.mark.parametrize("model", [MultiFidelityTPESampler, GPSampler])
-def test_with_nothing_pending_the_penalty_leaves_every_proposal_as_the_argmax_gives_it(model):
-    plain, penalised = _fitted(model=model), _fitted(model=model, batch="penalty", batch_scale=3.0, batch_share=0.5)
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "32"])
+def test_a_bad_thompson_from_is_refused(value):
+    with pytest.raises(ValueError, match="thompson_from must be an integer >= 1 or None"):
+        GPSampler(FLOATS, thompson_from=value)
+
+
+def test_thompson_draws_are_the_process_s_alone():
+    """A draw needs a posterior: BOHB and AsyncBOHB refuse `thompson_from` with the TPE."""
+    with pytest.raises(ValueError, match="thompson_from"):
+        AsyncBOHB(FLOATS, model="tpe", thompson_from=8)
+    assert AsyncBOHB(FLOATS, thompson_from=8).sampler.thompson_from == 8
+
+
+@pytest.mark.parametrize("model, options", [(MultiFidelityTPESampler, {"batch": "penalty"}),
+                                            (GPSampler, {"batch": "penalty"}),
+                                            (GPSampler, {"batch": "penalty", "thompson_from": 1})])
+def test_with_nothing_pending_every_proposal_is_the_argmax(model, options):
+    plain, kept_away = _fitted(model=model), _fitted(model=model, batch_scale=3.0, batch_share=0.5, **options)
     a, b = np.random.default_rng(1), np.random.default_rng(1)
     for _ in range(20):
-        assert plain.propose(a, 1.0, []) == penalised.propose(b, 1.0, [])
+        assert plain.propose(a, 1.0, []) == kept_away.propose(b, 1.0, [])
 
 
 @pytest.mark.parametrize("model", [MultiFidelityTPESampler, GPSampler])
@@ -60,6 +78,37 @@ def test_proposals_keep_away_from_the_pending_configs(model):
 
     assert nearest({"batch": "penalty", "batch_share": 1.0}) > 2 * nearest({})
     assert nearest({"batch": "penalty"}) > 1.2 * nearest({})       # half the proposals, by default
+    if model is GPSampler:      # spread by the posterior's uncertainty, not by a distance to them
+        assert nearest({"batch": "penalty", "thompson_from": 1}) > 1.4 * nearest({})
+        # below `thompson_from`, the penalty on half of them, as without it
+        assert nearest({"batch": "penalty", "thompson_from": 100}) == nearest({"batch": "penalty"})
+        # `batch="argmax"` turns the draws off too
+        assert nearest({"batch": "argmax", "thompson_from": 1}) == nearest({})
+
+
+def test_a_thompson_draw_follows_the_posterior():
+    """Many draws at five points: their mean and covariance are the process's posterior's, and
+    only the `keep` points of the lowest mean - 2 std get a value."""
+    rng = np.random.default_rng(0)
+    rows = rng.random((30, 2))
+    model = ConfigGP(rows, ((rows - 0.3) ** 2).sum(axis=1), [Dimension("c"), Dimension("c")], None)
+    points = np.array([[0.3, 0.3], [0.32, 0.3], [0.9, 0.1], [0.5, 0.5], [0.05, 0.95], [0.31, 0.29]])
+    draws = np.array([model.sample(rng, points, keep=5) for _ in range(4000)])
+    k_star = model._kernel(points, model.x)
+    mean = k_star @ model._alpha
+    covariance = model._kernel(points, points) - k_star @ np.linalg.solve(
+        model._kernel(model.x, model.x) + np.diag(model.noise), k_star.T)
+    left_out = np.argmax(mean - 2 * np.sqrt(np.diag(covariance)))
+    assert np.isinf(draws[:, left_out]).all() and np.isfinite(np.delete(draws, left_out, axis=1)).all()
+    kept = np.delete(np.arange(len(points)), left_out)
+    assert np.abs(draws[:, kept].mean(axis=0) - mean[kept]).max() < 0.05
+    empirical = np.cov(draws[:, kept], rowvar=False)
+    assert np.abs(empirical - covariance[np.ix_(kept, kept)]).max() < 0.05
+    # the two neighbours of (0.3, 0.3) move together, the far corner apart from them
+    correlation = np.corrcoef(draws[:, kept], rowvar=False)
+    near = list(kept).index(1)
+    far = int(np.argmax(np.linalg.norm(points[kept] - points[0], axis=1)))
+    assert correlation[0, near] > 0.9 and abs(correlation[0, far]) < 0.5
 
 
 def test_a_differing_choice_counts_as_far():
@@ -87,13 +136,18 @@ def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
     gp_plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, batch="argmax")
     gp_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
     assert isinstance(gp_default.sampler, GPSampler)
-    assert gp_default.sampler.batch == "penalty" and gp_plain.sampler.batch == "argmax"
+    assert (gp_default.sampler.batch, gp_default.sampler.thompson_from) == ("penalty", THOMPSON_FROM)
+    assert gp_plain.sampler.batch == "argmax"
     assert signature(drive(gp_plain, 80)) == signature(drive(gp_default, 80))
     assert "gp_rows_fitted" in gp_default.sampler.stats()       # the process proposed, not only the TPE
-    many = [AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", batch=batch)
-            for batch in ("argmax", "penalty")]
+    many = [AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="gp", **options)
+            for options in ({"batch": "argmax"}, {"batch": "penalty", "thompson_from": None},
+                            {"batch": "penalty", "thompson_from": 4})]
     runs = [drive(searcher, 80, workers=8) for searcher in many]
-    assert len(runs[1]) == 80 and signature(runs[0]) != signature(runs[1])
+    assert all(len(run) == 80 for run in runs) and len({repr(signature(run)) for run in runs}) == 3
+    # 8 workers leave fewer than THOMPSON_FROM configs pending: the default asks as the penalty alone
+    fresh_default = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0)
+    assert signature(drive(fresh_default, 80, workers=8)) == signature(runs[1])
     # The Pareto TPE of several objectives was not measured with it, and keeps the argmax.
     assert AsyncBOHB(SPACE, objectives=["a", "b"]).sampler.batch == "argmax"
 

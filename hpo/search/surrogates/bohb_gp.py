@@ -36,12 +36,20 @@ TPE, branch4_strong_flat 1.845 against 1.135), and so does a space with priors (
 learnt share was measured with the TPE: with the process, a wrong prior cost more than
 `tests/unit/test_priors.py` allows).
 
-With `batch="penalty"` (`AsyncBOHB`'s default), a share `batch_share` of the proposals made
-while configs are pending take the log of expected improvement plus the TPE's local penalty
-for closeness to each pending config (`_pending_penalty`, its scale from l(x)'s configs): the
-process has none of their results, and without it every worker that asks while the others
-run is handed the same peak. With `candidates="tpe"` the penalty chooses within the better
-half by l(x) / g(x), which is chosen without it.
+While configs are pending (asynchronous workers) the process has none of their results, and
+expected improvement would hand every worker that asks meanwhile the same peak. With
+`batch="penalty"` (`AsyncBOHB`'s default), a share `batch_share` of the proposals made while
+configs are pending take the log of expected improvement plus the TPE's local penalty for
+closeness to each pending config (`_pending_penalty`, its scale from l(x)'s configs). From
+`thompson_from` configs pending on (`AsyncBOHB`'s default: THOMPSON_FROM), every proposal is
+instead the candidate of the lowest value in one joint draw of the process's posterior at the
+top budget (Thompson sampling, as Kandasamy et al., AISTATS 2018, run it asynchronously),
+among the THOMPSON_KEEP candidates of the lowest mean minus two standard deviations: the
+workers spread over the regions that could hold the optimum, each in proportion to its
+chance of holding it. Where the TPE proposes for the process (an unordered choice without a
+condition, priors), it takes its own penalty. With `candidates="tpe"` either chooses within
+the better half by l(x) / g(x), which is chosen without it. One worker asks as with
+`batch="argmax"`, which turns both off.
 
 ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
 the latest half), refactored only when a result arrived, and its lengthscales are refitted
@@ -117,9 +125,21 @@ EXPLORE_FROM = 30
 # when nothing resumes"); read as the middle of the range, 0.5, an inactive value would sit
 # among the active ones.
 INACTIVE = -1.0
+# From how many pending configs on `AsyncBOHB` takes Thompson draws (`thompson_from`). On 64
+# and 256 simulated workers, every proposal a draw (against the penalty on half of them) ended
+# the window at 0.78 and 0.88 of the penalty's regret and reached the 1-worker result sooner
+# (24.7x against 20.9x over 12 seeds at 64 workers; 79.6x against 69.3x at 256); on 4 and 16
+# workers it trailed a quarter of the way (1.76 and 1.31 times the regret) and was slower to
+# the 1-worker result (benchmarks/notes/many_workers.md, "Thompson draws").
+THOMPSON_FROM = 32
+# Candidates a Thompson draw is taken over: those of the lowest mean minus
+# two standard deviations, as the rest would almost never hold a draw's minimum; a joint draw
+# over all of them (up to 544 once the wide candidates join) took the driver's load at 64
+# simulated workers from 0.013 to 0.053.
+THOMPSON_KEEP = 128
 # The keyword arguments GPSampler adds to the TPE's: BOHB refuses them by name for another
 # model or several objectives.
-GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from"})
+GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from", "thompson_from"})
 
 
 def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
@@ -145,13 +165,20 @@ def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
 class GPSampler(MultiFidelityTPESampler):
     """BOHB's Gaussian-process model; options as the TPE's (`MultiFidelityTPESampler`), plus
     `fit_on` ('joint', the default, 'top' or 'ranking'; see FIT_ON), `noise` (> 0, fixed;
-    None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES) and
+    None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES),
     `explore_from` (results at the top budget from which 'tpe' candidates are joined by the
-    wide ones, see EXPLORE_FROM; None: never; 'uniform' candidates are wide throughout)."""
+    wide ones, see EXPLORE_FROM; None: never; 'uniform' candidates are wide throughout), and
+    `thompson_from` (configs pending from which, unless `batch="argmax"`, every proposal is a
+    Thompson draw; None: never; see the module's docstring)."""
 
     def __init__(self, space: SearchSpace, *, fit_on: str = "joint", noise: float | None = None,
-                 candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM, **options):
+                 candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM,
+                 thompson_from: int | None = None, **options):
         super().__init__(space, **options)
+        if thompson_from is not None and (isinstance(thompson_from, bool) or not isinstance(thompson_from, Integral)
+                                          or thompson_from < 1):
+            raise ValueError(f"thompson_from must be an integer >= 1 or None, got {thompson_from!r}")
+        self.thompson_from = None if thompson_from is None else int(thompson_from)
         if candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {list(CANDIDATES)}, got {candidates!r}")
         self.candidates = candidates
@@ -179,7 +206,9 @@ class GPSampler(MultiFidelityTPESampler):
         if fitted is None:
             return super()._best_candidate(rng, pending)
         model, ranked = fitted
-        keep_away = self._keeps_away(rng, pending)
+        thompson = (self.thompson_from is not None and self.batch != "argmax"
+                    and len(pending) >= self.thompson_from)
+        keep_away = not thompson and self._keeps_away(rng, pending)
         if self.fit_on == "joint":      # scored at the top budget, against the best result there
             def improvement(points):
                 return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
@@ -194,12 +223,25 @@ class GPSampler(MultiFidelityTPESampler):
             if keep_away:
                 gain = np.log(np.maximum(gain, 1e-300)) + self._pending_penalty(good_points, points, pending)
             return gain
+        if thompson:
+            drawn: list[np.ndarray] = []
+
+            def score(points):      # kept for one joint draw over every candidate, below
+                drawn.append(points)
+                return np.zeros(len(points))
         parts = [self._good_half(rng, score)] if self.candidates == "tpe" else []
         if self.candidates == "uniform" or (self.explore_from is not None
                                             and self._results_at_top() >= self.explore_from):
             # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
             parts.append(expected_improvement_candidates(rng, self.dims, ranked, score, refine=False))
         candidates, scores = (np.concatenate(column) for column in zip(*parts))
+        if thompson:        # the worse half by l(x) / g(x) stays out (scored -inf)
+            points = np.concatenate(drawn)
+            if self._conditional:
+                points = inactive_as_nan(self.space, points)
+            if self.fit_on == "joint":      # drawn at the top budget
+                points = np.column_stack([points, np.ones(len(points))])
+            scores = np.where(np.isfinite(scores), -model.sample(rng, points, THOMPSON_KEEP), -np.inf)
         return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
 
     def _results_at_top(self) -> int:

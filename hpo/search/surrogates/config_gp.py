@@ -116,14 +116,33 @@ class ConfigGP:
                           options={"maxiter": 30})
         return result.x
 
-    def expected_improvement(self, points: np.ndarray, best: float | None = None) -> np.ndarray:
-        """EI below `best` (default: the best row's normal score), per unit-cube row of `points`."""
+    def _posterior(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(inputs, mean, std, v) at the unit-cube rows `points`: v = L^-1 k(rows, points), what
+        the posterior covariance between points takes off the prior's."""
         points = np.where(np.isnan(points), self.inactive, points)
         ks = self._kernel(points, self.x)
-        mean = ks @ self._alpha
         v = solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
         std = np.sqrt(np.maximum(1.0 + 1e-9 - (v * v).sum(axis=0), 1e-12))
+        return points, ks @ self._alpha, std, v
+
+    def expected_improvement(self, points: np.ndarray, best: float | None = None) -> np.ndarray:
+        """EI below `best` (default: the best row's normal score), per unit-cube row of `points`."""
+        _, mean, std, _ = self._posterior(points)
         return expected_improvement(mean, std, self.best if best is None else best)
+
+    def sample(self, rng: np.random.Generator, points: np.ndarray, keep: int) -> np.ndarray:
+        """One joint draw of the posterior over the `keep` unit-cube rows of `points` of the
+        lowest mean - 2 std (Thompson sampling), +inf at the others."""
+        points, mean, std, v = self._posterior(points)
+        kept = np.argsort(mean - 2.0 * std, kind="stable")[:keep]
+        covariance = self._kernel(points[kept], points[kept]) - v[:, kept].T @ v[:, kept]
+        covariance[np.diag_indices_from(covariance)] += 1e-6
+        # An eigendecomposition, not a Cholesky factor: near-duplicate candidates can leave the
+        # covariance singular to rounding even so.
+        values, vectors = np.linalg.eigh(covariance)
+        out = np.full(len(points), np.inf)
+        out[kept] = mean[kept] + vectors @ (np.sqrt(np.maximum(values, 0.0)) * rng.standard_normal(len(kept)))
+        return out
 
 
 def neighbours(rng: np.random.Generator, vectors: np.ndarray, dims, m: int, sd: float) -> np.ndarray:

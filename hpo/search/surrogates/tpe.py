@@ -42,8 +42,9 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   closeness to each pending config (`_pending_penalty`, its length scale times `batch_scale`,
   3), so that many concurrent proposals do not crowd around one peak of a model that has not
   seen their results (BOHB's Gaussian process adds the same penalty to the log of its
-  expected improvement, `bohb_gp`). The settings and what they were measured against:
-  benchmarks/notes/many_workers.md ("The pending penalty").
+  expected improvement, or takes Thompson draws where many configs are pending, `bohb_gp`).
+  The settings and what they were measured against: benchmarks/notes/many_workers.md ("The
+  pending penalty").
 - Random configurations: the first `n_startup` (at least 10, and d + 2), and with
   `probe_budgets` (default) every new config that starts at a budget fewer than
   `n_startup` configs have reached (Hyperband's later brackets start higher): these
