@@ -39,7 +39,10 @@ class AsyncBOHB(AsyncHyperband):
                  tie_break: str = "hypervolume", resumes: bool = True, **model_options):
         space = SearchSpace.coerce(space)
         if model in KEEP_AWAY and not Goals.build(objectives, constraints, direction).ranked:
-            model_options = {**KEEP_AWAY[model], **model_options}     # the Pareto TPE ranks points: not measured
+            defaults = dict(KEEP_AWAY[model])
+            if model_options.get("batch") == "argmax":      # it turns the draws off too
+                defaults.pop("thompson_from", None)
+            model_options = {**defaults, **model_options}     # the Pareto TPE ranks points: not measured
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,

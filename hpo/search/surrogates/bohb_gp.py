@@ -41,14 +41,16 @@ expected improvement would hand every worker that asks meanwhile the same peak. 
 `batch="penalty"` (`AsyncBOHB`'s default), a share `batch_share` of the proposals made while
 configs are pending take the log of expected improvement plus the TPE's local penalty for
 closeness to each pending config (`_pending_penalty`, its scale from l(x)'s configs). From
-`thompson_from` configs pending on (`AsyncBOHB`'s default: THOMPSON_FROM), every proposal is
-instead the candidate of the lowest value in one joint draw of the process's posterior at the
-top budget (Thompson sampling, as Kandasamy et al., AISTATS 2018, run it asynchronously),
-among the THOMPSON_KEEP candidates of the lowest mean minus two standard deviations: the
-workers spread over the regions that could hold the optimum, each in proportion to its
-chance of holding it. Where the TPE proposes for the process (an unordered choice without a
-condition, priors), it takes its own penalty. With `candidates="tpe"` either chooses within
-the better half by l(x) / g(x), which is chosen without it. One worker asks as with
+`thompson_from` configs pending on (`AsyncBOHB`'s default: THOMPSON_FROM; the config being
+proposed is not counted), every proposal is instead the candidate of the lowest value in one
+joint draw of the process's posterior at the top budget (Thompson sampling, as Kandasamy et
+al., AISTATS 2018, run it asynchronously), among the THOMPSON_KEEP candidates of the lowest
+mean minus two standard deviations (chosen among all of them; with `candidates="tpe"` those
+of the worse half by l(x) / g(x) are then left out): the workers spread over the regions
+that could hold the optimum, each in proportion to its chance of holding it. Where the TPE
+proposes for the process (an unordered choice without a condition, priors, or before the
+process's first fit), it takes its own penalty. With `candidates="tpe"` either chooses
+within the better half by l(x) / g(x), which is chosen without it. One worker asks as with
 `batch="argmax"`, which turns both off.
 
 ask() stays cheap: the process is fitted on at most MAX_GP_ROWS rows (the best half and
@@ -125,17 +127,18 @@ EXPLORE_FROM = 30
 # when nothing resumes"); read as the middle of the range, 0.5, an inactive value would sit
 # among the active ones.
 INACTIVE = -1.0
-# From how many pending configs on `AsyncBOHB` takes Thompson draws (`thompson_from`). On 64
-# and 256 simulated workers, every proposal a draw (against the penalty on half of them) ended
-# the window at 0.78 and 0.88 of the penalty's regret and reached the 1-worker result sooner
-# (24.7x against 20.9x over 12 seeds at 64 workers; 79.6x against 69.3x at 256); on 4 and 16
-# workers it trailed a quarter of the way (1.76 and 1.31 times the regret) and was slower to
-# the 1-worker result (benchmarks/notes/many_workers.md, "Thompson draws").
+# From how many pending configs on `AsyncBOHB` takes Thompson draws (`thompson_from`). With
+# every pending proposal a draw, against the penalty on half of them: on 64 and 256 simulated
+# workers it ended the window at 0.78 and 0.88 of the penalty's regret and reached the
+# 1-worker result sooner (24.7x against 20.9x over 12 seeds at 64 workers; 79.6x against 69.3x
+# at 256); on 4 and 16 workers it trailed a quarter of the way (1.76 and 1.31 times the
+# regret) and was slower to the 1-worker result (benchmarks/notes/many_workers.md, "Thompson
+# draws"). With 32, those worker counts ask as with the penalty alone.
 THOMPSON_FROM = 32
 # Candidates a Thompson draw is taken over: those of the lowest mean minus
 # two standard deviations, as the rest would almost never hold a draw's minimum; a joint draw
-# over all of them (up to 544 once the wide candidates join) took the driver's load at 64
-# simulated workers from 0.013 to 0.053.
+# over all of them (up to 576 once the wide candidates join: the TPE's 64 draws and 512 wide
+# ones) took the driver's load at 64 simulated workers from 0.013 to 0.053.
 THOMPSON_KEEP = 128
 # The keyword arguments GPSampler adds to the TPE's: BOHB refuses them by name for another
 # model or several objectives.
@@ -168,8 +171,9 @@ class GPSampler(MultiFidelityTPESampler):
     None: by the rows' number), `candidates` ('tpe' or 'uniform', see CANDIDATES),
     `explore_from` (results at the top budget from which 'tpe' candidates are joined by the
     wide ones, see EXPLORE_FROM; None: never; 'uniform' candidates are wide throughout), and
-    `thompson_from` (configs pending from which, unless `batch="argmax"`, every proposal is a
-    Thompson draw; None: never; see the module's docstring)."""
+    `thompson_from` (configs pending, besides the one being proposed, from which every
+    proposal is a Thompson draw in place of `batch="penalty"`, which it needs; None: never;
+    see the module's docstring)."""
 
     def __init__(self, space: SearchSpace, *, fit_on: str = "joint", noise: float | None = None,
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM,
@@ -178,6 +182,9 @@ class GPSampler(MultiFidelityTPESampler):
         if thompson_from is not None and (isinstance(thompson_from, bool) or not isinstance(thompson_from, Integral)
                                           or thompson_from < 1):
             raise ValueError(f"thompson_from must be an integer >= 1 or None, got {thompson_from!r}")
+        if thompson_from is not None and self.batch == "argmax":
+            raise ValueError(f"thompson_from={thompson_from!r} takes the place of batch='penalty' from that many "
+                             f"pending configs on, and needs it: got batch='argmax'")
         self.thompson_from = None if thompson_from is None else int(thompson_from)
         if candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {list(CANDIDATES)}, got {candidates!r}")
@@ -206,8 +213,7 @@ class GPSampler(MultiFidelityTPESampler):
         if fitted is None:
             return super()._best_candidate(rng, pending)
         model, ranked = fitted
-        thompson = (self.thompson_from is not None and self.batch != "argmax"
-                    and len(pending) >= self.thompson_from)
+        thompson = self.thompson_from is not None and len(pending) >= self.thompson_from
         keep_away = not thompson and self._keeps_away(rng, pending)
         if self.fit_on == "joint":      # scored at the top budget, against the best result there
             def improvement(points):
@@ -235,7 +241,7 @@ class GPSampler(MultiFidelityTPESampler):
             # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
             parts.append(expected_improvement_candidates(rng, self.dims, ranked, score, refine=False))
         candidates, scores = (np.concatenate(column) for column in zip(*parts))
-        if thompson:        # the worse half by l(x) / g(x) stays out (scored -inf)
+        if thompson:        # the worse half by l(x) / g(x) stays last (scored -inf)
             points = np.concatenate(drawn)
             if self._conditional:
                 points = inactive_as_nan(self.space, points)

@@ -131,17 +131,21 @@ class ConfigGP:
         return expected_improvement(mean, std, self.best if best is None else best)
 
     def sample(self, rng: np.random.Generator, points: np.ndarray, keep: int) -> np.ndarray:
-        """One joint draw of the posterior over the `keep` unit-cube rows of `points` of the
-        lowest mean - 2 std (Thompson sampling), +inf at the others."""
+        """One joint draw of the posterior (Thompson sampling) over the `keep` unit-cube rows
+        of `points` of the lowest mean - 2 std; the others get values above every draw, in
+        the order of their mean - 2 std, so that a caller that cannot take a drawn one falls
+        back on the likeliest of the rest."""
         points, mean, std, v = self._posterior(points)
-        kept = np.argsort(mean - 2.0 * std, kind="stable")[:keep]
+        optimistic = mean - 2.0 * std
+        kept = np.argsort(optimistic, kind="stable")[:keep]
         covariance = self._kernel(points[kept], points[kept]) - v[:, kept].T @ v[:, kept]
         covariance[np.diag_indices_from(covariance)] += 1e-6
         # An eigendecomposition, not a Cholesky factor: near-duplicate candidates can leave the
         # covariance singular to rounding even so.
         values, vectors = np.linalg.eigh(covariance)
-        out = np.full(len(points), np.inf)
-        out[kept] = mean[kept] + vectors @ (np.sqrt(np.maximum(values, 0.0)) * rng.standard_normal(len(kept)))
+        drawn = mean[kept] + vectors @ (np.sqrt(np.maximum(values, 0.0)) * rng.standard_normal(len(kept)))
+        out = optimistic + (drawn.max() - optimistic.min() + 1.0)
+        out[kept] = drawn
         return out
 
 
