@@ -145,6 +145,15 @@ THOMPSON_KEEP = 128
 GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from", "thompson_from"})
 
 
+def _optional_count(name: str, value: Any, least: int) -> int | None:
+    """`value` as an int if it is an integer >= `least`, None if None; else a ValueError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least} or None, got {value!r}")
+    return int(value)
+
+
 def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
     """Unit-cube rows with each dimension that its row's parents make inactive set to NaN,
     and each active one that was NaN (a neighbour that switched its parent) set to 0.5, as
@@ -179,20 +188,14 @@ class GPSampler(MultiFidelityTPESampler):
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM,
                  thompson_from: int | None = None, **options):
         super().__init__(space, **options)
-        if thompson_from is not None and (isinstance(thompson_from, bool) or not isinstance(thompson_from, Integral)
-                                          or thompson_from < 1):
-            raise ValueError(f"thompson_from must be an integer >= 1 or None, got {thompson_from!r}")
+        self.thompson_from = _optional_count("thompson_from", thompson_from, least=1)
         if thompson_from is not None and self.batch == "argmax":
             raise ValueError(f"thompson_from={thompson_from!r} takes the place of batch='penalty' from that many "
                              f"pending configs on, and needs it: got batch='argmax'")
-        self.thompson_from = None if thompson_from is None else int(thompson_from)
         if candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {list(CANDIDATES)}, got {candidates!r}")
         self.candidates = candidates
-        if explore_from is not None and (isinstance(explore_from, bool) or not isinstance(explore_from, Integral)
-                                         or explore_from < 0):
-            raise ValueError(f"explore_from must be an integer >= 0 or None, got {explore_from!r}")
-        self.explore_from = None if explore_from is None else int(explore_from)
+        self.explore_from = _optional_count("explore_from", explore_from, least=0)
         if fit_on not in FIT_ON:
             raise ValueError(f"fit_on must be one of {list(FIT_ON)}, got {fit_on!r}")
         if noise is not None and not noise > 0:
@@ -215,39 +218,36 @@ class GPSampler(MultiFidelityTPESampler):
         model, ranked = fitted
         thompson = self.thompson_from is not None and len(pending) >= self.thompson_from
         keep_away = not thompson and self._keeps_away(rng, pending)
-        if self.fit_on == "joint":      # scored at the top budget, against the best result there
-            def improvement(points):
-                return model.expected_improvement(np.column_stack([points, np.ones(len(points))]), self._joint_best)
-        else:
-            improvement = model.expected_improvement
         good_points = self._fit().good_points if keep_away else None
+        best = self._joint_best if self.fit_on == "joint" else None     # None: the best row's score
+
+        def active(points):     # a candidate's inactive values as the rows' (INACTIVE)
+            return inactive_as_nan(self.space, points) if self._conditional else points
+
+        def at_top(points):     # "joint": the process's inputs at the top budget
+            return np.column_stack([points, np.ones(len(points))]) if self.fit_on == "joint" else points
 
         def score(points):
-            if self._conditional:       # a candidate's inactive values as the rows' (INACTIVE)
-                points = inactive_as_nan(self.space, points)
-            gain = improvement(points)
+            points = active(points)
+            gain = model.expected_improvement(at_top(points), best)
             if keep_away:
                 gain = np.log(np.maximum(gain, 1e-300)) + self._pending_penalty(good_points, points, pending)
             return gain
-        if thompson:
-            drawn: list[np.ndarray] = []
+        drawn: list[np.ndarray] = []
 
-            def score(points):      # kept for one joint draw over every candidate, below
-                drawn.append(points)
-                return np.zeros(len(points))
-        parts = [self._good_half(rng, score)] if self.candidates == "tpe" else []
+        def collect(points):    # kept for one joint draw over every candidate, below
+            drawn.append(points)
+            return np.zeros(len(points))
+        scorer = collect if thompson else score
+        parts = [self._good_half(rng, scorer)] if self.candidates == "tpe" else []
         if self.candidates == "uniform" or (self.explore_from is not None
                                             and self._results_at_top() >= self.explore_from):
             # Without FreezeThaw's finer round: here it cost LCBench at 132 full-budget evaluations.
-            parts.append(expected_improvement_candidates(rng, self.dims, ranked, score, refine=False))
+            parts.append(expected_improvement_candidates(rng, self.dims, ranked, scorer, refine=False))
         candidates, scores = (np.concatenate(column) for column in zip(*parts))
         if thompson:        # the worse half by l(x) / g(x) stays last (scored -inf)
-            points = np.concatenate(drawn)
-            if self._conditional:
-                points = inactive_as_nan(self.space, points)
-            if self.fit_on == "joint":      # drawn at the top budget
-                points = np.column_stack([points, np.ones(len(points))])
-            scores = np.where(np.isfinite(scores), -model.sample(rng, points, THOMPSON_KEEP), -np.inf)
+            draw = model.sample(rng, at_top(active(np.concatenate(drawn))), THOMPSON_KEEP)
+            scores = np.where(np.isfinite(scores), -draw, -np.inf)
         return first_unseen(self.space, inside_bounds(candidates), scores, self.taken(pending))
 
     def _results_at_top(self) -> int:
