@@ -92,7 +92,6 @@ def test_proposals_keep_away_from_the_pending_configs(model):
         assert nearest({"batch": "penalty", "thompson_from": 100}) == nearest({"batch": "penalty"})
 
 
-
 def test_a_thompson_draw_follows_the_posterior():
     """Many draws at six points: their mean and covariance are the process's posterior's at
     the `keep` = 5 points of the lowest mean - 2 std, and the sixth reads above every draw."""
