@@ -17,6 +17,20 @@ def config_text(config: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
 
 
+def trial_ids_text(trial_ids) -> str:
+    """Trial ids on one line, runs of consecutive ids as ranges: `0-3, 7, 9-12`. A search of
+    thousands of trials, or hundreds of workers interrupted at once, stays one readable line."""
+    ordered = sorted(set(trial_ids))
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(ordered) + 1):
+        if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
+            first, last = ordered[start], ordered[i - 1]
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            start = i
+    return ", ".join(parts)
+
+
 def config_identity(config: Mapping[str, Any]) -> str:
     """A config as a key that equal configs share, whatever their key order and whether a
     number is numpy's or Python's; the searchers (as `config_key`), the tuner's trainer and the

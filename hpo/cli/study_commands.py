@@ -99,7 +99,7 @@ def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) ->
 
 def _chosen_trial(args: argparse.Namespace, study):
     """`--trial N`: a completed trial of the study (exit 2 otherwise)."""
-    from hpo.trial import TrialState
+    from hpo.trial import TrialState, trial_ids_text
     if args.export is None:
         raise UserInputError("--trial N chooses the trial --export saves; give --export MODEL.keras too")
     trial = study.trial(args.trial)
@@ -107,7 +107,7 @@ def _chosen_trial(args: argparse.Namespace, study):
         done = [t.trial_id for t in study.trials() if t.state == TrialState.COMPLETE]
         raise UserInputError(f"{args.study_dir}: trial {args.trial} "
                              f"{'does not exist' if trial is None else 'did not complete'}; "
-                             f"completed trials: {', '.join(map(str, done)) or 'none'}")
+                             f"completed trials: {trial_ids_text(done) or 'none'}")
     return trial
 
 

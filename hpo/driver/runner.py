@@ -36,7 +36,7 @@ from hpo.study.tensorboard_logs import (
     write_hparams_config,
     write_run_scalars,
 )
-from hpo.trial import Job, TrialResult, TrialState, config_text
+from hpo.trial import Job, TrialResult, TrialState, config_text, trial_ids_text
 
 log = logging.getLogger("hpo.driver.runner")
 
@@ -140,7 +140,7 @@ class Runner:
             self._budget_given = budget_given(self.study.trials(), self.searcher)
         if queue:
             log.info("resuming: %d interrupted trial(s) will run again: %s", len(queue),
-                     ", ".join(str(j.trial_id) for j in queue))
+                     trial_ids_text(j.trial_id for j in queue))
         finished_now = 0
         stopped = "max_trials"
         try:
@@ -353,10 +353,15 @@ class Runner:
         # The study, not the executor, says which trials are running: a signal can land after
         # mark_running and before the executor holds the task (an inline executor's first
         # submit builds its trainer), and those must not stay 'running' either.
-        for trial in self.study.trials():
-            if trial.state == TrialState.RUNNING:
-                self.study.mark_interrupted(trial.trial_id, reason)
-                log.warning("trial %d interrupted: %s; it will rerun on resume", trial.trial_id, reason)
+        interrupted = [trial.trial_id for trial in self.study.trials() if trial.state == TrialState.RUNNING]
+        for trial_id in interrupted:
+            self.study.mark_interrupted(trial_id, reason)
+        # One line, not one per trial: hundreds of workers may be stopped at once.
+        if len(interrupted) == 1:
+            log.warning("trial %d interrupted: %s; it will rerun on resume", interrupted[0], reason)
+        elif interrupted:
+            log.warning("%d trials interrupted (%s): %s; they will rerun on resume", len(interrupted),
+                        trial_ids_text(interrupted), reason)
         if self.board is not None:
             self.board.trials_counted(trial_counts(self.study))
 

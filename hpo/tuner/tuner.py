@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 
 from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
+from hpo.trial import trial_ids_text
 from hpo.tuner import driver
 from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
 from hpo.tuner.data import SearchData, from_search_arguments, register
@@ -189,7 +190,7 @@ class Tuner:
             self._reload()
             if summary.stopped_because == "interrupted":
                 trials = sorted(console.interrupted) if console is not None else []
-                rerun = f"; trial{'s' if len(trials) > 1 else ''} {', '.join(map(str, trials))} will run again" \
+                rerun = f"; trial{'s' if len(trials) > 1 else ''} {trial_ids_text(trials)} will run again" \
                     if trials else ""
                 log.warning("search interrupted: the study in %s is saved; run search again (or the script) to "
                             "resume it%s", self.folder, rerun)

@@ -11,7 +11,7 @@ from hpo.clock import SimulatedClock
 from hpo.executors.simulated import SimulatedExecutor
 from hpo.jobs import EpochDone, TrainTask, TrialDone
 from hpo.search import SEARCHERS
-from hpo.trial import TrialState
+from hpo.trial import TrialState, trial_ids_text
 
 SPACE = {"x": {"type": "float", "low": -5.0, "high": 5.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
 
@@ -86,6 +86,22 @@ def test_time_limit_counts_simulated_seconds_and_keeps_the_trial_that_finished_p
     assert result.simulation.simulated_seconds == pytest.approx(past[0].finished_at)
     interrupted = [t for t in result.trials if t.state == TrialState.INTERRUPTED]
     assert interrupted and all(t.value is None and t.finished_at is None for t in interrupted)
+
+
+def test_the_trials_a_time_limit_interrupts_are_logged_on_one_line_with_their_ids_as_ranges(caplog):
+    with caplog.at_level("WARNING", logger="hpo"):
+        result = run("random", workers=32, max_trials=None, time_limit=30.0)
+    interrupted = [t.trial_id for t in result.trials if t.state == TrialState.INTERRUPTED]
+    lines = [r.getMessage() for r in caplog.records if "interrupted" in r.getMessage()]
+    assert len(interrupted) == 31
+    assert lines == [f"31 trials interrupted ({trial_ids_text(interrupted)}): time limit reached; "
+                     "they will rerun on resume"]
+
+
+@pytest.mark.parametrize("ids, text", [([], ""), ([4], "4"), ([5, 0, 1, 2, 7, 9, 10, 11, 3], "0-3, 5, 7, 9-11"),
+                                       (range(1984, 2048), "1984-2047"), ([2, 2, 3], "2-3")])
+def test_trial_ids_read_as_ranges(ids, text):
+    assert trial_ids_text(ids) == text
 
 
 def test_utilisation_is_the_workers_busy_share_of_the_simulated_time():
