@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hpo.cli.search_command import cmd_search
-from hpo.cli.study_commands import cmd_best, cmd_export, cmd_report, cmd_status
+from hpo.cli.study_commands import STATUS_ROWS, cmd_best, cmd_export, cmd_report, cmd_status
 from hpo.cli.tensorboard_command import cmd_tensorboard
 from hpo.errors import UserInputError
 
@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
     status.add_argument("--top", type=int, metavar="N",
                         help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
+    status.add_argument("--all", action="store_true",
+                        help=f"every trial; without it, a study of more than {STATUS_ROWS} trials shows its newest "
+                             f"{STATUS_ROWS} and those still running")
 
     best = commands.add_parser("best", help="the best trial's config and objective")
     best.add_argument("study_dir", help=STUDY_DIR_HELP)

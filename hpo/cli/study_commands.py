@@ -8,9 +8,14 @@ import csv
 import io
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from hpo.errors import UserInputError
+from hpo.trial import TrialState
+
+# `hpo status` without --all: a study of more trials shows its newest ones (and those still running).
+STATUS_ROWS = 100
 
 
 def open_study(study_dir: str):
@@ -37,15 +42,39 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     trials = study.trials()
     title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
+    left_out = []
     if args.top is not None:
         trials = top_configurations(trials, search["direction"], args.top)
         title += f"; the {len(trials)} best configurations"
+    elif not args.all:
+        trials, left_out = newest_and_unfinished(trials, STATUS_ROWS)
     table, config_shown = status_table(trials, title, objective, stdout.width)
     stdout.print(table)
+    if left_out:     # below the table, where a terminal leaves the eye
+        stdout.print(f"{len(trials) + len(left_out):,} trials ({state_counts(trials + left_out)}); "
+                     f"{len(left_out):,} older finished or interrupted ones are not shown: --all lists every trial, "
+                     f"--top N the N best", highlight=False, markup=False)
     if not config_shown:
         stdout.print(f"configs and errors are too wide for this terminal; one trial's:\n"
                      f"  hpo status {args.study_dir} --trial N", highlight=False, markup=False)
     return 0
+
+
+def newest_and_unfinished(trials: list, limit: int) -> tuple[list, list]:
+    """(shown, left out): the newest `limit` trials and every older one still pending or
+    running, in trial order; a search of thousands of trials stays a screen of what is happening."""
+    if len(trials) <= limit:
+        return trials, []
+    cut = len(trials) - limit
+    older_running = [t for t in trials[:cut] if not t.state.finished and t.state != TrialState.INTERRUPTED]
+    kept = {t.trial_id for t in older_running}
+    return older_running + trials[cut:], [t for t in trials[:cut] if t.trial_id not in kept]
+
+
+def state_counts(trials: list) -> str:
+    """`9,990 complete, 10 failed`, in the states' own order."""
+    counts = Counter(t.state for t in trials)
+    return ", ".join(f"{counts[state]:,} {state.value}" for state in TrialState if counts[state])
 
 
 def _dash(value) -> str:

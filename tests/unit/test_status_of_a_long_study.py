@@ -1,0 +1,57 @@
+"""`hpo status` on a study of thousands of trials: the newest ones and those still running,
+with a line saying what was left out; `--all` lists every trial."""
+
+import dataclasses
+import re
+
+import pytest
+
+import hpo
+from hpo.cli.study_commands import STATUS_ROWS, newest_and_unfinished, state_counts
+from hpo.study import Study
+from hpo.trial import TrialState
+from tests.support.cli import hpo_here
+
+TRIALS = STATUS_ROWS + 30
+
+
+@pytest.fixture(scope="module")
+def long_study(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("long") / "study"
+    hpo.optimize(lambda config, budget: (config["x"] - 1.0) ** 2, {"x": {"type": "float", "low": -5, "high": 5}},
+                 "random", min_budget=1, max_budget=1, max_trials=TRIALS, seed=0, study_dir=folder)
+    return folder
+
+
+def listed_ids(output: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^(\d+)\s+(?:complete|failed|running|pending|interrupted)",
+                                                 output, re.MULTILINE)]
+
+
+def test_status_shows_the_newest_trials_and_says_how_many_it_left_out(long_study, capsys):
+    done = hpo_here(capsys, "status", long_study)
+    assert done.returncode == 0
+    assert listed_ids(done.stdout) == list(range(TRIALS - STATUS_ROWS, TRIALS))
+    assert (f"{TRIALS} trials ({TRIALS} complete); {TRIALS - STATUS_ROWS} older finished or interrupted ones are "
+            f"not shown: --all lists every trial, --top N the N best") in done.stdout
+
+
+def test_status_all_lists_every_trial_and_top_is_unchanged(long_study, capsys):
+    every = hpo_here(capsys, "status", long_study, "--all")
+    assert listed_ids(every.stdout) == list(range(TRIALS)) and "not shown" not in every.stdout
+    top = hpo_here(capsys, "status", long_study, "--top", "3")
+    assert len(listed_ids(top.stdout)) == 3 and "not shown" not in top.stdout
+
+
+def test_an_older_trial_still_running_stays_in_view_and_the_counts_name_every_state(long_study):
+    study = Study.open(long_study, read_only=True)
+    rows = study.trials()
+    study.close()
+    rows[3] = dataclasses.replace(rows[3], state=TrialState.RUNNING, value=None)
+    rows[5] = dataclasses.replace(rows[5], state=TrialState.INTERRUPTED, value=None)
+    rows[7] = dataclasses.replace(rows[7], state=TrialState.FAILED, value=None)
+    shown, left_out = newest_and_unfinished(rows, STATUS_ROWS)
+    assert [t.trial_id for t in shown] == [3] + list(range(TRIALS - STATUS_ROWS, TRIALS))
+    assert len(shown) + len(left_out) == TRIALS and 5 in {t.trial_id for t in left_out}
+    assert state_counts(rows) == f"1 running, {TRIALS - 3} complete, 1 failed, 1 interrupted"
+    assert newest_and_unfinished(rows[:STATUS_ROWS], STATUS_ROWS) == (rows[:STATUS_ROWS], [])
