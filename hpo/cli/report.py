@@ -7,7 +7,8 @@ Written to `<study>/report/report.html`, with its PNGs beside it, in this order:
 - the Hyperband diagram: which configuration went how far, bracket by bracket;
 - parameter importance: a random forest fitted on the unit-cube configs, scored by
   permutation importance (impurity importance favours many-valued parameters), with a
-  warning when it rests on few configurations;
+  warning when it rests on few configurations, on a seeded sample of
+  IMPORTANCE_MAX_CONFIGURATIONS when there are more;
 - parallel coordinates of every configuration at the furthest budget it reached, each
   axis labelled with the parameter's values, coloured by the objective;
 - the table of the best configurations, ranked as `hpo best` ranks.
@@ -35,6 +36,8 @@ log = logging.getLogger("hpo.cli.report")
 INACTIVE_UNIT = -0.25     # where an inactive conditional parameter sits on a [0, 1] axis
 IMPORTANCE_MIN_CONFIGURATIONS = 8     # fewer: no importance at all
 IMPORTANCE_FEW_CONFIGURATIONS = 30    # fewer: importance with a warning
+IMPORTANCE_MAX_CONFIGURATIONS = 2000  # more: fitted on a sample of this many
+BRACKETS_MAX_HEIGHT = 20              # inches: past about 2,000 configurations their lines merge into bands
 
 
 def write_report(study_dir: str | Path) -> Path:
@@ -198,6 +201,7 @@ def axis_ticks(param: Param) -> list[tuple[float, str]]:
 def parallel_coordinates_figure(done: list[TrialRow], space: SearchSpace, objective: str):
     import matplotlib.pyplot as plt
     from matplotlib.cm import ScalarMappable
+    from matplotlib.collections import LineCollection
     from matplotlib.colors import Normalize
 
     rows = _furthest(done)
@@ -211,9 +215,13 @@ def parallel_coordinates_figure(done: list[TrialRow], space: SearchSpace, object
     norm = Normalize(low, high if high > low else low + 1)
     deepest = max(t.budget for t in rows)
     # The furthest-trained configurations last, so they are drawn on top; the others paler.
-    for row, t in sorted(zip(data, rows), key=lambda item: item[1].budget):
-        ax.plot(range(len(names)), row, color=plt.cm.viridis(norm(t.value)), lw=1.2 if t.budget == deepest else 0.8,
-                alpha=0.85 if t.budget == deepest else 0.35)
+    # One collection, not a line each: a long search has thousands of configurations.
+    drawn = sorted(zip(data, rows), key=lambda item: item[1].budget)
+    colours = plt.cm.viridis(norm([t.value for _, t in drawn]))
+    colours[:, 3] = [0.85 if t.budget == deepest else 0.35 for _, t in drawn]
+    ax.add_collection(LineCollection([np.column_stack([np.arange(len(names)), row]) for row, _ in drawn],
+                                     colors=colours, linewidths=[1.2 if t.budget == deepest else 0.8
+                                                                 for _, t in drawn]))
     for i, param in enumerate(space):
         _axis(ax, i, axis_ticks(param))
     objective_ticks = [(u, f"{low + u * span:.4g}") for u in (0.0, 0.5, 1.0)] if high > low else [(0.0, f"{low:.4g}")]
@@ -248,6 +256,10 @@ def parameter_importance(done: list[TrialRow], space: SearchSpace, direction: st
     rows = _furthest(done)
     if len(rows) < IMPORTANCE_MIN_CONFIGURATIONS or len(space) == 0:
         return None
+    if len(rows) > IMPORTANCE_MAX_CONFIGURATIONS:
+        # A seeded sample: the forest and its permutations grow with the rows, the ranking barely.
+        keep = np.random.default_rng(0).choice(len(rows), IMPORTANCE_MAX_CONFIGURATIONS, replace=False)
+        rows = [rows[i] for i in sorted(keep)]
     x = np.column_stack([_unit_matrix(rows, space), np.log([t.budget for t in rows])])
     y = np.array([t.value for t in rows]) * (-1 if direction == "maximize" else 1)
     forest = RandomForestRegressor(n_estimators=200, min_samples_leaf=2, random_state=0).fit(x, y)
@@ -265,7 +277,9 @@ def importance_figure(importance: dict[str, float], configurations: int):
     ax.barh(names, [importance[n] for n in names], color="C1")
     ax.set_xlabel("share of permutation importance")
     few = configurations < IMPORTANCE_FEW_CONFIGURATIONS
-    ax.set_title(f"fitted on {configurations} configurations" + ("; few: a rough guide" if few else ""),
+    fitted = (f"{IMPORTANCE_MAX_CONFIGURATIONS:,} of {configurations:,}"
+              if configurations > IMPORTANCE_MAX_CONFIGURATIONS else f"{configurations}")
+    ax.set_title(f"fitted on {fitted} configurations" + ("; few: a rough guide" if few else ""),
                  fontsize=9, color="C3" if few else "black")
     fig.tight_layout()
     return fig
@@ -273,26 +287,32 @@ def importance_figure(importance: dict[str, float], configurations: int):
 
 def brackets_figure(trials: list[TrialRow]):
     import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
     lineages: dict[int, list[TrialRow]] = {}
     for t in trials:
         lineages.setdefault(t.lineage, []).append(t)
     order = sorted(lineages, key=lambda n: (-(lineages[n][0].bracket or 0), n))
-    fig, ax = plt.subplots(figsize=(8.5, max(3, 0.08 * len(order) + 2)))
+    fig, ax = plt.subplots(figsize=(8.5, min(BRACKETS_MAX_HEIGHT, max(3, 0.08 * len(order) + 2))))
     brackets: dict[int | None, str] = {}
-    failed = False
+    # Collections, not an artist per configuration: a long search has thousands.
+    segments, colours, points, point_colours, failures = [], [], [], [], []
     for y, lineage in enumerate(order):
         steps = sorted(lineages[lineage], key=lambda t: t.budget)
         bracket = steps[0].bracket
-        colour = f"C{(bracket or 0) % 10}"
-        brackets.setdefault(bracket, colour)
-        ax.plot([t.budget for t in steps], [y] * len(steps), color=colour, lw=1.5, marker="o", ms=2.5)
-        for t in steps:
-            if t.state == TrialState.FAILED:
-                ax.plot(t.budget, y, "x", color="red", ms=5)
-                failed = True
+        colour = brackets.setdefault(bracket, f"C{(bracket or 0) % 10}")
+        segments.append([(t.budget, y) for t in steps])
+        colours.append(colour)
+        points += [(t.budget, y) for t in steps]
+        point_colours += [colour] * len(steps)
+        failures += [(t.budget, y) for t in steps if t.state == TrialState.FAILED]
     ax.set_xscale("log")
+    ax.add_collection(LineCollection(segments, colors=colours, linewidths=1.5))
+    ax.scatter(*zip(*points), c=point_colours, s=6, zorder=2)
+    if failures:
+        ax.scatter(*zip(*failures), marker="x", color="red", s=25, zorder=3)
+    failed = bool(failures)
     _plain_ticks(ax.xaxis, sorted({t.budget for t in trials}))
     ax.set_xlabel("budget reached (log scale)")
     ax.set_ylabel("configuration (grouped by bracket)")

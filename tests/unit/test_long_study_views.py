@@ -1,5 +1,7 @@
-"""`hpo status` on a study of thousands of trials: the newest ones and those still running,
-with a line saying what was left out; `--all` lists every trial."""
+"""The views of a study of thousands of trials: `hpo status` shows the newest ones and those
+still running, with a line saying what was left out (`--all` lists every trial); `hpo report`
+fits its importance on a sample and keeps its bracket diagram a readable height. The limits
+are patched down here, so that a study of STATUS_ROWS + 30 trials crosses them."""
 
 import dataclasses
 import re
@@ -55,3 +57,26 @@ def test_an_older_trial_still_running_stays_in_view_and_the_counts_name_every_st
     assert len(shown) + len(left_out) == TRIALS and 5 in {t.trial_id for t in left_out}
     assert state_counts(rows) == f"1 running, {TRIALS - 3} complete, 1 failed, 1 interrupted"
     assert newest_and_unfinished(rows[:STATUS_ROWS], STATUS_ROWS) == (rows[:STATUS_ROWS], [])
+
+
+def test_a_report_past_its_limits_samples_the_importance_and_caps_the_diagram(long_study, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from hpo.cli import report
+    from hpo.space import SearchSpace
+
+    monkeypatch.setattr(report, "IMPORTANCE_MAX_CONFIGURATIONS", 50)
+    monkeypatch.setattr(report, "BRACKETS_MAX_HEIGHT", 6)
+    study = Study.open(long_study, read_only=True)
+    trials, space = study.trials(), SearchSpace.from_dict(study.experiment()["space"])
+    study.close()
+    importance = report.parameter_importance(trials, space, "minimize")
+    assert list(importance) == ["x"] and importance["x"] == pytest.approx(1.0)
+    title = report.importance_figure(importance, TRIALS).axes[0].get_title()
+    assert title == f"fitted on 50 of {TRIALS} configurations"
+    diagram = report.brackets_figure(trials)
+    assert diagram.get_figheight() == 6
+    lines, = diagram.axes[0].collections[:1]
+    assert len(lines.get_segments()) == TRIALS            # one line per configuration, in one artist
+    page = report.write_report(long_study)
+    assert page.exists() and (page.parent / "brackets.png").exists()
