@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from hpo.errors import UserInputError
-from hpo.trial import TrialState
+from hpo.trial import TrialState, trial_ids_text
 
 # `hpo status` without --all: a study of more trials shows its newest ones (and those still running).
 STATUS_ROWS = 100
@@ -128,7 +128,6 @@ def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) ->
 
 def _chosen_trial(args: argparse.Namespace, study):
     """`--trial N`: a completed trial of the study (exit 2 otherwise)."""
-    from hpo.trial import TrialState, trial_ids_text
     if args.export is None:
         raise UserInputError("--trial N chooses the trial --export saves; give --export MODEL.keras too")
     trial = study.trial(args.trial)
