@@ -80,3 +80,9 @@ def test_a_report_past_its_limits_samples_the_importance_and_caps_the_diagram(lo
     assert len(lines.get_segments()) == TRIALS            # one line per configuration, in one artist
     page = report.write_report(long_study)
     assert page.exists() and (page.parent / "brackets.png").exists()
+
+
+def test_a_missing_trial_lists_the_completed_ones_as_ranges(long_study, capsys, tmp_path):
+    done = hpo_here(capsys, "best", long_study, "--trial", str(TRIALS + 5), "--export", tmp_path / "m.keras")
+    assert done.returncode == 2
+    assert f"trial {TRIALS + 5} does not exist; completed trials: 0-{TRIALS - 1}" in done.stderr
