@@ -677,10 +677,11 @@ def plot(problems, searchers, workers, seeds, runs, references, path) -> None:
                     base = runs.get((problem.name, REFERENCE, 1, seed))
                     run = runs[(problem.name, searcher, w, seed)]
                     scale = max(regret_at(base.trace, base.end, references[problem.name]), 1e-6) if base else 1.0
-                    # Up to the window, not the run's end: the first trial to finish past the window ends
-                    # it, so past the window only the runs whose last trial ended late would be averaged.
+                    # Every run up to its window, and no further: past it only the runs whose last trial
+                    # ended late would be averaged. A run stopped at its target keeps its last regret,
+                    # which it could only have lowered, so the runs left are not just the ones that missed.
                     curves.append([max(regret_at(run.trace, g * problem.t1, references[problem.name]), 1e-6) / scale
-                                   if g * problem.t1 <= min(run.end, run.window) else math.nan for g in grid])
+                                   if g * problem.t1 <= run.window else math.nan for g in grid])
             values = np.array(curves)
             with np.errstate(all="ignore"), warnings_off():
                 mean = np.exp(np.nanmean(np.log(values), axis=0))
