@@ -11,10 +11,9 @@ checkpoint (`Simulation(resumes=True)`): a job from epoch a to b costs time(b) -
 Problems (`benchmarks/published_problems.py`):
 - the LCBench tuning tasks through YAHPO Gym's surrogate: the loss is 1 - val_balanced_accuracy
   at epoch round(budget), budgets 52/27..52, and the cost of training a config to epoch e is
-  the surrogate's `time` output at e (seconds, cumulative), made to rise (`rising_time`: the
-  regression falls over the later epochs for some configs, most of them where a model
-  searches; such an epoch costs the config's median rising one). Runs cached before that
-  repair are keyed apart (`SimProblem.costs`);
+  the surrogate's `time` output at e (seconds, cumulative), made to rise (`rising_time`: for
+  some configs the regression falls over the later epochs; such an epoch costs the config's
+  median rising one). LCBench runs carry `costs` in their cache key;
 - MFHartmann (mf-prior-bench's mfh3_moderate, mfh6_moderate unless --mfh says otherwise),
   fidelity z over 100/27..100, with this cost model: training a config to fidelity z takes
   z * 2**u seconds, u uniform in [-2, 2] drawn from a hash of the config. Per-unit costs
@@ -144,10 +143,9 @@ class SimProblem:
 
 def rising_time(cumulative: np.ndarray) -> np.ndarray:
     """Seconds from scratch that never fall. The LCBench surrogate's cumulative `time` is a
-    regression, not constrained to rise: for about 1% of random configs, and 12-58% of those a
-    model proposes on these tasks, it peaks and falls over the later epochs (one config's reads
-    96 s at epoch 20 and 24 s at epoch 52, so its promotion from 17 to 52 epochs cost nothing).
-    An epoch where it does not rise costs the config's median rising epoch instead."""
+    regression that nothing makes rise, and for some configs it falls over the later epochs,
+    which would make a promotion there free (notes/many_workers.md, "An LCBench epoch that
+    cost nothing"). An epoch where it does not rise costs the config's median rising epoch."""
     steps = np.diff(cumulative, prepend=0.0)
     rising = steps[steps > 0]
     typical = float(np.median(rising)) if rising.size else 0.0

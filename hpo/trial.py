@@ -9,7 +9,7 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 
 def config_text(config: Mapping[str, Any]) -> str:
@@ -17,7 +17,7 @@ def config_text(config: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
 
 
-def trial_ids_text(trial_ids) -> str:
+def trial_ids_text(trial_ids: Iterable[int]) -> str:
     """Trial ids on one line, runs of consecutive ids as ranges: `0-3, 7, 9-12`. A search of
     thousands of trials, or hundreds of workers interrupted at once, stays one readable line."""
     ordered = sorted(set(trial_ids))

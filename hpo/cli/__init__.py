@@ -57,11 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="table of a study's trials")
     status.add_argument("study_dir", help=STUDY_DIR_HELP)
     status.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
-    status.add_argument("--top", type=int, metavar="N",
-                        help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
-    status.add_argument("--all", action="store_true",
-                        help=f"every trial; without it, a study of more than {STATUS_ROWS} trials shows its newest "
-                             f"{STATUS_ROWS} and those still running")
+    rows = status.add_mutually_exclusive_group()
+    rows.add_argument("--top", type=int, metavar="N",
+                      help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
+    rows.add_argument("--all", action="store_true",
+                      help=f"every trial; without it, a study of more than {STATUS_ROWS} trials shows its newest "
+                           f"{STATUS_ROWS} and the older ones still pending or running")
 
     best = commands.add_parser("best", help="the best trial's config and objective")
     best.add_argument("study_dir", help=STUDY_DIR_HELP)

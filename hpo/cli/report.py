@@ -37,7 +37,7 @@ INACTIVE_UNIT = -0.25     # where an inactive conditional parameter sits on a [0
 IMPORTANCE_MIN_CONFIGURATIONS = 8     # fewer: no importance at all
 IMPORTANCE_FEW_CONFIGURATIONS = 30    # fewer: importance with a warning
 IMPORTANCE_MAX_CONFIGURATIONS = 2000  # more: fitted on a sample of this many
-BRACKETS_MAX_HEIGHT = 20              # inches: past about 2,000 configurations their lines merge into bands
+BRACKETS_MAX_HEIGHT = 20              # inches: binds from 225 configurations; at 110 dpi a pixel a line at 2,000
 
 
 def write_report(study_dir: str | Path) -> Path:
@@ -257,7 +257,8 @@ def parameter_importance(done: list[TrialRow], space: SearchSpace, direction: st
     if len(rows) < IMPORTANCE_MIN_CONFIGURATIONS or len(space) == 0:
         return None
     if len(rows) > IMPORTANCE_MAX_CONFIGURATIONS:
-        # A seeded sample: the forest and its permutations grow with the rows, the ranking barely.
+        # A seeded sample: the forest and its permutations grow with the rows, the shares barely (on a
+        # 10,000-trial study's 6,719 configurations, 2,000 of them gave each share to within 0.001).
         keep = np.random.default_rng(0).choice(len(rows), IMPORTANCE_MAX_CONFIGURATIONS, replace=False)
         rows = [rows[i] for i in sorted(keep)]
     x = np.column_stack([_unit_matrix(rows, space), np.log([t.budget for t in rows])])

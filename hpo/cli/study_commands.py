@@ -51,8 +51,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     table, config_shown = status_table(trials, title, objective, stdout.width)
     stdout.print(table)
     if left_out:     # below the table, where a terminal leaves the eye
+        ones = "one is" if len(left_out) == 1 else "ones are"
         stdout.print(f"{len(trials) + len(left_out):,} trials ({state_counts(trials + left_out)}); "
-                     f"{len(left_out):,} older finished or interrupted ones are not shown: --all lists every trial, "
+                     f"{len(left_out):,} older finished or interrupted {ones} not shown: --all lists every trial, "
                      f"--top N the N best", highlight=False, markup=False)
     if not config_shown:
         stdout.print(f"configs and errors are too wide for this terminal; one trial's:\n"

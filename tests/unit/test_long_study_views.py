@@ -43,6 +43,16 @@ def test_status_all_lists_every_trial_and_top_is_unchanged(long_study, capsys):
     assert listed_ids(every.stdout) == list(range(TRIALS)) and "not shown" not in every.stdout
     top = hpo_here(capsys, "status", long_study, "--top", "3")
     assert len(listed_ids(top.stdout)) == 3 and "not shown" not in top.stdout
+    with pytest.raises(SystemExit) as refused:           # argparse's exit 2: the two ask for different rows
+        hpo_here(capsys, "status", long_study, "--top", "3", "--all")
+    assert refused.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_one_trial_left_out_is_said_in_the_singular(long_study, capsys, monkeypatch):
+    import hpo.cli.study_commands as commands
+    monkeypatch.setattr(commands, "STATUS_ROWS", TRIALS - 1)
+    done = hpo_here(capsys, "status", long_study)
+    assert "1 older finished or interrupted one is not shown" in done.stdout
 
 
 def test_an_older_trial_still_running_stays_in_view_and_the_counts_name_every_state(long_study):

@@ -131,9 +131,10 @@ INACTIVE = -1.0
 # every pending proposal a draw, against the penalty on half of them: on 64 and 256 simulated
 # workers it ended the window at 0.78 and 0.88 of the penalty's regret and reached the
 # 1-worker result sooner (24.7x against 20.9x over 12 seeds at 64 workers; 79.6x against 69.3x
-# at 256); on 4 and 16 workers it trailed a quarter of the way (1.76 and 1.31 times the
-# regret) and was slower to the 1-worker result (benchmarks/notes/many_workers.md, "Thompson
-# draws"). With 32, those worker counts ask as with the penalty alone.
+# at 256; LCBench's time as its surrogate gives it); on 4 and 16 workers it trailed a quarter
+# of the way (1.76 and 1.31 times the regret) and was slower to the 1-worker result
+# (benchmarks/notes/many_workers.md, "Thompson draws"). With 32, those worker counts ask as
+# with the penalty alone.
 THOMPSON_FROM = 32
 # Candidates a Thompson draw is taken over: those of the lowest mean minus
 # two standard deviations, as the rest would almost never hold a draw's minimum; a joint draw
