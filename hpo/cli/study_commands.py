@@ -67,9 +67,10 @@ def newest_and_unfinished(trials: list, limit: int) -> tuple[list, list]:
     if len(trials) <= limit:
         return trials, []
     cut = len(trials) - limit
-    older_running = [t for t in trials[:cut] if not t.state.finished and t.state != TrialState.INTERRUPTED]
-    kept = {t.trial_id for t in older_running}
-    return older_running + trials[cut:], [t for t in trials[:cut] if t.trial_id not in kept]
+    unfinished, left_out = [], []
+    for t in trials[:cut]:
+        (unfinished if t.state in (TrialState.PENDING, TrialState.RUNNING) else left_out).append(t)
+    return unfinished + trials[cut:], left_out
 
 
 def state_counts(trials: list) -> str:
