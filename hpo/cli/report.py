@@ -298,22 +298,20 @@ def brackets_figure(trials: list[TrialRow]):
     fig, ax = plt.subplots(figsize=(8.5, min(BRACKETS_MAX_HEIGHT, max(3, 0.08 * len(order) + 2))))
     brackets: dict[int | None, str] = {}
     # Collections, not an artist per configuration: a long search has thousands.
-    segments, colours, points, point_colours, failures = [], [], [], [], []
+    segments, colours, failures = [], [], []
     for y, lineage in enumerate(order):
         steps = sorted(lineages[lineage], key=lambda t: t.budget)
         bracket = steps[0].bracket
-        colour = brackets.setdefault(bracket, f"C{(bracket or 0) % 10}")
         segments.append([(t.budget, y) for t in steps])
-        colours.append(colour)
-        points += [(t.budget, y) for t in steps]
-        point_colours += [colour] * len(steps)
+        colours.append(brackets.setdefault(bracket, f"C{(bracket or 0) % 10}"))
         failures += [(t.budget, y) for t in steps if t.state == TrialState.FAILED]
     ax.set_xscale("log")
     ax.add_collection(LineCollection(segments, colors=colours, linewidths=1.5))
-    ax.scatter(*zip(*points), c=point_colours, s=6, zorder=2)
+    # The steps as dots, each in its configuration's colour.
+    ax.scatter(*zip(*(point for segment in segments for point in segment)),
+               c=[colour for segment, colour in zip(segments, colours) for _ in segment], s=6, zorder=2)
     if failures:
         ax.scatter(*zip(*failures), marker="x", color="red", s=25, zorder=3)
-    failed = bool(failures)
     _plain_ticks(ax.xaxis, sorted({t.budget for t in trials}))
     ax.set_xlabel("budget reached (log scale)")
     ax.set_ylabel("configuration (grouped by bracket)")
@@ -321,7 +319,7 @@ def brackets_figure(trials: list[TrialRow]):
     handles = [Line2D([], [], color=colour, marker="o", ms=3, lw=1.5,
                       label="no bracket" if bracket is None else f"bracket {bracket}")
                for bracket, colour in sorted(brackets.items(), key=lambda kv: -1 if kv[0] is None else kv[0])]
-    if failed:
+    if failures:
         handles.append(Line2D([], [], color="red", marker="x", lw=0, label="failed"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="bracket",
               title_fontsize=8, frameon=False)
