@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpo.cli.tables import state_counts
 from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
@@ -332,13 +333,9 @@ def brackets_figure(trials: list[TrialRow]):
 
 def _page(experiment, trials, objective, direction, sections, importance) -> str:
     esc = html.escape
-    counts: dict[str, int] = {}
-    for t in trials:
-        counts[t.state.value] = counts.get(t.state.value, 0) + 1
     top = top_configurations(trials, direction, 10)
     parts = [f"<h1>{esc(experiment['name'])}: {esc(experiment['search']['algorithm'])}</h1>",
-             f"<p>objective <b>{esc(objective)}</b> ({direction}); trials: "
-             + ", ".join(f"{n} {esc(s)}" for s, n in sorted(counts.items())) + "</p>"]
+             f"<p>objective <b>{esc(objective)}</b> ({direction}); trials: {esc(state_counts(trials))}</p>"]
     if not top:
         parts.append("<p>No trial has completed yet.</p>")
     for section in sections:

@@ -8,7 +8,6 @@ import csv
 import io
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 from hpo.errors import UserInputError
@@ -25,7 +24,7 @@ def open_study(study_dir: str):
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hpo.cli.tables import status_table, trial_lines
+    from hpo.cli.tables import state_counts, status_table, trial_lines
     from hpo.driver.console import stdout
     from hpo.study.ranking import top_configurations
     study = open_study(args.study_dir)
@@ -71,12 +70,6 @@ def newest_and_unfinished(trials: list, limit: int) -> tuple[list, list]:
     for t in trials[:cut]:
         (unfinished if t.state in (TrialState.PENDING, TrialState.RUNNING) else left_out).append(t)
     return unfinished + trials[cut:], left_out
-
-
-def state_counts(trials: list) -> str:
-    """`9,990 complete, 10 failed`, in the states' own order."""
-    counts = Counter(t.state for t in trials)
-    return ", ".join(f"{counts[state]:,} {state.value}" for state in TrialState if counts[state])
 
 
 def _dash(value) -> str:

@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 
+from hpo.cli.tables import state_counts
 from hpo.space import SearchSpace
 from hpo.study import Study
 from tests.support.cli import SMOKE, hpo, hpo_here, startup_lines, user_cli
@@ -172,6 +173,8 @@ def test_report_page_has_its_plots(study_dir, capsys):
         assert f"src='{image}'" in page
     best = Study.open(study_dir).best("maximize")
     assert f"<td>{best.trial_id}</td>" in page and "Parameter importance" in page
+    # The trials counted per state as `hpo status` counts them, in the states' own order.
+    assert f"trials: {state_counts(Study.open(study_dir, read_only=True).trials())}</p>" in page
     # The page reads as a story: how the search went, how far configurations got, what mattered,
     # where the good ones lie, then the table.
     order = ["Best so far", "Hyperband: how far", "Parameter importance", "Configurations at their furthest",

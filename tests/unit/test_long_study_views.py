@@ -9,7 +9,8 @@ import re
 import pytest
 
 import hpo
-from hpo.cli.study_commands import STATUS_ROWS, newest_and_unfinished, state_counts
+from hpo.cli.study_commands import STATUS_ROWS, newest_and_unfinished
+from hpo.cli.tables import state_counts
 from hpo.study import Study
 from hpo.trial import TrialState
 from tests.support.cli import hpo_here
