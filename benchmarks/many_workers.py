@@ -238,9 +238,10 @@ class Incumbent:
 
 
 def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, window: float,
-             target: float | None, options: Mapping[str, Any] | None = None) -> Run:
+             target: float | None, options: Mapping[str, Any] | None = None, keep_study: Path | None = None) -> Run:
     """hpo's driver over the simulated executor, stopped at `window` simulated seconds or
-    once the incumbent reaches `target`; `options`: the searcher's `search.options`."""
+    once the incumbent reaches `target`; `options`: the searcher's `search.options`. The
+    study is made in a temporary folder, or at `keep_study`, which must not exist, and stays."""
     from hpo.config import experiment_from_dict
     from hpo.driver.runner import Runner, searcher_for
     from hpo.objective.simulation import Simulation, simulated_executor
@@ -258,8 +259,9 @@ def run_ours(problem: SimProblem, algorithm: str, workers: int, seed: int, windo
     experiment = experiment_from_dict(raw, source="benchmarks/many_workers.py", needs_data=False)
     incumbent = Incumbent(problem.exact)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="hpo-many-workers-") as folder:
-        study = prepare_study(experiment, Path(folder) / "study")
+    with (contextlib.nullcontext(str(keep_study.parent)) if keep_study
+          else tempfile.TemporaryDirectory(prefix="hpo-many-workers-")) as folder:
+        study = prepare_study(experiment, keep_study or Path(folder) / "study")
         executor = simulated_executor(Simulation(cost="cost", resumes=True), objective, "objective", workers, study)
         seen: dict[str, Any] = {"ids": set(), "since": -math.inf}
         watching: list[float] = []          # real seconds in on_progress: not the driver's own
