@@ -51,6 +51,7 @@ class TimeToTarget:
     one_worker: float                  # when the 1-worker run reached it
     reached: float                     # when the W-worker run reached it (inf: never)
     window: float
+    end: float                         # when the W-worker run ended (at or just past its window)
     configs: int                       # configs the W-worker run started
     good: int                          # of them, as good as the target
     first_good: float                  # when the first good one started (inf: none)
@@ -86,9 +87,11 @@ def geometric_mean(values: Sequence[float]) -> float:
 
 def speedups(rows: Sequence[TimeToTarget]) -> tuple[float, float]:
     """(per run, with a perfect promoter): geometric means, a run that never reached its target
-    counted at its window's end, as `many_workers.py` counts it."""
-    own = [r.one_worker / min(r.reached, r.window) for r in rows]
-    perfect = [r.one_worker / min(r.reached, r.perfect_promoter, r.window) for r in rows]
+    counted at its end, as `many_workers.speedup` counts it; the perfect promoter is never later
+    than the run."""
+    own = [r.one_worker / (r.reached if math.isfinite(r.reached) else r.end) for r in rows]
+    perfect = [r.one_worker / min(r.reached if math.isfinite(r.reached) else r.end, r.perfect_promoter)
+               for r in rows]
     return geometric_mean(own), geometric_mean(perfect)
 
 
@@ -139,7 +142,8 @@ def diagnose(problem: mw.SimProblem, searcher: str, workers: int, seed: int, arg
     one_worker = next(t for t, v in one.trace if v <= target + 1e-12)
     share = float(np.mean(uniform <= target + 1e-12)) if uniform is not None else math.nan
     return TimeToTarget(problem.name, seed, target, one_worker / evaluation, reached / evaluation,
-                        window / evaluation, len(starts), good, first / evaluation, perfect / evaluation, share)
+                        window / evaluation, many.end / evaluation, len(starts), good, first / evaluation,
+                        perfect / evaluation, share)
 
 
 def quartiles(values: Sequence[float]) -> str:
@@ -170,9 +174,12 @@ def main() -> None:
     parser.add_argument("--uniform", type=int, default=5000, help="uniform configs for the tail share (0: none)")
     parser.add_argument("--mean-curves", default="", help="searchers whose mean curves to compare, from the cache")
     parser.add_argument("--runs-json", default="", help="also write each run's record to this JSON-lines file")
+    parser.set_defaults(workers="64")
     args = parser.parse_args()
     logging.getLogger("hpo").setLevel(logging.ERROR)
     problems, searchers, workers, seeds = mw.setting(args)
+    if len(workers) != 1 or workers[0] < 2:
+        parser.error(f"--workers: one count above 1, against which the 1-worker runs are read; got {args.workers!r}")
     options = json.loads(args.options or "{}")
     for searcher in searchers:
         rows = []
@@ -194,7 +201,8 @@ def main() -> None:
         args.no_stop = True
         lines = []
         for searcher in mw._names(args.mean_curves):
-            runs = mw.collect(problems, [searcher], workers, seeds, args, mw.run_one)
+            runs = mw.collect(problems, [searcher], workers, seeds, args,     # peers' runs: their own script's
+                              None if searcher.startswith("syne ") else mw.run_one)
             ratios, per_run = [], []
             for problem in problems:
                 window = problem.t1 * min(1.0, args.window / workers[0])

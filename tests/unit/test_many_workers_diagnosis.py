@@ -28,14 +28,24 @@ def test_the_perfect_promoter_takes_the_good_config_that_finishes_first():
     assert diagnosis.earliest_good(starts, lambda c: False, lambda c: 1.0) == (0, math.inf, math.inf)
 
 
-def row(one_worker, reached, perfect, window=5.0):
-    return diagnosis.TimeToTarget("p", 0, 0.0, one_worker, reached, window, 10, 1, 0.0, perfect)
+def row(one_worker, reached, perfect, end=5.0):
+    return diagnosis.TimeToTarget("p", 0, 0.0, one_worker, reached, 5.0, end, 10, 1, 0.0, perfect)
 
 
-def test_speedups_count_a_missed_run_at_its_window_and_the_promoter_never_later_than_the_run():
-    own, perfect = diagnosis.speedups([row(40.0, 2.0, 1.0), row(40.0, math.inf, 4.0), row(40.0, 1.0, 3.0)])
-    assert own == pytest.approx((20.0 * 8.0 * 40.0) ** (1 / 3))
+def test_speedups_count_a_missed_run_at_its_end_and_the_promoter_never_later_than_the_run():
+    rows = [row(40.0, 2.0, 1.0), row(40.0, math.inf, 4.0, end=5.2), row(40.0, 1.0, 3.0)]
+    own, perfect = diagnosis.speedups(rows)
+    assert own == pytest.approx((20.0 * (40.0 / 5.2) * 40.0) ** (1 / 3))
     assert perfect == pytest.approx((40.0 * 10.0 * 40.0) ** (1 / 3))
+
+
+def test_the_report_gives_every_row_as_many_cells_as_its_header(capsys):
+    rows = [row(40.0, 2.0, 1.0), row(40.0, math.inf, 4.0, end=5.2)]
+    rows[1].problem, rows[1].good = "q", 0
+    diagnosis.report(rows)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| p", "| q", "| all"]
+    assert len({line.count("|") for line in lines}) == 1
 
 
 def test_mean_curves_are_averaged_over_seeds_before_the_target_is_read():
