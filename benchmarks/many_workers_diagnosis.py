@@ -81,10 +81,6 @@ def first_starts(trials) -> dict[str, tuple[float, dict]]:
     return out
 
 
-def geometric_mean(values: Sequence[float]) -> float:
-    return math.exp(statistics.mean(math.log(v) for v in values))
-
-
 def speedups(rows: Sequence[TimeToTarget]) -> tuple[float, float]:
     """(per run, with a perfect promoter): geometric means, a run that never reached its target
     counted at its end, as `many_workers.speedup` counts it; the perfect promoter is never later
@@ -92,16 +88,7 @@ def speedups(rows: Sequence[TimeToTarget]) -> tuple[float, float]:
     own = [r.one_worker / (r.reached if math.isfinite(r.reached) else r.end) for r in rows]
     perfect = [r.one_worker / min(r.reached if math.isfinite(r.reached) else r.end, r.perfect_promoter)
                for r in rows]
-    return geometric_mean(own), geometric_mean(perfect)
-
-
-def value_at(trace: Sequence[tuple[float, float]], when: float) -> float:
-    value = math.inf
-    for t, v in trace:
-        if t > when:
-            break
-        value = v
-    return value
+    return mw.geomean(own), mw.geomean(perfect)
 
 
 def mean_curve_speedup(one_traces: Sequence, many_traces: Sequence, t1: float, window: float,
@@ -111,7 +98,7 @@ def mean_curve_speedup(one_traces: Sequence, many_traces: Sequence, t1: float, w
     counts from the time every one of its runs has an incumbent."""
     def mean_curve(traces, horizon):
         grid = np.linspace(0.0, horizon, points)
-        values = np.array([[value_at(trace, t) for t in grid] for trace in traces])
+        values = np.array([[mw.regret_at(trace, t, 0.0) for t in grid] for trace in traces])    # the value at t
         return grid, np.where(np.all(np.isfinite(values), axis=0), np.nan_to_num(values, posinf=0.0).mean(axis=0),
                               np.inf)
     grid1, one = mean_curve(one_traces, t1)
@@ -138,8 +125,7 @@ def diagnose(problem: mw.SimProblem, searcher: str, workers: int, seed: int, arg
             study.close()
     good, first, perfect = earliest_good(starts, lambda c: problem.exact(c) <= target + 1e-12,
                                          lambda c: problem.evaluate(c, problem.max_budget, seed)[1])
-    reached = next((t for t, v in many.trace if v <= target + 1e-12), math.inf)
-    one_worker = next(t for t, v in one.trace if v <= target + 1e-12)
+    reached, one_worker = mw.time_to(many.trace, target), mw.time_to(one.trace, target)
     share = float(np.mean(uniform <= target + 1e-12)) if uniform is not None else math.nan
     return TimeToTarget(problem.name, seed, target, one_worker / evaluation, reached / evaluation,
                         window / evaluation, many.end / evaluation, len(starts), good, first / evaluation,
@@ -181,15 +167,16 @@ def main() -> None:
     if len(workers) != 1 or workers[0] < 2:
         parser.error(f"--workers: one count above 1, against which the 1-worker runs are read; got {args.workers!r}")
     options = json.loads(args.options or "{}")
+    # Each problem's uniform configs once, whatever the searchers: the surrogate is the slow part.
+    uniform = {problem.name: np.array([problem.exact(c) for c in mw.sample_configs(problem.space, args.uniform,
+                                                                                  seed=777)])
+               for problem in problems} if args.uniform else {}
     for searcher in searchers:
         rows = []
         for problem in problems:
-            uniform = None
-            if args.uniform:
-                configs = mw.sample_configs(problem.space, args.uniform, seed=777)
-                uniform = np.array([problem.exact(c) for c in configs])
             for seed in seeds:
-                row = diagnose(problem, searcher, workers[0], seed, args, uniform, options.get(searcher, {}))
+                row = diagnose(problem, searcher, workers[0], seed, args, uniform.get(problem.name),
+                               options.get(searcher, {}))
                 print(f"# {json.dumps(asdict(row))}", flush=True)
                 if args.runs_json:
                     with open(args.runs_json, "a") as sink:
@@ -211,7 +198,7 @@ def main() -> None:
                 ratios.append(mean_curve_speedup([r.trace for r in ones], [r.trace for r in manys], problem.t1,
                                                  window)[0])
                 per_run += [mw.speedup(one, many, one.trace[-1][1])[0] for one, many in zip(ones, manys)]
-            lines.append(f"| {searcher} | {geometric_mean(ratios):.1f}x | {geometric_mean(per_run):.1f}x |")
+            lines.append(f"| {searcher} | {mw.geomean(ratios):.1f}x | {mw.geomean(per_run):.1f}x |")
         print(f"\n## Mean curves, {workers[0]} workers\n\n| searcher | mean curves | per run |\n| --- | --- | --- |")
         print("\n".join(lines))
 
