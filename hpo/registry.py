@@ -88,7 +88,7 @@ OPTIMIZER_PARAMS = frozenset({"optimizer"}).union(*(record.consumed_keys for rec
 
 # `execution.backend`, each with the algorithm a search takes when `search.algorithm` is not
 # given. BOHB, chosen by measurement on the published benchmarks' tuning set at both budgets
-# and on the synthetic suite (README, "Searchers"); its asynchronous form on the parallel
+# and on the synthetic suite (README, "What each part does, and its limits"); its asynchronous form on the parallel
 # backends, where several workers would idle at synchronous rung barriers.
 BACKENDS: dict[str, str] = {"inline": "bohb", "local": "async_bohb", "dask": "async_bohb"}
 DEFAULT_BACKEND = "inline"

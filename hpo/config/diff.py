@@ -55,7 +55,7 @@ _NO_DATASET = "hpo.objective.optimization:no_dataset"
 
 
 def with_added_keys(stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`stored` with the keys hpo added since the study was made, at the values its trials ran with."""
+    """`stored` with each key of `_ADDED_KEYS` it lacks, at the value its trials ran with."""
     if not isinstance(stored, Mapping):
         return stored
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in stored.items()}

@@ -29,8 +29,7 @@ class AsyncBOHB(AsyncHyperband):
     proposals keep away from the configs still running (`KEEP_AWAY`, with model 'gp' or
     'tpe', one objective and no constraint: half of them by a local penalty, and with 'gp'
     every one by a Thompson draw from THOMPSON_FROM configs pending on; `batch="argmax"` turns
-    both off). `model="tpe"` resumes a study made while the TPE was the default,
-    `thompson_from=None` one made with 'gp' before its Thompson draws. `resumes` as for
+    both off; `thompson_from=None` keeps the penalty at every count). `resumes` as for
     `BOHB`: with False (each budget trains afresh, so a promotion costs its whole budget) the
     model starts no random probes at the budgets few configs reached; the schedule is the same."""
 

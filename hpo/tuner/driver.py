@@ -84,6 +84,14 @@ def budgets(max_epochs: int | None, min_epochs: int, epochs: int) -> tuple[int, 
     return min_epochs, max_epochs
 
 
+def backend_of(workers: int, scheduler: str | None) -> str:
+    """`execution.backend` for a tuner's `workers` and `scheduler`: this process, local worker
+    processes, or a Dask cluster."""
+    if scheduler is not None:
+        return "dask"
+    return "local" if workers > 1 else "inline"
+
+
 def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: SearchData, loss: str,
                     metrics: Sequence[str], batch_size: int, epochs: int, early_stopping: dict | None) -> dict:
     min_budget, max_budget = budgets(settings.max_epochs, settings.min_epochs, epochs)
@@ -92,8 +100,7 @@ def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: Searc
         max_trials = iteration_jobs(settings.algorithm, min_budget, max_budget, settings.factor,
                                     settings.hyperband_iterations, settings.options)
     name = re.sub(r"[^\w.\-]", "-", settings.folder.name) or "tuner"
-    backend = "inline" if settings.workers <= 1 and settings.scheduler is None else \
-        ("dask" if settings.scheduler is not None else "local")
+    backend = backend_of(settings.workers, settings.scheduler)
     raw: dict[str, Any] = {
         "name": name if name not in (".", "..") else "tuner",
         "seed": settings.seed,

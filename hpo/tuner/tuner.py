@@ -14,7 +14,9 @@ Keras Tuner face, `hpo.keras_tuner`, which is this class under Keras Tuner's arg
 The tuner's folder `directory/project_name` is an hpo study: `hpo status`, `best`,
 `report`, `export` and `tensorboard` read it, running the script again resumes it, and
 `overwrite=True` moves it aside (to `<folder>.old-<time>`) first, as `hpo search --fresh`.
-`workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
+`algorithm` names a searcher of `hpo.search.SEARCHERS`; left out, it is the CLI's default for
+the backend: `bohb` in this process, `async_bohb` with workers or a scheduler (no worker waits
+at a rung). `workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
 builder travels to them by value (cloudpickle), the arrays once per worker. The workers
 never run the user's script, so a script without a main guard, or a notebook cell, works
 with workers as without; a builder that cannot be pickled is refused before the search
@@ -70,7 +72,7 @@ class Tuner:
     one_budget = False      # RandomSearch-like faces train every trial for search(epochs=)
 
     def __init__(self, build: Callable, space: SearchSpace | Mapping[str, Any] | None = None, *,
-                 objective: str = "val_accuracy", direction: str | None = None, algorithm: str = "hyperband",
+                 objective: str = "val_accuracy", direction: str | None = None, algorithm: str | None = None,
                  max_epochs: int | None = 27, min_epochs: int = 1, factor: int = 3, max_trials: int | None = None,
                  hyperband_iterations: int = 1, seed: int = 0, directory: str | Path = ".",
                  project_name: str = "untitled_project", overwrite: bool = False, workers: int = 1,
@@ -78,6 +80,9 @@ class Tuner:
                  max_consecutive_failed_trials: int = 3, keep_best_epoch: bool = False):
         from hpo.metric_names import infer_direction
 
+        if algorithm is None:       # the CLI's default for the backend the workers pick
+            from hpo.registry import default_algorithm
+            algorithm = default_algorithm(driver.backend_of(workers, scheduler))
         if algorithm not in SEARCHERS:
             from hpo.errors import did_you_mean
             raise ValueError(f"{type(self).__name__}(algorithm={algorithm!r}): expected one of {', '.join(SEARCHERS)}"

@@ -13,6 +13,7 @@ import pytest
 
 import hpo
 import hpo.keras_tuner as kt
+from hpo.registry import default_algorithm
 from hpo.search import SEARCHERS
 from hpo.study import DB_NAME, Study
 
@@ -120,6 +121,10 @@ def test_every_searcher_is_accepted_by_both_faces_from_one_list():
     for name in SEARCHERS:
         assert hpo.Tuner(mlp, algorithm=name).algorithm == name
         assert kt.CLASSES[name](mlp, objective="val_accuracy").algorithm == name
+    # Left out, the algorithm is the CLI's default for the backend the workers pick.
+    assert [hpo.Tuner(mlp, **kw).algorithm for kw in ({}, {"workers": 2}, {"scheduler": "tcp://a:1"})] == \
+        [default_algorithm("inline"), default_algorithm("local"), default_algorithm("dask")] == \
+        ["bohb", "async_bohb", "async_bohb"]
     with pytest.raises(ValueError, match=r"Tuner\(algorithm='freeze_thow'\): expected one of .*did you mean "
                                          r"'freeze_thaw'"):
         hpo.Tuner(mlp, algorithm="freeze_thow")
