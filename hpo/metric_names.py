@@ -20,6 +20,14 @@ from hpo.registry import MODEL_MEASURES
 DEFAULT_LOSS = "sparse_categorical_crossentropy"
 DEFAULT_METRICS = ("accuracy",)
 
+
+def reads_class_indices(loss: str | Mapping[str, str]) -> bool:
+    """Whether `loss` (an identifier, or one per output) reads the targets as class indices
+    0..K-1, so that a loader's labels are checked as such: the default loss does, for every
+    output; any other takes float targets, one-hot rows included."""
+    losses = loss.values() if isinstance(loss, Mapping) else (loss,)
+    return all(name == DEFAULT_LOSS for name in losses)
+
 LOSSES = ("sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
           "binary_focal_crossentropy", "categorical_focal_crossentropy",
           "mean_squared_error", "mse", "mean_absolute_error", "mae", "mean_absolute_percentage_error", "mape",

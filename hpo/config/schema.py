@@ -102,8 +102,7 @@ class TrainingConfig:
     def class_labels(self) -> bool:
         """The loss reads the labels as class indices 0..K-1 (the default loss does; given per
         output, when every output's loss is it)."""
-        losses = self.loss.values() if isinstance(self.loss, Mapping) else (self.loss,)
-        return all(loss == metric_names.DEFAULT_LOSS for loss in losses)
+        return metric_names.reads_class_indices(self.loss)
 
     @property
     def jobs_per_trainer(self) -> int:

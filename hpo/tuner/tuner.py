@@ -278,7 +278,7 @@ class Tuner:
             raise ValueError(str(exc)) from None
         driver.check_objective(self.objective, metrics)
         register(data)
-        self._check_data(model, data)
+        self._check_data(model, data, loss)
         tunable = self._tunable(builder, base, model, found)
         from hpo.errors import TrialFailed
         from hpo.tuner.trainer import settings_of
@@ -333,14 +333,17 @@ class Tuner:
                 config[p.name] = found.declared[p.name].default
         return config
 
-    def _check_data(self, model, data: SearchData) -> None:
-        """One evaluation of the default model on a few examples: shapes and targets fit."""
+    def _check_data(self, model, data: SearchData, loss: str) -> None:
+        """One evaluation of the default model on a few examples: shapes and targets fit (as
+        class indices only where the model's loss reads them so)."""
         from hpo.config import DataConfig
         from hpo.data import load_dataset
         from hpo.errors import ConfigError
+        from hpo.metric_names import reads_class_indices
 
         try:
-            dataset = load_dataset(DataConfig(dataset=driver.LOADER, options={"key": data.key}), announce=False)
+            dataset = load_dataset(DataConfig(dataset=driver.LOADER, options={"key": data.key}),
+                                   class_labels=reads_class_indices(loss), announce=False)
         except ConfigError as exc:
             raise ValueError(f"the data given to search cannot be used: {exc.message}") from None
         x, y = dataset.first(8)

@@ -143,3 +143,37 @@ def test_bayesian_optimization_and_a_tf_data_search_run(tmp_path, digits):
     tuner.search(train, validation_data=validation, epochs=1, verbose=0)
     trials = list(tuner.oracle.trials.values())
     assert len(trials) == 2 and all(t.status == "COMPLETED" for t in trials)
+
+
+@pytest.mark.parametrize("task", ["regression", "one-hot"])
+def test_float_and_one_hot_targets_search_with_the_loss_that_reads_them(tmp_path, digits, task):
+    # Keras Tuner takes any targets its model's loss reads: the face checks the data as class
+    # indices only under the default loss (sparse categorical cross-entropy).
+    import keras
+    x, y, xv, yv = digits
+    if task == "regression":
+        targets, validation, units, activation, loss, objective = (y / 9.0).astype("float32"), \
+            (yv / 9.0).astype("float32"), 1, None, "mse", "val_mae"
+    else:
+        targets, validation, units, activation, loss, objective = keras.utils.to_categorical(y, 10), \
+            keras.utils.to_categorical(yv, 10), 10, "softmax", "categorical_crossentropy", "val_accuracy"
+
+    def build(hp):
+        model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                                  keras.layers.Dense(hp.Choice("units", [8, 16]), activation="relu"),
+                                  keras.layers.Dense(units, activation=activation)])
+        model.compile("adam", loss, metrics=["mae" if task == "regression" else "accuracy"])
+        return model
+
+    tuner = kt.RandomSearch(build, objective=objective, max_trials=2, seed=0, directory=str(tmp_path),
+                            project_name=task)
+    tuner.search(x, targets, validation_data=(xv, validation), epochs=2, verbose=0)
+    trials = list(tuner.oracle.trials.values())
+    assert len(trials) == 2 and all(t.status == "COMPLETED" for t in trials)
+    # The best model was trained on those targets: its validation loss is below an untrained
+    # build's, and the oracle's score is Keras's own evaluation of it.
+    best, fresh = tuner.get_best_models(1)[0], build(tuner.get_best_hyperparameters(1)[0])
+    trained, untrained = (m.evaluate(xv, validation, verbose=0, return_dict=True) for m in (best, fresh))
+    assert trained["loss"] < untrained["loss"]
+    metric = "mae" if task == "regression" else "accuracy"
+    assert tuner.oracle.get_best_trials(1)[0].score == pytest.approx(trained[metric], rel=1e-4)
