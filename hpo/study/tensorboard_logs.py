@@ -13,7 +13,7 @@ reached, `hpo/budget`) is a metric: a run's hparams are those of its first trial
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace
 
@@ -28,6 +28,18 @@ def run_name(lineage: int) -> str:
 
 def hparam_value(value: Any) -> Any:
     return value if isinstance(value, (bool, int, float, str)) else str(value)
+
+
+def choice_hparam(values: Sequence[Any]) -> Callable[[Any], Any]:
+    """How a choice's values read in the HParams dashboard, whose discrete domain takes one
+    type: as they are where they share one, as floats where ints and floats mix (`[0, 0.5]`),
+    else as text (`[32, "big"]`, `[null, 8]`)."""
+    kinds = {type(hparam_value(v)) for v in values}
+    if len(kinds) <= 1:
+        return hparam_value
+    if kinds == {int, float}:
+        return float
+    return lambda v: str(hparam_value(v))
 
 
 SEARCH_RUN = "search"          # the run with the search as a whole
@@ -93,7 +105,8 @@ def write_hparams_config(logdir: str | Path, space: SearchSpace, objective: str,
                                                          f"'{INACTIVE}' otherwise"))
             continue
         if isinstance(p, ChoiceParam):
-            domain = hp.Discrete([hparam_value(v) for v in p.values])
+            as_value = choice_hparam(p.values)
+            domain = hp.Discrete([as_value(v) for v in p.values])
         elif isinstance(p, IntParam):
             domain = hp.IntInterval(p.low, p.high)
         elif isinstance(p, FloatParam):
@@ -143,7 +156,8 @@ def _when_text(when) -> str:
 def trial_hparams(space: SearchSpace, config: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """A trial's HParams row: every space parameter (inactive ones marked, not dropped,
     so the dashboard can filter on them) plus its place in the schedule (`TRIAL_FIELDS`)."""
-    row = {p.name: config[p.name] if p.name in config else INACTIVE for p in space}
+    row = {p.name: (choice_hparam(p.values)(config[p.name]) if isinstance(p, ChoiceParam) else config[p.name])
+           if p.name in config else INACTIVE for p in space}
     row.update({k: v for k, v in config.items() if k not in row})
     row.update(fields)
     return row
