@@ -45,7 +45,9 @@ def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) 
                           f"folder hpo can create and write", key="output.dir", source=experiment.source) from None
     lock = study_lock.acquire(study_dir)
     try:
-        study = _prepare_locked(experiment, study_dir, fresh)
+        # Taken afresh (not shared with a study this process already runs): nothing writes the
+        # study until this driver does, so the stored experiment is read without SQLite's files.
+        study = _prepare_locked(experiment, study_dir, fresh, lock_held=lock.holders == 1)
     except BaseException:
         study_lock.release(lock)
         raise
@@ -75,7 +77,7 @@ def differences_blocking_resume(folder: Path, experiment: Experiment) -> list[st
         study.close()
 
 
-def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Study:
+def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool, lock_held: bool) -> Study:
     current = experiment.to_dict()
     if not (study_dir / DB_NAME).exists():
         return _create(experiment, study_dir)
@@ -83,7 +85,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool) -> Stu
         moved = _move_aside(study_dir)
         log.warning("--fresh: moved the previous study to %s", moved)
         return _create(experiment, study_dir)
-    study = Study.open(study_dir, read_only=True)
+    study = Study.open(study_dir, read_only=True, lock_held=lock_held)
     try:
         stored = study.experiment()
         blocking = binding_differences(stored, current)

@@ -167,10 +167,12 @@ class Study:
         return cls(directory, _connect(path, mode="rw"))
 
     @classmethod
-    def open(cls, directory: str | Path, *, read_only: bool = False) -> "Study":
+    def open(cls, directory: str | Path, *, read_only: bool = False, lock_held: bool = False) -> "Study":
         """An existing study, after `PRAGMA quick_check` and the schema-version check. Never
         creates a database: a missing, empty or damaged one is a UserInputError (exit 2)
-        and its files are left as they were."""
+        and its files are left as they were. `lock_held`: the caller has just taken the
+        driver lock itself and nothing of its process writes the study, so no one can
+        write the file while this study reads it (`hpo.study.resume` deciding to resume)."""
         directory = Path(directory)
         path = directory / DB_NAME
         if not path.exists():
@@ -178,13 +180,15 @@ class Study:
         study_integrity.check_files(path)
         # Checked through a read-only connection: closing a writable one on a damaged file
         # could checkpoint its log into it, and the file must stay as it was. With no driver
-        # running and no log to read, SQLite may treat the file as immutable, and then
-        # creates no -wal and -shm beside it: a command that only reads adds no file.
-        at_rest = study_lock.holder(directory) is None and not _has_log(path)
+        # running (or only the caller, who has written nothing yet) and no log to read, SQLite
+        # may treat the file as immutable, and then creates no -wal and -shm beside it: a
+        # command that only reads, or a search refused before it writes, adds no file.
+        no_driver_writes = lock_held or study_lock.holder(directory) is None
+        at_rest = no_driver_writes and not _has_log(path)
         try:
             db = _verified_connection(path, immutable=at_rest)
         except (study_integrity.DamagedStudy, sqlite3.DatabaseError):
-            if not at_rest:
+            if not at_rest or lock_held:    # under the caller's own lock no driver can have started
                 raise
             # A driver that started after the look at the lock writes pages an immutable
             # connection does not expect to change: what reads as damage then may be none.

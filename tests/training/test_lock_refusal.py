@@ -1,6 +1,7 @@
 """A second driver refused by the lock changes no byte of the study, with or without --fresh
-and --set. `hpo search` runs in this process; it imports TensorFlow for its pre-flight before
-it reaches the lock, so this lives beside the other refusals that follow the pre-flight."""
+and --set, and neither does a driver that takes the lock and then refuses a changed experiment.
+`hpo search` runs in this process; it imports TensorFlow for its pre-flight before it reaches
+the lock, so this lives beside the other refusals that follow the pre-flight."""
 
 import hashlib
 from pathlib import Path
@@ -11,6 +12,7 @@ from hpo.cli import main
 from hpo.config import load_experiment
 from hpo.study.resume import prepare_study
 from hpo.trial import Job, TrialResult
+from tests.support.cli import hpo_here, write_experiment
 from tests.support.experiments import LOCKED as EXPERIMENT
 from tests.support.study_lock_holder import hold_lock
 
@@ -49,3 +51,19 @@ def test_a_refused_second_driver_leaves_every_byte_of_the_study_as_it_was(tmp_pa
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_resume_refused_for_a_changed_experiment_adds_no_file_and_changes_no_byte(tmp_path, capsys):
+    """`hpo search` holds the lock itself when it finds the stored experiment differs: it reads
+    the study without SQLite's -wal and -shm, so the refusal leaves the folder as it was."""
+    path = write_experiment(tmp_path, EXPERIMENT.replace("max_trials: 2", "max_trials: 1"))
+    study_dir = tmp_path / "study"
+    first = hpo_here(capsys, "search", path, "--study-dir", study_dir)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = _digests(study_dir)
+    assert "study.sqlite" in before and "study.sqlite-wal" not in before and "study.sqlite-shm" not in before
+    done = hpo_here(capsys, "search", path, "--study-dir", study_dir, "--set", "search.algorithm=bohb")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "search.algorithm: 'random' -> 'bohb'" in output and "Traceback" not in output
+    assert _digests(study_dir) == before

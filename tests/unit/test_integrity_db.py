@@ -346,3 +346,41 @@ def test_a_resume_refused_for_a_changed_experiment_changes_no_file(tmp_path):
     with pytest.raises(UserInputError, match="space.x.high: 1.0 -> 2.0"):
         prepare_study(experiment(2), tmp_path / "s")
     assert {k: v for k, v in digests(tmp_path / "s").items() if not k.endswith("-shm")} == before
+
+
+def test_a_resume_refused_for_a_changed_experiment_adds_no_file_to_a_study_at_rest(tmp_path):
+    """The refusing driver holds the lock itself, yet reads the stored experiment without
+    SQLite's -wal and -shm: a study closed cleanly keeps exactly the files it had."""
+    from hpo.config import experiment_from_dict
+    from hpo.errors import UserInputError
+    from hpo.study.resume import prepare_study
+
+    def experiment(algorithm):
+        return experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},
+                                     "space": {"x": {"type": "float", "low": 0, "high": 1}},
+                                     "search": {"objective": "objective", "algorithm": algorithm},
+                                     "output": {"dir": str(tmp_path / "s")}})
+
+    prepare_study(experiment("random"), tmp_path / "s").close()
+    before = digests(tmp_path / "s")
+    assert DB_NAME + "-wal" not in before and DB_NAME + "-shm" not in before
+    with pytest.raises(UserInputError, match="search.algorithm: 'random' -> 'bohb'"):
+        prepare_study(experiment("bohb"), tmp_path / "s")
+    assert digests(tmp_path / "s") == before
+
+
+def test_a_resume_that_goes_ahead_after_the_check_still_writes_the_study(tmp_path):
+    """Reading the stored experiment as immutable does not keep the resumed driver from writing."""
+    from hpo.config import experiment_from_dict
+    from hpo.study.resume import prepare_study
+
+    experiment = experiment_from_dict({"name": "b", "data": {"dataset": "synthetic"},
+                                       "space": {"x": {"type": "float", "low": 0, "high": 1}},
+                                       "search": {"objective": "objective"}, "output": {"dir": str(tmp_path / "s")}})
+    prepare_study(experiment, tmp_path / "s").close()
+    study = prepare_study(experiment, tmp_path / "s")
+    try:
+        study.record_ask(Job(0, {"x": 0.5}, 1.0))
+    finally:
+        study.close()
+    assert [t.trial_id for t in Study.open(tmp_path / "s", read_only=True).trials()] == [0]
