@@ -164,7 +164,7 @@ class SearchSpace:
         """Build from the YAML `space:` mapping; raises ConfigError naming the key."""
         if not isinstance(spec, Mapping) or not spec:
             raise ConfigError("expected a mapping of parameter name -> {type: ..., ...}", key="space")
-        params = [_param_from_dict(str(name), body) for name, body in spec.items()]
+        params = [_param_from_dict(str(name), body) for name, body in python_values(spec).items()]
         names = {p.name for p in params}
         for p in params:
             for parent, allowed in p.when.items():
@@ -326,6 +326,21 @@ def _number_from_text(value: Any) -> Any:
         if not math.isfinite(number):
             return value
         return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
+    return value
+
+
+def python_values(value: Any) -> Any:
+    """`value` with numpy's scalars and arrays, at any depth of mappings and sequences, as
+    Python's numbers and lists: a space or config written in Python (`list(np.arange(8, 33,
+    8))`, `np.float32(1.0)`) validates and stores as the same YAML would."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {k: python_values(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(python_values(v) for v in value)
     return value
 
 

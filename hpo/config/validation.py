@@ -30,7 +30,7 @@ from hpo.models import BUILDERS
 from hpo.registry import BACKENDS, COMPILE_MODES, DIRECTIONS, ENGINES, OPTIMIZERS, default_algorithm
 from hpo.search import SEARCHERS
 from hpo.search.multiobjective.objectives import Constraint, Goals
-from hpo.space import SearchSpace
+from hpo.space import SearchSpace, python_values
 
 CUSTOM_REF = references.REFERENCE
 
@@ -175,7 +175,7 @@ def experiment_from_dict(raw: Any, *, source: str = "<dict>", needs_data: bool =
     False for a search whose trials bring their own data (`hpo.optimize`'s Python objective),
     which may leave `data` out (`Experiment.data` is then None)."""
     try:
-        return _experiment_from_dict(raw, source, needs_data)
+        return _experiment_from_dict(python_values(raw), source, needs_data)
     except ConfigError as err:
         raise err.located(source=source) from None
 

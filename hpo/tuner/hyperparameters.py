@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from hpo.space import python_values
+
 
 @dataclass(frozen=True)
 class Declared:
@@ -94,7 +96,7 @@ class HyperParameters:
 
     def Choice(self, name: str, values: Sequence[Any], ordered: bool | None = None, default: Any = None,
                parent_name: str | None = None, parent_values: Any = None) -> Any:
-        values = tuple(values)
+        values, default = tuple(python_values(list(values))), python_values(default)    # np.arange(8, 33, 8)
         if not values:
             raise ValueError(f"hp.Choice({name!r}): values is empty")
         kinds = {type(v) for v in values}

@@ -113,6 +113,35 @@ def test_a_search_space_object_and_a_time_limit():
     assert len(result.trials) > 50
 
 
+def test_numpy_values_in_the_space_and_initial_configs_search_and_store_as_python_numbers(tmp_path):
+    import json
+
+    import numpy as np
+
+    from hpo.study import DB_NAME, Study
+    space = {"n": {"type": "choice", "values": list(np.arange(1, 4))},
+             "x": {"type": "float", "low": np.float32(0.125), "high": np.float64(1.0)},
+             "k": {"type": "int", "low": np.int64(1), "high": np.int32(5)}}
+    seen = []
+
+    def objective(config, budget):
+        seen.append(config)
+        return config["n"] + config["x"] + config["k"]
+    result = hpo.optimize(objective, space, "random", min_budget=1, max_budget=1, max_trials=4, seed=0,
+                          initial_configs=[{"n": np.int64(2), "x": np.float64(0.5), "k": np.int64(3)}],
+                          study_dir=tmp_path / "s")
+    assert seen[0] == {"n": 2, "x": 0.5, "k": 3} and len(seen) == 4
+    assert all(type(c["n"]) is int and type(c["x"]) is float and type(c["k"]) is int for c in seen)
+    study = Study.open(tmp_path / "s", read_only=True)
+    try:
+        assert study.experiment()["space"]["n"]["values"] == [1, 2, 3]
+        json.dumps(study.experiment())
+    finally:
+        study.close()
+    assert (tmp_path / "s" / DB_NAME).exists()
+    assert result.best_value == min(c["n"] + c["x"] + c["k"] for c in seen)
+
+
 def test_a_bad_space_names_the_key():
     with pytest.raises(ConfigError, match=r"key 'space.x.low'.*low > 0"):
         hpo.optimize(bowl, {"x": {"type": "float", "low": 0, "high": 1, "log": True}}, min_budget=1, max_budget=3)
