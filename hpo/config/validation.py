@@ -297,6 +297,8 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
     if training.early_stopping is not None:
         _check_monitor(training)
     _check_space_values(space)
+    if needs_data:      # hpo's trainer trains it (an objective of hpo.optimize reads its config itself)
+        _check_trainer_values(space, model.params)
 
     o = _Section(raw.get("output"), "output", OutputConfig)
     output = OutputConfig(dir=o.get("dir", "str"))
@@ -459,6 +461,38 @@ def _initial_configs(value: Any, space: SearchSpace) -> tuple[dict[str, Any], ..
             raise ConfigError(f"not a config of the space: {problem}", key=key)
         configs.append(dict(config))
     return tuple(configs)
+
+
+# What the trainer reads from a trial's config (or `model.params`) as it reads `training.*`,
+# with the range it takes: (least, most, the setting it stands for). Outside it a trial would
+# fail mid-search (a batch of 0) or train nonsense without an error (a negative learning rate
+# ascends; Keras refuses SGD's momentum outside [0, 1], which hpo's variables bypass).
+TRAINER_RANGES = {"batch_size": (1, None, "a trial's batch size"), "learning_rate": (0, None, "its learning rate"),
+                  "momentum": (0, 1, "its optimizer's momentum")}
+
+
+def _check_trainer_values(space: SearchSpace, fixed: Mapping[str, Any]) -> None:
+    """Catch a space or `model.params` that would give the trainer a value out of its range."""
+    def check(value, name, key):
+        least, most, what = TRAINER_RANGES[name]
+        bad = not isinstance(value, (int, float)) or isinstance(value, bool) or value < least or \
+            (most is not None and value > most) or (name == "batch_size" and value != int(value))
+        if bad:
+            wanted = f"{'an integer' if name == 'batch_size' else 'a number'} >= {least}" + \
+                (f" and <= {most}" if most is not None else "")
+            raise ConfigError(f"expected {wanted} ({what}), got {value!r}", key=key)
+    for name in TRAINER_RANGES:
+        if name in fixed:
+            check(fixed[name], name, f"model.params.{name}")
+        if name not in space.names:
+            continue
+        param = space[name]
+        if hasattr(param, "values"):
+            for value in param.values:
+                check(value, name, f"space.{name}.values")
+        else:
+            check(param.low, name, f"space.{name}.low")
+            check(param.high, name, f"space.{name}.high")
 
 
 def _check_space_values(space: SearchSpace) -> None:

@@ -129,6 +129,27 @@ def test_bad_values_are_rejected_with_what_was_expected(section, value, fragment
         experiment_from_dict(raw)
 
 
+@pytest.mark.parametrize("space, params, key, fragment", [
+    ({"batch_size": {"type": "int", "low": 0, "high": 4}}, {}, "space.batch_size.low",
+     "an integer >= 1 .a trial's batch size., got 0"),
+    ({"batch_size": {"type": "choice", "values": [16, 32.5]}}, {}, "space.batch_size.values", "got 32.5"),
+    ({"learning_rate": {"type": "float", "low": -1, "high": -0.5}}, {}, "space.learning_rate.low",
+     "a number >= 0 .its learning rate., got -1.0"),
+    ({"momentum": {"type": "float", "low": 0.5, "high": 2.0}}, {}, "space.momentum.high", "<= 1"),
+    ({}, {"momentum": 5}, "model.params.momentum", "<= 1 .its optimizer's momentum., got 5"),
+])
+def test_a_trainer_setting_searched_or_fixed_out_of_its_range_is_refused_before_training(space, params, key,
+                                                                                          fragment):
+    raw = {**MINIMAL, "space": {**MINIMAL["space"], **space}, "model": {"builder": "mlp", "params": params}}
+    with pytest.raises(ConfigError, match=fragment) as caught:
+        experiment_from_dict(raw)
+    assert caught.value.key == key
+    # A plain function's parameters are its own: hpo.optimize's objective reads them itself.
+    no_data = {k: v for k, v in raw.items() if k not in ("data", "model")}
+    if space:
+        experiment_from_dict(no_data, needs_data=False)
+
+
 def test_overrides_parse_values_as_yaml():
     raw = apply_overrides(MINIMAL, ["search.max_trials=5", "search.eta=2", "training.learning_rate=1e-3",
                                     "output.dir=/tmp/x"])
