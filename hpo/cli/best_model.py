@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from hpo.cli.output_file import checked_output, written_whole
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
 from hpo.training.best_epoch import MissingCheckpoint, model_checkpoint
@@ -52,6 +53,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     path = Path(path)
     if path.suffix != ".keras":
         raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")
+    target = checked_output(study_dir, path, make_folder=True)     # never over a file of the study's
     # Imported once the refusals above have had their say: these bring TensorFlow, seconds of
     # start-up that a refused export need not pay.
     from hpo.config import experiment_from_dict
@@ -91,8 +93,8 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
                          metrics=[keras_metric(m) for m in training.metrics])
         test_loss, test_metrics = _score(training, portable, dataset)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    portable.save(path)
+    with written_whole(target, suffix=".keras") as whole:     # Keras saves only to a name ending in .keras
+        portable.save(whole)
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
                          test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
 

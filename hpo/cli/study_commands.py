@@ -221,14 +221,17 @@ def export_rows(study) -> list[dict]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from hpo.cli.output_file import checked_output, write_text
+    # Checked before the study is read: the file may be none of the study's own.
+    output = checked_output(args.study_dir, args.output) if args.output else None
     study = open_study(args.study_dir)
     rows = export_rows(study)
     if args.format == "json":
         text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
     else:
         text = _csv_text(rows)
-    if args.output:
-        Path(args.output).write_text(text)
+    if output is not None:
+        write_text(output, text)
     else:
         sys.stdout.write(text)
     return 0
