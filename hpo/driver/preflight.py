@@ -158,6 +158,7 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     if not isinstance(model, keras.Model):
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")
+    _check_named_values(experiment, builder, config, recorder.read, input_shape, num_classes)
     outputs = model.outputs[0].shape[-1] if len(model.outputs or ()) == 1 else None
     if experiment.training.loss == DEFAULT_LOSS and outputs is not None and isinstance(num_classes, int) \
             and outputs < num_classes:
@@ -176,6 +177,25 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     log.warning("the builder %s never read the space key(s) %s on its first build: check their spelling",
                 ref, ", ".join(unread))
     return model
+
+
+def _check_named_values(experiment: Experiment, builder, config: Mapping[str, Any], read: set[str],
+                        input_shape, num_classes) -> None:
+    """One more build per other value of each choice of names the builder read (an activation,
+    an initializer): a misspelt name later in the list would otherwise fail only the trials
+    that draw it. Names, not numbers: another number may build a far larger model."""
+    for param in experiment.space:
+        values = getattr(param, "values", ())
+        if param.name not in read or param.name not in config or not all(isinstance(v, str) for v in values):
+            continue
+        for value in values:
+            if value == config[param.name]:
+                continue
+            try:
+                builder({**config, param.name: value}, input_shape, num_classes)
+            except Exception as exc:   # the user's builder or space: theirs to fix
+                raise ConfigError(f"the builder {experiment.model.builder!r} failed with {param.name}={value!r}: "
+                                  f"{type(exc).__name__}: {exc}", key=f"space.{param.name}.values") from None
 
 
 def _check_loss_and_metrics(experiment: Experiment, model, x, y) -> None:
