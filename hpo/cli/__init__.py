@@ -1,7 +1,8 @@
 """`python -m hpo ...`: search, status, best, export, report, tensorboard.
 
 Exit codes: 0 success, 2 bad input (one paragraph, no traceback), 130 interrupted,
-1 anything else (the traceback goes to the study's hpo.log, or to a file the message names).
+1 anything else (the traceback goes to the study's hpo.log when `search` failed, else to a file
+the message names: a command that only reads a study changes none of its bytes).
 
 `search` checks everything first (the experiment, then the pre-flight in hpo.driver.preflight),
 then takes the study's lock, and only then creates, moves or changes anything. The other
@@ -145,10 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_traceback(args: argparse.Namespace) -> Path:
-    """Append the traceback to the study's hpo.log, or, with no study folder, to a file of its own."""
+    """Append the traceback to the study's hpo.log where `search`, which writes the study,
+    failed; else (a command that only reads it, or no study folder) to a file of its own."""
     from hpo.study import DB_NAME
     folder = getattr(args, "resolved_study_dir", None) or getattr(args, "study_dir", None)
-    if folder and (Path(folder) / DB_NAME).exists():
+    if args.command == "search" and folder and (Path(folder) / DB_NAME).exists():
         target = Path(folder) / "hpo.log"
     else:
         target = Path(tempfile.gettempdir()) / f"hpo-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"

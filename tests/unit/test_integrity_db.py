@@ -228,17 +228,35 @@ def _restore(backup: Path, folder: Path) -> Path:
     return folder
 
 
-def test_an_exit_1_of_any_command_leaves_its_traceback_in_the_studys_log(tmp_path, capsys, monkeypatch):
+def test_an_exit_1_of_a_command_that_reads_a_study_leaves_its_traceback_outside_it(tmp_path, capsys, monkeypatch):
     folder = make_study(tmp_path / "s")
+    before = digests(folder)
 
     def broken(self, *args):
         raise RuntimeError("a bug in reading trials")
 
     monkeypatch.setattr(Study, "trials", broken)
     code, output = run(capsys, "status", folder)
-    assert code == 1 and str(folder / "hpo.log") in output
-    log = (folder / "hpo.log").read_text()
+    assert code == 1 and digests(folder) == before
+    named = [word for word in output.split() if word.endswith(".log")]
+    assert named and not Path(named[0]).resolve().is_relative_to(folder.resolve())
+    log = Path(named[0]).read_text()
     assert "Traceback" in log and "RuntimeError: a bug in reading trials" in log and "hpo status" in log
+    Path(named[0]).unlink()
+
+
+def test_an_exit_1_of_search_leaves_its_traceback_in_the_studys_log(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    import hpo.cli as cli
+    folder = make_study(tmp_path / "s")
+    try:
+        raise RuntimeError("a bug mid-search")
+    except RuntimeError:
+        where = cli._write_traceback(argparse.Namespace(command="search", resolved_study_dir=folder))
+    assert where == folder / "hpo.log"
+    log = where.read_text()
+    assert "RuntimeError: a bug mid-search" in log and "hpo search" in log
 
 
 def test_an_exit_1_without_a_study_names_the_file_holding_the_traceback(tmp_path, capsys, monkeypatch):
