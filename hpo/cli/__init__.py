@@ -40,6 +40,17 @@ def _version() -> str:
     return __version__
 
 
+def _at_least_one(text: str) -> int:
+    """An argument counting rows: a whole number >= 1 (argparse reports anything else, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpo", description="Hyperparameter optimisation for Keras.")
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -59,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("study_dir", help=STUDY_DIR_HELP)
     status.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
     rows = status.add_mutually_exclusive_group()
-    rows.add_argument("--top", type=int, metavar="N",
+    rows.add_argument("--top", type=_at_least_one, metavar="N",
                       help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
     rows.add_argument("--all", action="store_true",
                       help=f"every trial; without it, a study of more than {STATUS_ROWS} trials shows its newest "

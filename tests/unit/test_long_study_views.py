@@ -47,6 +47,10 @@ def test_status_all_lists_every_trial_and_top_is_unchanged(long_study, capsys):
     with pytest.raises(SystemExit) as refused:           # argparse's exit 2: the two ask for different rows
         hpo_here(capsys, "status", long_study, "--top", "3", "--all")
     assert refused.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    for rows in ("0", "-1", "three"):                     # a count of rows is at least one
+        with pytest.raises(SystemExit) as refused:
+            hpo_here(capsys, "status", long_study, "--top", rows)
+        assert refused.value.code == 2 and "argument --top: expected a whole number >= 1" in capsys.readouterr().err
 
 
 def test_one_trial_left_out_is_said_in_the_singular(long_study, capsys, monkeypatch):
