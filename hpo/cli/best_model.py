@@ -16,6 +16,8 @@ from typing import Mapping
 from hpo.cli.output_file import checked_output, written_whole
 from hpo.errors import UserInputError
 from hpo.study import Study, TrialRow
+from hpo.study.pareto import stored_goals
+from hpo.study.ranking import best_in
 from hpo.training.best_epoch import MissingCheckpoint, model_checkpoint
 from hpo.tuner.data import LOADER as TUNER_DATA
 
@@ -36,7 +38,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     study = Study.open(study_dir, read_only=True)
     try:
         stored = study.experiment()
-        best = study.best(stored["search"]["direction"]) if trial_id is None else study.trial(trial_id)
+        best = best_in(study, stored_goals(stored)) if trial_id is None else study.trial(trial_id)
         checkpoint = study.checkpoint(best.trial_id) if best else None
     finally:
         study.close()

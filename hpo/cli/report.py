@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +28,11 @@ import numpy as np
 
 from hpo.cli.tables import state_counts
 from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE
+from hpo.search.multiobjective.objectives import Goals
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
 from hpo.study import Study, TrialRow
-from hpo.study.ranking import top_configurations
+from hpo.study.pareto import stored_goals
+from hpo.study.ranking import top_configurations, violation
 from hpo.trial import TrialState, config_text
 
 log = logging.getLogger("hpo.cli.report")
@@ -55,13 +58,14 @@ def write_report(study_dir: str | Path) -> Path:
     out.mkdir(exist_ok=True)
     space = SearchSpace.from_dict(experiment["space"])
     objective, direction = experiment["search"]["objective"], experiment["search"]["direction"]
+    goals = stored_goals(experiment)
     done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
     sections: list[Section] = []
     importance = None
     if done:
         # Top to bottom: how the search went, how far each configuration got, what mattered,
         # where the good configurations lie; the table of trials closes the page.
-        sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, direction),
+        sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, goals),
                                                      out / "best_so_far.png")))
         sections.append(Section("Hyperband: how far each configuration went",
                                 _save(brackets_figure(trials), out / "brackets.png")))
@@ -84,7 +88,7 @@ def write_report(study_dir: str | Path) -> Path:
                                       out / "parallel_coordinates.png")))
     sections = _pareto_sections(experiment, trials, out) + sections
     page = out / "report.html"
-    page.write_text(_page(experiment, trials, objective, direction, sections, importance))
+    page.write_text(_page(experiment, trials, objective, goals, sections, importance))
     return page
 
 
@@ -98,7 +102,7 @@ class Section:
 def _pareto_sections(experiment, trials: list[TrialRow], out: Path) -> list["Section"]:
     """A study with several objectives opens with its Pareto front and its hypervolume."""
     from hpo.cli.report_pareto import front_figure, hypervolume_figure
-    from hpo.study.pareto import is_ranked, pareto_set, stored_goals
+    from hpo.study.pareto import is_ranked, pareto_set
 
     if not is_ranked(experiment):
         return []
@@ -129,18 +133,24 @@ def _save(fig, path: Path) -> str:
 
 # --- the plots ------------------------------------------------------------------------------
 
-def best_so_far_figure(done: list[TrialRow], objective: str, direction: str):
+def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
+    """The best value so far, by epochs spent and by time; with constraints, of feasible
+    trials alone (an infeasible one ranks after every feasible one: hpo.study.ranking)."""
     import matplotlib.pyplot as plt
 
     ordered = sorted(done, key=lambda t: t.finished_at or 0)
-    better = max if direction == "maximize" else min
+    better = max if goals.objectives[0].direction == "maximize" else min
     epochs, seconds, best = [], [], []
     spent, start = 0.0, min(t.started_at or t.created_at for t in ordered)
     for t in ordered:
         spent += t.epochs_trained
         epochs.append(spent)
         seconds.append((t.finished_at or start) - start)
-        best.append(t.value if not best else better(best[-1], t.value))
+        counted = violation(t, goals) == 0
+        if not best or math.isnan(best[-1]):
+            best.append(t.value if counted else math.nan)
+        else:
+            best.append(better(best[-1], t.value) if counted else best[-1])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"), (axes[1], seconds, "wall time (s)")):
         ax.step(x, best, where="post", color="C0", label="best so far")
@@ -331,9 +341,11 @@ def brackets_figure(trials: list[TrialRow]):
 
 # --- the page -------------------------------------------------------------------------------
 
-def _page(experiment, trials, objective, direction, sections, importance) -> str:
+def _page(experiment, trials, objective, goals: Goals, sections, importance) -> str:
     esc = html.escape
-    top = top_configurations(trials, direction, 10)
+    direction = goals.objectives[0].direction
+    top = top_configurations(trials, goals, 10)
+    order = "feasible first, then budget" if goals.constraints else "budget first"
     parts = [f"<h1>{esc(experiment['name'])}: {esc(experiment['search']['algorithm'])}</h1>",
              f"<p>objective <b>{esc(objective)}</b> ({direction}); trials: {esc(state_counts(trials))}</p>"]
     if not top:
@@ -351,7 +363,7 @@ def _page(experiment, trials, objective, direction, sections, importance) -> str
         rows = "".join(f"<tr><td>{t.trial_id}</td><td>{t.budget:g}</td><td>{t.value:.4f}</td>"
                        f"<td>{esc(config_text(t.config))}</td></tr>" for t in top)
         parts.append(f"<h2>Top configurations</h2><p>Each configuration once, at the furthest budget it "
-                     f"reached, ranked as <code>hpo best</code> ranks (budget first, then {esc(objective)})."
+                     f"reached, ranked as <code>hpo best</code> ranks ({order}, then {esc(objective)})."
                      f"</p><table><tr><th>trial</th><th>budget</th><th>{esc(objective)}</th><th>config</th></tr>"
                      f"{rows}</table>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}img{max-width:100%}"

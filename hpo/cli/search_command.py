@@ -49,7 +49,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             except SearchAborted as exc:
                 console.print(f"[bold red]{exc}[/]")
                 return 1
-        _print_summary(study, experiment.search.objective, experiment.search.direction, summary)
+        _print_summary(study, experiment.search.objective, experiment.search.goals(), summary)
         if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:
             given = budget_given(study.trials(), runner.searcher)
             stdout.print(_complete_note(args, experiment, summary.stopped_because, given), highlight=False,
@@ -91,9 +91,10 @@ def _complete_note(args: argparse.Namespace, experiment, stopped_because: str, g
             f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
 
 
-def _print_summary(study, objective: str, direction: str, summary) -> None:
+def _print_summary(study, objective: str, goals, summary) -> None:
     from hpo.cli.tables import top_table
     from hpo.driver.console import stdout
+    from hpo.study.ranking import violation
     trials = study.trials()
     counts = {}
     for t in trials:
@@ -101,10 +102,12 @@ def _print_summary(study, objective: str, direction: str, summary) -> None:
     stdout.print(f"stopped: {summary.stopped_because}; {summary.trials_finished_now} trial(s) finished in "
                  f"{summary.elapsed_seconds:.1f}s; study: " +
                  ", ".join(f"{n} {state}" for state, n in sorted(counts.items())), highlight=False)
-    table = top_table(trials, objective, direction, stdout.width)
+    table = top_table(trials, objective, goals, stdout.width)
     if table is not None:
         stdout.print(table)
     if summary.best is not None:
         b = summary.best
-        stdout.print(f"best: trial {b.trial_id}, {objective}={b.value:.4f} at budget {b.budget:g}, "
+        # The runner's best ranks feasible trials first: an infeasible one means none is feasible.
+        infeasible = " (infeasible: no trial meets the constraints)" if violation(b, goals) else ""
+        stdout.print(f"best: trial {b.trial_id}, {objective}={b.value:.4f} at budget {b.budget:g}{infeasible}, "
                      f"config {config_text(b.config)}", highlight=False)

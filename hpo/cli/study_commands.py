@@ -26,6 +26,7 @@ def open_study(study_dir: str):
 def cmd_status(args: argparse.Namespace) -> int:
     from hpo.cli.tables import state_counts, status_table, trial_lines
     from hpo.driver.console import stdout
+    from hpo.study.pareto import stored_goals
     from hpo.study.ranking import top_configurations
     study = open_study(args.study_dir)
     experiment = study.experiment()
@@ -43,8 +44,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
     left_out = []
     if args.top is not None:
-        trials = top_configurations(trials, search["direction"], args.top)
-        title += f"; the {len(trials)} best configurations"
+        goals = stored_goals(experiment)
+        trials = top_configurations(trials, goals, args.top)
+        title += f"; the {len(trials)} best configurations" + (", feasible first" if goals.constraints else "")
     elif not args.all:
         trials, left_out = newest_and_unfinished(trials, STATUS_ROWS)
     table, config_shown = status_table(trials, title, objective, stdout.width)
@@ -78,26 +80,33 @@ def _dash(value) -> str:
 
 def cmd_best(args: argparse.Namespace) -> int:
     from hpo.driver.console import stdout
+    from hpo.study.pareto import stored_goals
+    from hpo.study.ranking import best_in, violation
     study = open_study(args.study_dir)
     experiment = study.experiment()
     search = experiment["search"]
-    from hpo.study.pareto import is_ranked, stored_goals
-    if is_ranked(experiment) and stored_goals(experiment).multi:
+    goals = stored_goals(experiment)
+    if goals.multi:
         return _best_pareto(args, study, experiment)
-    best = study.best(search["direction"])
+    best = best_in(study, goals)
     if args.trial is not None:
         best = _chosen_trial(args, study)
     if best is None:
         raise UserInputError(f"{args.study_dir}: no trial has completed yet")
     record = {"trial_id": best.trial_id, "objective": search["objective"], "direction": search["direction"],
               "value": best.value, "budget": best.budget, "config": best.config, "metrics": best.metrics}
+    if goals.constraints:
+        record["constraints"] = [str(c) for c in goals.constraints]
+        record["feasible"] = violation(best, goals) == 0
     if args.export:
         record["export"] = _export(args, experiment, args.trial)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
     else:
-        stdout.print(f"trial {best.trial_id}: {search['objective']}={best.value:.4f} at budget {best.budget:g}",
-                     highlight=False)
+        infeasible = "" if record.get("feasible", True) else \
+            f" (infeasible under {', '.join(record['constraints'])})"
+        stdout.print(f"trial {best.trial_id}: {search['objective']}={best.value:.4f} at budget {best.budget:g}"
+                     f"{infeasible}", highlight=False)
         for key, value in best.config.items():
             stdout.print(f"  {key}: {value}", highlight=False)
     return 0

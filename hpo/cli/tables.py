@@ -61,14 +61,15 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
     return build(True), True
 
 
-def top_table(trials: Iterable[TrialRow], objective: str, direction: str, width: int, limit: int = 5):
+def top_table(trials: Iterable[TrialRow], objective: str, goals: Goals, width: int, limit: int = 5):
     """The summary after a search: the best configurations, each once."""
-    top = top_configurations(trials, direction, limit)
+    top = top_configurations(trials, goals, limit)
     if not top:
         return None
     rows = [(str(t.trial_id), f"{t.budget:g}", _value(t.value), config_text(t.config)) for t in top]
-    table, _ = _table(f"top configurations by {objective} ({direction}), at their deepest budget",
-                      ("trial", "budget", objective), rows, width, "config")
+    feasible_first = ", feasible first" if goals.constraints else ""
+    table, _ = _table(f"top configurations by {objective} ({goals.objectives[0].direction}){feasible_first}, "
+                      f"at their deepest budget", ("trial", "budget", objective), rows, width, "config")
     return table
 
 

@@ -23,7 +23,7 @@ from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outpu
 from hpo.registry import MODEL_MEASURES
 from hpo.search import make_searcher, option_names
 from hpo.search.base import Searcher
-from hpo.study import Study, TrialRow
+from hpo.study import Study, TrialRow, ranking
 from hpo.study.pareto import current_hypervolume
 from hpo.study.resume import replay
 from hpo.study.searching import open_for_search
@@ -128,13 +128,18 @@ class Runner:
         self._goal_names = experiment.search.goal_names
         self._measures = model_measures_in(self._goal_names)
         self._logged_objective = logged_objective(experiment)
-        self._goals = experiment.search.goals() if experiment.search.objectives else None
+        self._goals = experiment.search.goals()
+        # The study's best trial (hpo.study.ranking's order, feasible first): read as the run
+        # starts, then kept as trials finish, so that a search with constraints does not read
+        # every trial back after each one.
+        self._best: TrialRow | None = None
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
         started = self._started = self.clock()
         search = self.experiment.search
         queue = self._queue = replay(self.study, self.searcher)
+        self._best = ranking.best_in(self.study, self._goals)
         self._tell_total_budget()
         if search.total_budget is not None:
             self._budget_given = budget_given(self.study.trials(), self.searcher)
@@ -186,7 +191,7 @@ class Runner:
             if self.board is not None:
                 self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
-                             best=self.study.best(search.direction), elapsed_seconds=self.clock() - started)
+                             best=self._best, elapsed_seconds=self.clock() - started)
 
     def _asked(self) -> int:
         return self.searcher.n_asked
@@ -309,10 +314,12 @@ class Runner:
             if event.traceback:
                 log.debug("trial %d traceback:\n%s", job.trial_id, event.traceback)
         self.study.record_result(job, result, epochs_trained=event.epochs_trained)
+        if result.ok:
+            finished = [t for t in (self._best, self.study.trial(job.trial_id)) if t is not None]
+            self._best = ranking.best(finished, self._goals)
         self.searcher.tell(job, result)
         if self.board is not None:
-            best = self.study.best(self.experiment.search.direction)
-            self.board.trial_finished(event.epochs_trained, best.value if best else None,
+            self.board.trial_finished(event.epochs_trained, self._best.value if self._best else None,
                                       self.clock() - self._started, trial_counts(self.study), self.searcher.stats())
             self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
@@ -328,7 +335,7 @@ class Runner:
         if measured and result.ok:
             run = self.study.tensorboard_dir / run_name(self._lineage(job))
             write_run_scalars(run, epochs_for(job.budget), measured)
-        if self._goals is not None and self._goals.multi:
+        if self._goals.multi:
             volume = current_hypervolume(self.study.trials(), self._goals)
             if volume is not None:
                 self.board.hypervolume(volume)
@@ -366,10 +373,9 @@ class Runner:
             self.board.trials_counted(trial_counts(self.study))
 
     def _report_progress(self, started: float) -> None:
-        best = self.study.best(self.experiment.search.direction)
         finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
         self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
-                                  best_value=best.value if best else None,
+                                  best_value=self._best.value if self._best else None,
                                   running=self.executor.running(), elapsed=self.clock() - started,
                                   budget_given=self._budget_given))
 
@@ -414,10 +420,10 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
         write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
                              reported + goal_metrics)
     runner = Runner(experiment, study, searcher, make_executor(experiment, study, make_trainer))
-    best = study.best(search.direction)
+    best_so_far = ranking.best_in(study, search.goals())
     runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
                                epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
-                               best_so_far=best.value if best else None)
+                               best_so_far=best_so_far.value if best_so_far else None)
     # Trials still 'running' as this driver takes the study were a dead driver's (it never
     # marked them): until they run again, the search run counts them interrupted.
     if study.count(TrialState.RUNNING):

@@ -49,7 +49,8 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
 @dataclass(frozen=True)
 class OptimizeResult:
     """With several objectives `best_*` are None and `pareto` holds the Pareto set; with one,
-    `pareto` holds the best trial(s) (the best feasible one where there are constraints)."""
+    `best_*` describe `hpo best`'s trial (feasible first where there are constraints) and
+    `pareto` the best trial(s) at the largest budget reached."""
 
     best_config: dict[str, Any] | None
     best_value: float | None
@@ -161,11 +162,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 raise _argument_error(exc) from None
             trials = study.trials()
     pareto = pareto_set(trials, goals)
-    best = summary.best
-    if goals.multi:
-        best = None
-    elif goals.constraints:
-        best = next((t for t in trials if pareto and t.trial_id == pareto[0].trial_id), None)
+    best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
     return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
                           best_budget=best.budget if best else None, trials=trials,
                           stopped_because=summary.stopped_because,

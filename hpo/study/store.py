@@ -364,8 +364,10 @@ class Study:
         return [(t, e, json.loads(m)) for t, e, m in rows]
 
     def best(self, direction: str) -> TrialRow | None:
-        """Best complete trial, preferring the largest budget any complete trial reached.
-        (In SQL: the runner asks after every trial, so decoding every row would be quadratic.)"""
+        """Best complete trial, preferring the largest budget any complete trial reached; by
+        budget and value alone, so the best of a study without constraints: every reader asks
+        `hpo.study.ranking.best_in`, which ranks by constraints too. (In SQL: decoding every
+        row for each ask would be quadratic.)"""
         order = "DESC" if direction == "maximize" else "ASC"
         row = self._db.execute(
             "SELECT trial_id FROM trials WHERE state=? AND value IS NOT NULL "

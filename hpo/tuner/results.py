@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
 from hpo.study.ranking import top_configurations
 from hpo.trial import TrialState
@@ -65,7 +66,8 @@ class Oracle:
         return {trial_key(r.trial_id): trial_of(r, self.fixed) for r in self.rows}
 
     def get_best_trials(self, num_trials: int = 1) -> list[Trial]:
-        return [trial_of(r, self.fixed) for r in top_configurations(self.rows, self.direction, num_trials)]
+        goals = Goals.build(direction=self.direction)      # a tuner's study: one objective, no constraint
+        return [trial_of(r, self.fixed) for r in top_configurations(self.rows, goals, num_trials)]
 
 
 class Results(list):
@@ -94,7 +96,7 @@ def summary_lines(rows: Sequence[TrialRow], objective: str, direction: str, fixe
     """`results_summary()`'s text: the best configurations, each at its deepest budget."""
     lines = ["Results summary", f"Objective: {objective} ({direction})",
              f"Trials: {len(rows)} ({sum(r.state == TrialState.COMPLETE for r in rows)} completed)"]
-    for row in top_configurations(rows, direction, num_trials):
+    for row in top_configurations(rows, Goals.build(direction=direction), num_trials):
         lines.append("")
         lines.append(f"Trial {trial_key(row.trial_id)}: {objective} = {row.value:.4f} after {row.budget:g} epochs")
         for name, value in {**row.config, **fixed}.items():

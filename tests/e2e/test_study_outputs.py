@@ -332,8 +332,9 @@ def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ran
     from rich.console import Console
 
     from hpo.cli.tables import top_table
+    from hpo.search.multiobjective.objectives import Goals
     console = Console(width=80, record=True)
-    console.print(top_table(trials, "val_accuracy", "maximize", 80))
+    console.print(top_table(trials, "val_accuracy", Goals.build(direction="maximize"), 80))
     shown = [int(line.split()[0]) for line in console.export_text().splitlines()
              if line.split() and line.split()[0].isdigit()]
     assert shown[:3] == ids and len({by_id[i].lineage for i in shown}) == len(shown)
