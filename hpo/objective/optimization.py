@@ -43,7 +43,8 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
                  "search.max_budget": "max_budget", "search.eta": "eta", "search.max_trials": "max_trials",
                  "search.time_limit": "time_limit", "search.total_budget": "total_budget",
                  "search.direction": "direction", "search.objective": "metric",
-                 "search.options": "options", "seed": "seed", "execution.workers": "workers"}
+                 "search.options": "options", "seed": "seed", "execution.workers": "workers",
+                 "output.dir": "study_dir"}
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,12 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         experiment = experiment_from_dict(raw, source="hpo.optimize()", needs_data=False)
     except ConfigError as exc:
         raise _argument_error(exc) from None
+    if study_dir is not None:
+        from hpo.study.resume import check_study_dir
+        try:
+            check_study_dir(Path(study_dir), "hpo.optimize()", named_by="study_dir=")
+        except ConfigError as exc:
+            raise _argument_error(exc) from None
     if study_dir is not None and not fresh:
         _check_resumable(Path(study_dir), experiment)
     try:

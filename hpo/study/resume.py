@@ -55,11 +55,12 @@ def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) 
     return study
 
 
-def check_study_dir(study_dir: Path, source: str = "--study-dir") -> None:
-    """A study folder is a named folder: not '', '.', '..' or a file."""
+def check_study_dir(study_dir: Path, source: str = "--study-dir", named_by: str = "--study-dir or output.dir") -> None:
+    """A study folder is a named folder: not '', '.', '..' or a file. `named_by`: where the
+    caller's user names it (a Python face names its argument)."""
     if study_dir.name in ("", ".", "..") or str(study_dir) in ("", "."):
-        raise ConfigError(f"expected a named study folder, got {str(study_dir)!r}; name one with "
-                          f"--study-dir or output.dir", key="output.dir", source=source)
+        raise ConfigError(f"expected a named study folder, got {str(study_dir)!r}; name one with {named_by}",
+                          key="output.dir", source=source)
     if study_dir.exists() and not study_dir.is_dir():
         raise ConfigError(f"{study_dir} is a file; expected a study folder", key="output.dir", source=source)
 
@@ -83,7 +84,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool, lock_h
         return _create(experiment, study_dir)
     if fresh:
         moved = _move_aside(study_dir)
-        log.warning("--fresh: moved the previous study to %s", moved)
+        log.warning("started afresh: the previous study was moved to %s", moved)
         return _create(experiment, study_dir)
     study = Study.open(study_dir, read_only=True, lock_held=lock_held)
     try:
