@@ -402,3 +402,13 @@ def test_a_resume_that_goes_ahead_after_the_check_still_writes_the_study(tmp_pat
     finally:
         study.close()
     assert [t.trial_id for t in Study.open(tmp_path / "s", read_only=True).trials()] == [0]
+
+
+@pytest.mark.parametrize("rows", [[], ["--top", "3"], ["--all"]])
+def test_status_of_a_study_with_no_trials_says_so_and_changes_nothing(tmp_path, capsys, rows):
+    folder = make_study(tmp_path / "s", trials=0)
+    before = digests(folder)
+    code, output = run(capsys, "status", folder, *rows)
+    assert code == 0 and "no trials yet" in output
+    assert "too wide" not in output and "--trial N" not in output
+    assert digests(folder) == before
