@@ -181,19 +181,27 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
 
 def _check_named_values(experiment: Experiment, builder, config: Mapping[str, Any], read: set[str],
                         input_shape, num_classes) -> None:
-    """One more build per other value of each choice of names the builder read (an activation,
-    an initializer): a misspelt name later in the list would otherwise fail only the trials
-    that draw it. Names, not numbers: another number may build a far larger model."""
-    for param in experiment.space:
+    """For a built-in model, one more build per other value of each choice of names it read
+    (an activation): a misspelt name later in the list would otherwise fail only the trials
+    that draw it. Names, not numbers: another number may build a far larger model; and not a
+    builder of the user's, whose other names may cost far more (another backbone, its weights
+    downloaded). Each value's config is the space's low end with that value, so the
+    parameters it turns on (`when`) are there."""
+    if experiment.model.builder not in BUILDERS:
+        return
+    space = experiment.space
+    for index, param in enumerate(space.params):
         values = getattr(param, "values", ())
         if param.name not in read or param.name not in config or not all(isinstance(v, str) for v in values):
             continue
         for value in values:
             if value == config[param.name]:
                 continue
+            unit = [0.0] * len(space)
+            unit[index] = param.to_unit(value)
             try:
-                builder({**config, param.name: value}, input_shape, num_classes)
-            except Exception as exc:   # the user's builder or space: theirs to fix
+                builder(experiment.trial_params(space.from_unit(unit)), input_shape, num_classes)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:   # a name the model cannot take
                 raise ConfigError(f"the builder {experiment.model.builder!r} failed with {param.name}={value!r}: "
                                   f"{type(exc).__name__}: {exc}", key=f"space.{param.name}.values") from None
 

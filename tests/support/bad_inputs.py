@@ -110,6 +110,13 @@ def quiet_builder(config, input_shape, num_classes):
     return keras.Model(inputs, keras.layers.Dense(num_classes)(x))
 
 
+def named_layer_builder(config, input_shape, num_classes):
+    import keras
+    inputs = keras.Input(shape=input_shape)
+    x = keras.layers.Dense(int(config["units"]), activation=config["activation"])(keras.layers.Flatten()(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(x))
+
+
 def wrapped_targets(form):
     x = np.random.default_rng(0).normal(size=(60, 4)).astype("float32")
     y = (x[:, 0] > 0).astype("int32")

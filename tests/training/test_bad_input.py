@@ -48,6 +48,33 @@ def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, mo
     assert any("never read the space key(s) depth" in r.getMessage() for r in records)
 
 
+def test_each_name_of_a_built_in_models_choice_is_built_with_the_parameters_it_turns_on(tmp_path, monkeypatch):
+    import hpo.models.mlp
+    from hpo.config import load_experiment
+    from hpo.driver.preflight import preflight
+
+    built = []
+    mlp = hpo.models.mlp.build_mlp
+    monkeypatch.setattr(hpo.models.mlp, "build_mlp", lambda config, *shape: built.append(dict(config)) or
+                        mlp(config, *shape))
+    # `layers` exists only under tanh: the tanh build must have it, at the low end of its range.
+    space = ("space:\n  activation: {type: choice, values: [relu, tanh]}\n"
+             "  layers: {type: int, low: 2, high: 3, when: {activation: tanh}}\n")
+    preflight(load_experiment(write_experiment(tmp_path, DIGITS_200.replace("space:\n", space))))
+    assert [(c["activation"], c.get("layers")) for c in built] == [("relu", None), ("tanh", 2)]
+
+
+def test_a_user_builders_other_names_are_left_to_its_trials(tmp_path, monkeypatch):
+    from hpo.config import load_experiment
+    from hpo.driver.preflight import preflight
+
+    hooks = hooks_module(tmp_path, monkeypatch)
+    space = "space:\n  activation: {type: choice, values: [relu, no_such_activation]}\n"
+    path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", space)
+                            + f"model: {{builder: '{hooks}:named_layer_builder'}}\n")
+    preflight(load_experiment(path))        # only the low end is built: another name may cost far more
+
+
 @pytest.mark.slow
 def test_changed_experiment_shows_the_diff(tmp_path, capsys):
     path = write_experiment(tmp_path, DIGITS.replace("max_budget: 1", "max_budget: 1, algorithm: random"))
