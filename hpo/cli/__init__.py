@@ -161,19 +161,21 @@ def _write_traceback(args: argparse.Namespace) -> Path:
     failed; else (a command that only reads it, or no study folder) to a file of its own."""
     from hpo.study import DB_NAME
     folder = getattr(args, "resolved_study_dir", None) or getattr(args, "study_dir", None)
-    if args.command == "search" and folder and (Path(folder) / DB_NAME).exists():
-        target = Path(folder) / "hpo.log"
-    else:
-        target = Path(tempfile.gettempdir()) / f"hpo-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     text = (f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR hpo.cli: `hpo {args.command}` failed\n"
             f"{traceback.format_exc()}")
-    try:
-        with open(target, "a") as handle:
-            handle.write(text)
-    except OSError:
-        target = Path(tempfile.mkstemp(prefix="hpo-error-", suffix=".log")[1])
-        target.write_text(text)
-    return target
+    if args.command == "search" and folder and (Path(folder) / DB_NAME).exists():
+        target = Path(folder) / "hpo.log"
+        try:
+            with open(target, "a") as handle:
+                handle.write(text)
+            return target
+        except OSError:
+            pass
+    # A file of its own, made new (mkstemp): never one another user placed at a guessable name.
+    descriptor, name = tempfile.mkstemp(prefix=f"hpo-error-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text)
+    return Path(name)
 
 
 COMMANDS = {"search": cmd_search, "status": cmd_status, "best": cmd_best, "export": cmd_export,

@@ -23,8 +23,13 @@ from hpo.errors import UserInputError
 
 def checked_output(study_dir: str | os.PathLike, output: str | os.PathLike, *, make_folder: bool = False) -> Path:
     """`output` with its symlinks and `..` resolved, once it is known to lie outside the study
-    folder and in a folder that exists (or, with `make_folder`, that can be made); exit 2 otherwise."""
+    folder and in a folder that exists (or, with `make_folder`, that can be made); exit 2 otherwise.
+    A pipe or a device (`-o /dev/stdout`, `-o /dev/null`, a FIFO) is no study file and is
+    written as it is, unresolved: /dev/stdout resolves to a /proc path that cannot be opened."""
     given = Path(output)
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(given.stat().st_mode) and not stat.S_ISDIR(given.stat().st_mode):
+            return given
     target = given.resolve()
     study = Path(study_dir).resolve()
     seen_as = "" if target == given.absolute() else f" (that is {target})"
@@ -35,8 +40,10 @@ def checked_output(study_dir: str | os.PathLike, output: str | os.PathLike, *, m
         raise UserInputError(f"{given}{seen_as}: that is a folder; expected a file name")
     folder = target.parent
     if not folder.is_dir():
-        existing = next((p for p in folder.parents if p.exists()), None)
-        if not make_folder or existing is None or not existing.is_dir():
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            raise UserInputError(f"{given}: cannot write there: {existing} is a file, not a folder")
+        if not make_folder or existing is None:
             raise UserInputError(f"{given}: cannot write there: the folder {folder} does not exist")
         folder = existing
     if not os.access(folder, os.W_OK):
@@ -59,6 +66,8 @@ def written_whole(target: Path, suffix: str = ".tmp") -> Iterator[Path]:
     temporary = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
     try:
         yield temporary
+        with contextlib.suppress(FileNotFoundError):       # a file replaced keeps its permissions
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
         os.replace(temporary, target)
     except OSError as exc:
         raise UserInputError(f"{target}: cannot write there ({exc.strerror or exc})") from None

@@ -74,7 +74,8 @@ def test_export_into_a_missing_folder_is_exit_2_naming_the_path(study, capsys, t
 def test_export_under_a_file_or_onto_a_folder_is_exit_2(study, capsys, tmp_path):
     (tmp_path / "a-file").write_text("")
     (tmp_path / "a-folder").mkdir()
-    assert "does not exist" in _refused(capsys, study, "export", study, "-o", tmp_path / "a-file" / "x.csv")
+    assert "a-file is a file, not a folder" in _refused(capsys, study, "export", study, "-o",
+                                                        tmp_path / "a-file" / "x.csv")
     assert "is a folder" in _refused(capsys, study, "export", study, "-o", tmp_path / "a-folder")
 
 
@@ -83,7 +84,8 @@ def test_export_into_an_unwritable_folder_is_exit_2(study, capsys, tmp_path, mon
     locked.mkdir(mode=0o555)
     if os.geteuid() == 0:       # root writes into any folder: the permission is what os.access reports
         real_access = os.access
-        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if Path(path) == locked and mode & os.W_OK
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False
+                            if Path(path).resolve() == locked.resolve() and mode & os.W_OK
                             else real_access(path, mode, **kw))
     assert "not writable" in _refused(capsys, study, "export", study, "-o", locked / "x.csv")
 
@@ -115,6 +117,29 @@ def test_an_export_outside_the_study_replaces_the_file_whole(study, capsys, tmp_
     assert target.read_text().startswith("[") and len(target.read_text()) < 100_000
     assert [p.name for p in target.parent.iterdir()] == ["trials.json"]
     assert every_byte(study) == before
+
+
+def test_a_replaced_export_keeps_its_permissions(study, capsys, tmp_path):
+    target = tmp_path / "private.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    assert run(capsys, "export", study, "--format", "json", "-o", target)[0] == 0
+    assert target.read_text().startswith("[") and (target.stat().st_mode & 0o777) == 0o600
+
+
+def test_an_export_to_a_pipe_or_a_device_is_written_as_it_is(study, capsys, tmp_path):
+    import threading
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    code, output = run(capsys, "export", study, "--format", "json", "-o", fifo)
+    reader.join(timeout=30)
+    assert code == 0, output
+    assert received and received[0].startswith("[") and '"trial_id"' in received[0]
+    assert run(capsys, "export", study, "--format", "csv", "-o", os.devnull)[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "s"]
 
 
 def test_export_through_a_symlink_outside_the_study_writes_its_target(study, capsys, tmp_path):
