@@ -204,6 +204,19 @@ def check_folder(folder: Path, face: str) -> None:
                          f"another directory= or project_name=")
 
 
+def stored_algorithm(folder: Path) -> str | None:
+    """The algorithm of the study in `folder` (opened read-only); None where there is none."""
+    from hpo.study import DB_NAME, Study
+
+    if not (folder / DB_NAME).exists():
+        return None
+    study = Study.open(folder, read_only=True)
+    try:
+        return study.experiment().get("search", {}).get("algorithm")
+    finally:
+        study.close()
+
+
 def check_resumable(folder: Path, experiment, face: str) -> None:
     """Refuse to resume a study run with another space, searcher, budgets or data, with the
     differences and what to do in the tuner's terms (`prepare_study` says it for the CLI)."""

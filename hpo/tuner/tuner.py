@@ -16,7 +16,8 @@ The tuner's folder `directory/project_name` is an hpo study: `hpo status`, `best
 `overwrite=True` moves it aside (to `<folder>.old-<time>`) first, as `hpo search --fresh`.
 `algorithm` names a searcher of `hpo.search.SEARCHERS`; left out, it is the CLI's default for
 the backend: `bohb` in this process, `async_bohb` with workers or a scheduler (no worker waits
-at a rung). `workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
+at a rung), or, where the folder holds a study to resume, that study's algorithm.
+`workers=N` trains in N local processes, `scheduler="tcp://..."` on a Dask cluster; the
 builder travels to them by value (cloudpickle), the arrays once per worker. The workers
 never run the user's script, so a script without a main guard, or a notebook cell, works
 with workers as without; a builder that cannot be pickled is refused before the search
@@ -80,7 +81,10 @@ class Tuner:
                  max_consecutive_failed_trials: int = 3, keep_best_epoch: bool = False):
         from hpo.metric_names import infer_direction
 
-        if algorithm is None:       # the CLI's default for the backend the workers pick
+        # Left out: the CLI's default for the backend the workers pick, unless the folder holds
+        # a study to resume, whose own algorithm `search` then takes (`_resumed_algorithm`).
+        self._algorithm_left_out = algorithm is None
+        if algorithm is None:
             from hpo.registry import default_algorithm
             algorithm = default_algorithm(driver.backend_of(workers, scheduler))
         if algorithm not in SEARCHERS:
@@ -176,6 +180,8 @@ class Tuner:
                              f"supported: {', '.join(sorted(driver.FIT_KWARGS))}")
         self._check_schedule(epochs)
         driver.check_folder(self.folder, self._face)
+        if self._algorithm_left_out and not (self.overwrite and not self._moved_aside):
+            self.algorithm = driver.stored_algorithm(self.folder) or self.algorithm
         data = from_search_arguments(x, y, validation_data, validation_split, batch_size)
         prepared = self._prepare(data, batch_size, epochs, callbacks)
         fresh = self.overwrite and not self._moved_aside

@@ -161,6 +161,27 @@ def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(tm
     assert again.summary_.trials_finished_now == 0
 
 
+def test_a_tuner_that_leaves_out_the_algorithm_resumes_a_study_with_its_own(tmp_path, tiny):
+    # A study run with another algorithm (as one made before the default was BOHB): the
+    # script run again, algorithm still left out, resumes it rather than refusing the change.
+    x, y = tiny
+    space = {"units": {"type": "choice", "values": [8, 16]}}
+
+    def build(config):
+        return mlp(kt.HyperParameters(values=config))
+    hpo.Tuner(build, space, algorithm="hyperband", max_epochs=2, max_trials=2, **folder(tmp_path)).search(
+        x, y, validation_data=(x, y), verbose=0)
+    again = hpo.Tuner(build, space, max_epochs=2, max_trials=3, **folder(tmp_path))
+    assert again.algorithm == "bohb"                   # constructing reads nothing
+    again.search(x, y, validation_data=(x, y), verbose=0)
+    assert again.algorithm == "hyperband" and again.summary_.trials_finished_now == 1
+    study = Study.open(tmp_path / "p", read_only=True)
+    try:
+        assert study.experiment()["search"]["algorithm"] == "hyperband" and len(study.trials()) == 3
+    finally:
+        study.close()
+
+
 def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_how_to_resume(tmp_path, tiny,
                                                                                                monkeypatch, capsys):
     unconfigured_logging(monkeypatch)
