@@ -339,8 +339,11 @@ def python_values(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, Mapping):
         return {k: python_values(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(python_values(v) for v in value)
+    if isinstance(value, list):
+        return [python_values(v) for v in value]
+    if isinstance(value, tuple):        # a namedtuple takes its fields as arguments
+        items = [python_values(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     return value
 
 

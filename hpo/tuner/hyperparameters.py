@@ -63,6 +63,7 @@ class HyperParameters:
     # --- declarations -----------------------------------------------------------------------
     def Int(self, name: str, min_value: int, max_value: int, step: int | None = None, sampling: str = "linear",
             default: int | None = None, parent_name: str | None = None, parent_values: Any = None) -> int | None:
+        min_value, max_value, step, default = python_values((min_value, max_value, step, default))
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (min_value, max_value)):
             raise ValueError(f"hp.Int({name!r}): min_value and max_value must be integers, got "
                              f"{min_value!r} and {max_value!r}")
@@ -81,6 +82,7 @@ class HyperParameters:
     def Float(self, name: str, min_value: float, max_value: float, step: float | None = None,
               sampling: str = "linear", default: float | None = None, parent_name: str | None = None,
               parent_values: Any = None) -> float | None:
+        min_value, max_value, step, default = python_values((min_value, max_value, step, default))
         if not (math.isfinite(min_value) and math.isfinite(max_value)) or min_value > max_value:
             raise ValueError(f"hp.Float({name!r}): expected finite min_value <= max_value, got "
                              f"{min_value!r} and {max_value!r}")
@@ -96,7 +98,7 @@ class HyperParameters:
 
     def Choice(self, name: str, values: Sequence[Any], ordered: bool | None = None, default: Any = None,
                parent_name: str | None = None, parent_values: Any = None) -> Any:
-        values, default = tuple(python_values(list(values))), python_values(default)    # np.arange(8, 33, 8)
+        values, default = tuple(python_values(list(values))), python_values(default)
         if not values:
             raise ValueError(f"hp.Choice({name!r}): values is empty")
         kinds = {type(v) for v in values}
@@ -114,6 +116,7 @@ class HyperParameters:
         return self._declare(Declared(name, "boolean", bool(default)), parent_name, parent_values)
 
     def Fixed(self, name: str, value: Any, parent_name: str | None = None, parent_values: Any = None) -> Any:
+        value = python_values(value)
         return self._declare(Declared(name, "fixed", value, values=(value,)), parent_name, parent_values)
 
     @contextlib.contextmanager

@@ -59,12 +59,14 @@ def test_hyperparameters_answer_with_the_config_and_defaults_for_what_it_lacks()
         assert inactive.Float("momentum", 0.0, 0.9) is None                # Keras Tuner's rule
 
 
-def test_a_choice_of_numpy_numbers_reads_as_python_numbers():
+def test_numpy_numbers_given_to_hp_read_as_python_numbers():
     import numpy as np
     hp = HyperParameters()
     assert hp.Choice("units", list(np.arange(8, 33, 8))) == 8 and type(hp.declared["units"].values[1]) is int
     assert hp.Choice("rate", np.array([0.5, 0.25]), default=np.float64(0.25)) == 0.25
     assert hp.declared["rate"].values == (0.5, 0.25)
+    assert hp.Int("filters", np.int64(8), np.int64(32), step=np.int64(8)) == 8
+    assert type(hp.Fixed("seed", np.int64(3))) is int and hp.Float("lr", np.float64(0.5), np.float64(1.0)) == 0.5
 
 
 def test_a_build_failing_on_its_defaults_is_the_users_error():

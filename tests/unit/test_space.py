@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hpo.errors import ConfigError
-from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace
+from hpo.space import ChoiceParam, FloatParam, IntParam, SearchSpace, python_values
 
 
 def test_same_seed_gives_same_samples(space_dict):
@@ -115,3 +115,11 @@ def test_a_condition_on_a_float_parameter_is_refused_since_it_could_never_hold()
                                                 "units_3": {"type": "int", "low": 8, "high": 64,
                                                             "when": {"layers": 3}}})
     assert "units_3" in conditioned_on_int.names
+
+
+def test_numpy_values_become_python_at_any_depth_and_tuples_keep_their_kind():
+    import collections
+    Pair = collections.namedtuple("Pair", "low high")
+    got = python_values({"a": [np.int64(1), (np.float32(0.5),)], "b": Pair(np.int32(2), np.array([3, 4])), "c": "x"})
+    assert got == {"a": [1, (0.5,)], "b": Pair(2, [3, 4]), "c": "x"} and type(got["b"]) is Pair
+    assert type(got["a"][0]) is int and type(got["a"][1]) is tuple and type(got["b"].high) is list
