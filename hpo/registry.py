@@ -80,6 +80,16 @@ OPTIMIZERS: dict[str, OptimizerRecord] = {
     "rmsprop": OptimizerRecord("RMSprop", {"learning_rate": LEARNING_RATE, "rho": 0.9, "epsilon": 1e-7},
                                {"momentum": Structural(float, 0.0)}),
 }
+# The range each setting a trial's trainer reads takes, inclusive (None: no bound): the batch
+# size and every numeric optimizer hyperparameter, whether `training.*`, the space or
+# `model.params` sets it. Outside it a trial fails mid-search (a batch of 0) or trains
+# nonsense without an error (a negative learning rate ascends; Keras refuses SGD's momentum
+# outside [0, 1], a check hpo's variable-held hyperparameters bypass).
+TRAINER_RANGES: dict[str, tuple[float, float | None]] = {
+    "batch_size": (1, None), "learning_rate": (0, None), "momentum": (0, 1), "beta_1": (0, 1), "beta_2": (0, 1),
+    "rho": (0, 1), "epsilon": (0, None), "weight_decay": (0, None)}
+assert all(key in TRAINER_RANGES for record in OPTIMIZERS.values() for key in record.hyperparameters), \
+    "every optimizer hyperparameter has a range"
 # `training.optimizer`'s default: the optimizer a trial trains with when neither its config
 # nor the experiment names one.
 DEFAULT_OPTIMIZER = "adam"

@@ -27,7 +27,7 @@ from hpo.config.schema import (
 from hpo.data.loaders import LOADERS
 from hpo.errors import ConfigError, ConfigTypeError, did_you_mean, one_of
 from hpo.models import BUILDERS
-from hpo.registry import BACKENDS, COMPILE_MODES, DIRECTIONS, ENGINES, OPTIMIZERS, default_algorithm
+from hpo.registry import BACKENDS, COMPILE_MODES, DIRECTIONS, ENGINES, OPTIMIZERS, TRAINER_RANGES, default_algorithm
 from hpo.search import SEARCHERS
 from hpo.search.multiobjective.objectives import Constraint, Goals
 from hpo.space import SearchSpace, python_values
@@ -275,9 +275,9 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
     training = TrainingConfig(
         compile=t.get("compile", "str", choices=COMPILE_MODES),
         device=t.get("device", "str"),
-        batch_size=t.get("batch_size", "int", minimum=1),
+        batch_size=t.get("batch_size", "int", minimum=TRAINER_RANGES["batch_size"][0]),
         optimizer=t.get("optimizer", "str", choices=tuple(OPTIMIZERS)),
-        learning_rate=t.get("learning_rate", "number", minimum=0),
+        learning_rate=t.get("learning_rate", "number", minimum=TRAINER_RANGES["learning_rate"][0]),
         steps_per_call=t.get("steps_per_call", "int", minimum=1),
         checkpoint_every=t.get("checkpoint_every", "int", minimum=0),
         checkpoint_seconds=t.get("checkpoint_seconds", "number", minimum=0),
@@ -463,36 +463,30 @@ def _initial_configs(value: Any, space: SearchSpace) -> tuple[dict[str, Any], ..
     return tuple(configs)
 
 
-# What the trainer reads from a trial's config (or `model.params`) as it reads `training.*`,
-# with the range it takes: (least, most, the setting it stands for). Outside it a trial would
-# fail mid-search (a batch of 0) or train nonsense without an error (a negative learning rate
-# ascends; Keras refuses SGD's momentum outside [0, 1], which hpo's variables bypass).
-TRAINER_RANGES = {"batch_size": (1, None, "a trial's batch size"), "learning_rate": (0, None, "its learning rate"),
-                  "momentum": (0, 1, "its optimizer's momentum")}
-
-
 def _check_trainer_values(space: SearchSpace, fixed: Mapping[str, Any]) -> None:
-    """Catch a space or `model.params` that would give the trainer a value out of its range."""
-    def check(value, name, key):
-        least, most, what = TRAINER_RANGES[name]
-        bad = not isinstance(value, (int, float)) or isinstance(value, bool) or value < least or \
-            (most is not None and value > most) or (name == "batch_size" and value != int(value))
-        if bad:
-            wanted = f"{'an integer' if name == 'batch_size' else 'a number'} >= {least}" + \
-                (f" and <= {most}" if most is not None else "")
-            raise ConfigError(f"expected {wanted} ({what}), got {value!r}", key=key)
+    """Catch a space or `model.params` that would give the trainer a setting out of its range
+    (`registry.TRAINER_RANGES`)."""
     for name in TRAINER_RANGES:
         if name in fixed:
-            check(fixed[name], name, f"model.params.{name}")
+            _check_in_range(fixed[name], name, f"model.params.{name}")
         if name not in space.names:
             continue
         param = space[name]
         if hasattr(param, "values"):
             for value in param.values:
-                check(value, name, f"space.{name}.values")
+                _check_in_range(value, name, f"space.{name}.values")
         else:
-            check(param.low, name, f"space.{name}.low")
-            check(param.high, name, f"space.{name}.high")
+            _check_in_range(param.low, name, f"space.{name}.low")
+            _check_in_range(param.high, name, f"space.{name}.high")
+
+
+def _check_in_range(value: Any, name: str, key: str) -> None:
+    least, most = TRAINER_RANGES[name]
+    whole = name == "batch_size"
+    kinds = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < least or (most is not None and value > most):
+        wanted = f"{'an integer' if whole else 'a number'} >= {least}" + (f" and <= {most}" if most is not None else "")
+        raise ConfigError(f"expected {wanted} (the trainer's {name}), got {value!r}", key=key)
 
 
 def _check_space_values(space: SearchSpace) -> None:

@@ -249,7 +249,7 @@ CASES = [
     case("too few outputs for the labels", PREFLIGHT, ["model.builder={mod}:two_outputs"],
          ["gives 2 outputs, but the labels run 0..9"]),
     case("a batch size of 0 in the space", CONFIG, ["space.batch_size={type: int, low: 0, high: 8}"],
-         ["key 'space.batch_size.low'", "an integer >= 1 (a trial's batch size), got 0"]),
+         ["key 'space.batch_size.low'", "an integer >= 1 (the trainer's batch_size), got 0"]),
     case("space key the built-in model never reads", PREFLIGHT,
          ["space.learning_rat={type: float, low: 0.001, high: 0.1}"],
          ["key 'space.learning_rat'", "never reads 'learning_rat'", "did you mean 'learning_rate'"]),

@@ -131,12 +131,16 @@ def test_bad_values_are_rejected_with_what_was_expected(section, value, fragment
 
 @pytest.mark.parametrize("space, params, key, fragment", [
     ({"batch_size": {"type": "int", "low": 0, "high": 4}}, {}, "space.batch_size.low",
-     "an integer >= 1 .a trial's batch size., got 0"),
+     "an integer >= 1 .the trainer's batch_size., got 0"),
     ({"batch_size": {"type": "choice", "values": [16, 32.5]}}, {}, "space.batch_size.values", "got 32.5"),
     ({"learning_rate": {"type": "float", "low": -1, "high": -0.5}}, {}, "space.learning_rate.low",
-     "a number >= 0 .its learning rate., got -1.0"),
+     "a number >= 0 .the trainer's learning_rate., got -1.0"),
     ({"momentum": {"type": "float", "low": 0.5, "high": 2.0}}, {}, "space.momentum.high", "<= 1"),
-    ({}, {"momentum": 5}, "model.params.momentum", "<= 1 .its optimizer's momentum., got 5"),
+    ({}, {"momentum": 5}, "model.params.momentum", "<= 1 .the trainer's momentum., got 5"),
+    ({"batch_size": {"type": "choice", "values": [16.0, 32.0]}}, {}, "space.batch_size.values", "got 16.0"),
+    ({"beta_1": {"type": "float", "low": 0.5, "high": 1.5}}, {}, "space.beta_1.high", "<= 1"),
+    ({"epsilon": {"type": "choice", "values": [1e-7, -1.0]}}, {}, "space.epsilon.values", "got -1.0"),
+    ({}, {"weight_decay": -0.1}, "model.params.weight_decay", ">= 0"),
 ])
 def test_a_trainer_setting_searched_or_fixed_out_of_its_range_is_refused_before_training(space, params, key,
                                                                                           fragment):
