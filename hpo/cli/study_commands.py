@@ -43,8 +43,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     trials = study.trials()
     title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
     if not trials:          # a search stopped before its first ask: no table to fit
-        stdout.print(f"{title}\nno trials yet: `hpo search` on its experiment runs them", highlight=False,
-                     markup=False)
+        stdout.print(f"{title}\nno trials yet", highlight=False, markup=False)
         return 0
     left_out = []
     if args.top is not None:
