@@ -319,7 +319,7 @@ class Runner:
             self._best = ranking.best(finished, self._goals)
         self.searcher.tell(job, result)
         if self.board is not None:
-            self.board.trial_finished(event.epochs_trained, self._best.value if self._best else None,
+            self.board.trial_finished(event.epochs_trained, ranking.feasible_value(self._best, self._goals),
                                       self.clock() - self._started, trial_counts(self.study), self.searcher.stats())
             self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
@@ -423,7 +423,7 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
     best_so_far = ranking.best_in(study, search.goals())
     runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
                                epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
-                               best_so_far=best_so_far.value if best_so_far else None)
+                               best_so_far=ranking.feasible_value(best_so_far, search.goals()))
     # Trials still 'running' as this driver takes the study were a dead driver's (it never
     # marked them): until they run again, the search run counts them interrupted.
     if study.count(TrialState.RUNNING):

@@ -60,6 +60,12 @@ def best(trials: Iterable[TrialRow], goals: Goals) -> TrialRow | None:
     return min(completed(trials), key=rank_key(goals), default=None)
 
 
+def feasible_value(trial: TrialRow | None, goals: Goals) -> float | None:
+    """`trial`'s objective where it meets every constraint, else None: the best so far that
+    TensorBoard's search run and the report plot, which count feasible trials alone."""
+    return trial.value if trial is not None and violation(trial, goals) == 0 else None
+
+
 def best_in(study: Study, goals: Goals) -> TrialRow | None:
     """The study's best trial; without constraints in SQL (`Study.best`: the same order)."""
     if not goals.constraints:

@@ -366,8 +366,8 @@ class Study:
     def best(self, direction: str) -> TrialRow | None:
         """Best complete trial, preferring the largest budget any complete trial reached; by
         budget and value alone, so the best of a study without constraints: every reader asks
-        `hpo.study.ranking.best_in`, which ranks by constraints too. (In SQL: decoding every
-        row for each ask would be quadratic.)"""
+        `hpo.study.ranking.best_in`, which ranks by constraints too and takes this SQL, which
+        decodes one row rather than every trial, where there are none."""
         order = "DESC" if direction == "maximize" else "ASC"
         row = self._db.execute(
             "SELECT trial_id FROM trials WHERE state=? AND value IS NOT NULL "

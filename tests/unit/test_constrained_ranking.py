@@ -12,7 +12,7 @@ import pytest
 import hpo
 from hpo.search.multiobjective.objectives import Goals
 from hpo.study import Study
-from hpo.study.ranking import best_in, top_configurations
+from hpo.study.ranking import best_in, feasible_value, top_configurations
 from hpo.trial import TrialState
 from tests.support.cli import hpo_here
 
@@ -98,6 +98,11 @@ def test_no_feasible_trial_best_is_the_least_violating_and_says_it_is_infeasible
                                            f"(infeasible under params <= 0)")
     record = json.loads(hpo_here(capsys, "best", folder, "--json").stdout)
     assert record["trial_id"] == least.trial_id and record["feasible"] is False
+    # The best so far that TensorBoard's search run and the report plot counts feasible
+    # trials alone: here there is none to plot.
+    goals = Goals.build(None, ["params <= 0"], "minimize")
+    assert feasible_value(least, goals) is None and feasible_value(None, goals) is None
+    assert feasible_value(least, Goals.build(None, ["params <= 1e9"], "minimize")) == least.value
 
 
 def budget_is_cost(config, budget):
