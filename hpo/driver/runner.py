@@ -153,7 +153,8 @@ class Runner:
                 # Past the limit, a trial whose last epoch arrived is waited for (its TrialDone
                 # follows), so that a trial which finished is recorded, not interrupted and rerun.
                 over = search.time_limit is not None and self.clock() - started > search.time_limit
-                if over and not self._finishing:
+                # So is one whose result is already in hand (a call that returned meanwhile).
+                if over and not self._finishing and not self.executor.has_event():
                     stopped = "time_limit"
                     self._interrupt_running("time limit reached")
                     break

@@ -158,6 +158,9 @@ class DaskExecutor:
             raise RuntimeError("no free slot on the Dask cluster")
         self._unsent.append(task)
 
+    def has_event(self) -> bool:
+        return bool(self._buffer)     # buffered reports, though some may turn out to be no event
+
     def next_event(self) -> Event:
         while True:
             while self._buffer:

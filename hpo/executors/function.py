@@ -73,6 +73,11 @@ class FunctionExecutor:
         if self._pool is not None:
             self._futures[self._pool.submit(evaluate, self.objective, self.metric, task)] = task.trial_id
 
+    def has_event(self) -> bool:
+        live = any(isinstance(e, TrialDone) and e.trial_id in self._tasks or
+                   isinstance(e, EpochDone) and e.report.trial_id in self._tasks for e in self._ready)
+        return live or any(future.done() and self._futures[future] in self._tasks for future in self._futures)
+
     def next_event(self) -> Event:
         while True:
             if self._ready:

@@ -273,6 +273,9 @@ class LocalProcessExecutor:
         worker.tasks[task.trial_id], worker.epochs[task.trial_id] = task, 0
         worker.unsent.append(task)
 
+    def has_event(self) -> bool:
+        return bool(self._backlog)    # a message still in a pipe may decode to no event
+
     def next_event(self) -> Event:
         while True:
             if self._backlog:

@@ -86,6 +86,9 @@ class SimulatedExecutor:
         self._submitted += 1
         self._busy += cost
 
+    def has_event(self) -> bool:
+        return bool(self._ready)      # the rest finish later on the simulated clock
+
     def next_event(self) -> Event:
         self._decided()
         while not self._ready:

@@ -105,6 +105,21 @@ def test_workers_run_the_objective_concurrently():
     assert peak[0] == 3
 
 
+def test_calls_that_returned_together_past_the_time_limit_are_all_recorded():
+    # Three calls return at once, past the limit: the first read is recorded, and so are the
+    # two whose results are already in hand, rather than interrupted and thrown away.
+    together = threading.Barrier(3)
+
+    def objective(config, budget):
+        time.sleep(1.3)
+        together.wait(timeout=30)
+        return config["x"]
+    result = hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=20, time_limit=1,
+                          workers=3)
+    assert result.stopped_because == "time_limit"
+    assert [t.state.value for t in result.trials] == ["complete"] * 3
+
+
 def test_a_search_space_object_and_a_time_limit():
     space = SearchSpace.from_dict({"x": {"type": "int", "low": 0, "high": 100}})
     result = hpo.optimize(lambda c, b: (c["x"] - 42) ** 2, space, "random", min_budget=1, max_budget=1,
