@@ -87,7 +87,13 @@ class SimulatedExecutor:
         self._busy += cost
 
     def has_event(self) -> bool:
-        return bool(self._ready)      # the rest finish later on the simulated clock
+        # The events of a trial already read, or of one that finishes at this very moment.
+        return bool(self._ready) or any(finishes <= self.clock() and self._live(trial_id, finishes)
+                                        for finishes, _, trial_id in self._finishing)
+
+    def _live(self, trial_id: int, finishes: float) -> bool:
+        run = self._running.get(trial_id)
+        return run is not None and run.finishes == finishes
 
     def next_event(self) -> Event:
         self._decided()
@@ -95,11 +101,10 @@ class SimulatedExecutor:
             if not self._finishing:
                 raise RuntimeError("no trial is running")
             finishes, _, trial_id = heapq.heappop(self._finishing)
-            run = self._running.get(trial_id)
-            if run is None or run.finishes != finishes:
+            if not self._live(trial_id, finishes):
                 continue                        # cancelled
             self.clock.advance_to(finishes)
-            self._ready = list(run.events)
+            self._ready = list(self._running[trial_id].events)
         event = self._ready.pop(0)
         if isinstance(event, TrialDone):
             del self._running[event.trial_id]

@@ -25,6 +25,8 @@ the CLI would name).
 
 from __future__ import annotations
 
+import logging
+import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,8 @@ from hpo.space import SearchSpace
 from hpo.study import TrialRow
 from hpo.study.pareto import ParetoMember, pareto_set
 
+log = logging.getLogger("hpo.optimize")
+
 DEFAULT_MAX_TRIALS = 100
 # The experiment key each argument of `optimize` fills, to name the argument in errors.
 ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budget",
@@ -44,7 +48,7 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
                  "search.time_limit": "time_limit", "search.total_budget": "total_budget",
                  "search.direction": "direction", "search.objective": "metric",
                  "search.options": "options", "seed": "seed", "execution.workers": "workers",
-                 "output.dir": "study_dir"}
+                 "output.dir": "study_dir", "search.max_consecutive_failures": "max_consecutive_failures"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
              metric: str = "objective", options: Mapping[str, Any] | None = None,
              initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
-             constraints: Sequence[str] | None = None, simulate: Simulation | None = None) -> OptimizeResult:
+             constraints: Sequence[str] | None = None, simulate: Simulation | None = None,
+             max_consecutive_failures: int = 10) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -103,6 +108,9 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     names; a trial breaking one is infeasible and ranks after every feasible one. The
     result's `pareto` is the Pareto set of the trials at the largest budget reached.
 
+    `max_consecutive_failures`: the search stops after that many failed calls in a row (a
+    broken objective), with `stopped_because` 'max_consecutive_failures' and the trials so far.
+
     `simulate`: run on `workers` simulated workers, each trial taking the simulated seconds
     the objective returns beside its value (`hpo.objective.simulation`); `time_limit` is then in
     simulated seconds and the result's `simulation` says how busy the workers were.
@@ -110,8 +118,9 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
-    from hpo.driver.runner import build_runner, searcher_for
+    from hpo.driver.runner import SearchAborted, SearchSummary, build_runner, searcher_for
     from hpo.executors.function import FunctionExecutor
+    from hpo.study import ranking
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
@@ -129,6 +138,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
                    "max_trials": max_trials, "time_limit": time_limit, "total_budget": total_budget,
+                   "max_consecutive_failures": max_consecutive_failures,
                    "options": dict(options or {}),
                    "initial_configs": [dict(c) for c in initial_configs or ()],
                    **(goals.to_dicts() if goals.ranked else {})},
@@ -167,6 +177,10 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 summary = build_runner(experiment, study, executor, **_clock_of(executor)).run()
             except ConfigError as exc:      # e.g. an option the searcher does not take
                 raise _argument_error(exc) from None
+            except SearchAborted as exc:    # the result keeps the trials so far (no study_dir: all there is)
+                log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
+                summary = SearchSummary(trials_finished_now=0, stopped_because="max_consecutive_failures",
+                                        best=ranking.best_in(study, goals), elapsed_seconds=math.nan)
             trials = study.trials()
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`

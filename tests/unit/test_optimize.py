@@ -105,19 +105,34 @@ def test_workers_run_the_objective_concurrently():
     assert peak[0] == 3
 
 
-def test_calls_that_returned_together_past_the_time_limit_are_all_recorded():
-    # Three calls return at once, past the limit: the first read is recorded, and so are the
-    # two whose results are already in hand, rather than interrupted and thrown away.
-    together = threading.Barrier(3)
-
-    def objective(config, budget):
-        time.sleep(1.3)
-        together.wait(timeout=30)
-        return config["x"]
-    result = hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=20, time_limit=1,
-                          workers=3)
+def test_trials_that_finish_together_past_the_time_limit_are_all_recorded():
+    # Three simulated workers whose trials all end at t=10, past the limit of 5: the first read
+    # is recorded, and so are the two whose results are in hand at the same moment, rather
+    # than interrupted and thrown away (the simulated clock makes the moment exact).
+    def ten_seconds(config, budget):
+        return {"objective": config["x"], "cost": 10.0}
+    result = hpo.optimize(ten_seconds, SPACE, "random", min_budget=1, max_budget=1, max_trials=20, time_limit=5,
+                          workers=3, simulate=hpo.Simulation(cost="cost"))
     assert result.stopped_because == "time_limit"
     assert [t.state.value for t in result.trials] == ["complete"] * 3
+    assert result.simulation.simulated_seconds == 10.0
+
+
+def test_an_objective_that_breaks_midway_stops_the_search_and_the_result_keeps_what_ran():
+    calls = []
+
+    def breaks_after_five(config, budget):
+        calls.append(config)
+        if len(calls) > 5:
+            raise RuntimeError("license server down")
+        return config["x"] ** 2
+    result = hpo.optimize(breaks_after_five, SPACE, "random", min_budget=1, max_budget=1, max_trials=40,
+                          max_consecutive_failures=3)
+    assert result.stopped_because == "max_consecutive_failures" and len(calls) == 8
+    states = [t.state.value for t in result.trials]
+    assert states == ["complete"] * 5 + ["failed"] * 3
+    assert result.best_value == min(c["x"] ** 2 for c in calls[:5])
+    assert "license server down" in result.trials[-1].error
 
 
 def test_a_search_space_object_and_a_time_limit():
