@@ -325,6 +325,7 @@ class Runner:
             self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
+            self._interrupt_running(f"the search stopped after {limit} failed trials in a row")
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
                                 f"{self._last_error}")
         return True

@@ -138,7 +138,8 @@ class SimulatedExecutor:
         """The trial's events and the simulated seconds it occupies a worker. The first
         successful call without a cost is a setup mistake (UserInputError: every call would
         fail); after a call that returned one, a successful call without a finite,
-        non-negative cost fails its trial. A failed call costs nothing."""
+        positive cost fails its trial (the cost from scratch: a promotion with resumes may still be
+        charged nothing beyond its parent). A failed call costs nothing."""
         done = events[-1]
         if not isinstance(done, TrialDone) or done.error is not None:
             return events, 0.0
@@ -150,10 +151,11 @@ class SimulatedExecutor:
                 f"a simulated search needs each trial's duration in simulated seconds: the objective must return a "
                 f"dict such as {{{self.metric!r}: 0.25, {self.cost_key!r}: 120.0}}, but its first call (trial "
                 f"{task.trial_id}) returned {{{returned}}}, with no {self.cost_key!r}")
-        if cost is None or not math.isfinite(cost) or cost < 0:
+        # A cost of 0 would not move the clock: a search with only a time limit would never end.
+        if cost is None or not math.isfinite(cost) or cost <= 0:
             said = "no" if cost is None else f"the cost {cost} as"
             error = (f"the objective returned {said} {self.cost_key!r}; a simulated search needs each "
-                     f"trial's duration in seconds there")
+                     f"trial's duration there, in seconds > 0")
             return [TrialDone(trial_id=task.trial_id, epochs_trained=0, error=error)], 0.0
         self._costed = True
         if not self.resumes:

@@ -219,6 +219,19 @@ def test_after_a_call_with_its_cost_a_call_without_fails_only_its_trial():
     assert costless and all(t.state == TrialState.FAILED and "'cost'" in t.error for t in costless)
 
 
+def test_a_free_trial_fails_so_a_search_with_only_a_time_limit_still_ends():
+    # A cost of 0 would never move the clock past the time limit: the search would not end.
+    def free(config, budget):
+        return {"objective": config["x"] ** 2, "cost": 0.0}
+
+    result = hpo.optimize(free, SPACE, "random", min_budget=1, max_budget=1, time_limit=60, seed=0,
+                          simulate=hpo.Simulation(), workers=2, max_consecutive_failures=4)
+    assert result.stopped_because == "max_consecutive_failures"
+    states = [t.state for t in result.trials]
+    assert states[:4] == [TrialState.FAILED] * 4 and set(states[4:]) <= {TrialState.INTERRUPTED}
+    assert "in seconds > 0" in result.trials[0].error
+
+
 def test_the_executor_hands_back_trials_in_the_order_they_finish():
     clock = SimulatedClock()
     executor = SimulatedExecutor(lambda config, budget: {"objective": 0.0, "cost": config["c"]}, workers=3,
