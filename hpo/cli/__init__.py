@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("csv", "json"), default="csv",
                         help="csv: one line per trial epoch, config keys as config.NAME columns; "
                              "json: one record per trial holding its epochs (default: csv)")
-    export.add_argument("--output", "-o", help="file to write, outside the study folder (default: standard output)")
+    export.add_argument("--output", "-o", help="file to write, outside the study folder (default, or '-': "
+                                               "standard output)")
 
     board = commands.add_parser("tensorboard", help="start TensorBoard on a study's logs")
     board.add_argument("study_dir", help=STUDY_DIR_HELP)

@@ -235,7 +235,7 @@ def export_rows(study) -> list[dict]:
 def cmd_export(args: argparse.Namespace) -> int:
     from hpo.cli.output_file import checked_output, write_text
     # Checked before the study is read: the file may be none of the study's own.
-    output = checked_output(args.study_dir, args.output) if args.output else None
+    output = checked_output(args.study_dir, args.output) if args.output not in (None, "", "-") else None
     study = open_study(args.study_dir)
     rows = export_rows(study)
     if args.format == "json":

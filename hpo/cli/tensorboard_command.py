@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from hpo.cli.study_commands import open_study
+from hpo.errors import UserInputError
 
 log = logging.getLogger("hpo.cli")
 
@@ -22,6 +23,10 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
     from hpo.cli.tensorboard_view import link_new_files, logdir_to_show
     study = open_study(args.study_dir)
     own = study.tensorboard_dir
+    if not own.is_dir():        # hpo.optimize's studies: a plain function logs no curves
+        study.close()
+        raise UserInputError(f"{args.study_dir}: this study has no TensorBoard logs (a search of hpo.optimize "
+                             f"writes none); `hpo status`, `hpo report` and `hpo export` read its trials")
     # A dead driver's running trials show as interrupted through a view built here, outside
     # the study (which stays read-only); it lives as long as TensorBoard runs, and takes in
     # the runs of a search resumed meanwhile.

@@ -139,6 +139,8 @@ def test_an_export_to_a_pipe_or_a_device_is_written_as_it_is(study, capsys, tmp_
     assert code == 0, output
     assert received and received[0].startswith("[") and '"trial_id"' in received[0]
     assert run(capsys, "export", study, "--format", "csv", "-o", os.devnull)[0] == 0
+    code, output = run(capsys, "export", study, "--format", "json", "-o", "-")      # '-': standard output
+    assert code == 0 and output.startswith("[") and not Path("-").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "s"]
 
 

@@ -316,3 +316,12 @@ def test_exporting_a_model_from_a_library_study_is_refused_with_what_to_do(tmp_p
     err = capsys.readouterr().err
     assert "called a Python function (hpo.optimize), so there is no Keras model to export" in err
     assert not (tmp_path / "m.keras").exists()
+
+
+def test_hpo_tensorboard_on_a_study_of_optimize_says_it_has_no_logs(tmp_path, capsys):
+    from tests.support.cli import hpo_here
+    hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=2, study_dir=tmp_path / "s")
+    before = sorted(p.name for p in (tmp_path / "s").iterdir())
+    done = hpo_here(capsys, "tensorboard", tmp_path / "s")
+    assert done.returncode == 2 and "this study has no TensorBoard logs" in done.stdout + done.stderr
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == before
