@@ -108,9 +108,23 @@ def _from_splits(loaded: dict, config: DataConfig, class_labels: bool, bad: Load
     x_test, y_test = arrays.get("test", (_head(x_train, 0), _head(y_train, 0)))
     if classes is None:
         classes = classes_of([y for _, y in arrays.values()])
+    elif class_labels:
+        for name, (_, y) in arrays.items():
+            _check_labels_below(classes_of([y]), classes, name, bad, "num_classes gives")
     return Dataset(name=config.dataset, source=source, x_train=x_train, y_train=y_train,
                    x_val=arrays["validation"][0], y_val=arrays["validation"][1], x_test=x_test, y_test=y_test,
                    num_classes=classes)
+
+
+def _check_labels_below(counted: Any, classes: Any, name: str, bad: LoaderProblem, named: str) -> None:
+    """A split's class indices all below the K the model is built for (`classes`: what
+    `named` says, verb included), per target array where there are several; the loss fails
+    every trial on a label past it."""
+    from hpo.data.nested import leaves
+    for seen, allowed in zip(leaves(counted), leaves(classes)):
+        if isinstance(seen, int) and isinstance(allowed, int) and seen > allowed:
+            raise bad(f"has the label {seen - 1}, but {named} {allowed} classes; expected class indices "
+                      f"0..{allowed - 1}", name)
 
 
 def _split_arrays(value: Any, name: str, bad: LoaderProblem, class_labels: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -136,12 +150,21 @@ def _streamed(given: dict, config: DataConfig, class_labels: bool, bad: LoaderPr
               source: str) -> Dataset:
     from hpo.data.streams import as_stream
 
-    streams = {name: as_stream(value, name, bad, class_labels, count_classes=(name == "train" and classes is None),
+    # Train's classes are counted where the loader gives none; validation's and test's, which
+    # are small beside it, are counted too, so a label past K stops here, not in every trial.
+    def counted(name: str) -> bool:
+        return class_labels if name != "train" else classes is None
+    streams = {name: as_stream(value, name, bad, class_labels, count_classes=counted(name),
                                limit=config.limit if name == "train" else None)
                for name, value in given.items()}
     _check_same_shapes({n: (s[0].input_shape, s[0].target_shape) for n, s in streams.items()}, bad)
+    named = "num_classes gives" if classes is not None else "the train split's labels give"
     if classes is None:
         classes = streams["train"][1]
+    if class_labels:
+        for name, (_, counted) in streams.items():
+            if name != "train" and counted is not None:
+                _check_labels_below(counted, classes, name, bad, named)
     return Dataset(name=config.dataset, source=source, x_train=None, y_train=None, x_val=None, y_val=None,
                    x_test=None, y_test=None, num_classes=classes,
                    streams={name: stream for name, (stream, _) in streams.items()})

@@ -101,6 +101,22 @@ def negative_label_stream():
     return {"train": _generator_stream(x, y), "validation": array_splits()["validation"]}
 
 
+def label_past_num_classes():
+    splits = array_splits()
+    x, y = splits["train"]
+    y = y.copy()
+    y[40] = 3                    # the loader says there are 3 classes: 0, 1 and 2
+    return {**splits, "train": (x, y), "num_classes": 3}
+
+
+def validation_label_past_train():
+    splits = array_splits()
+    x, y = splits["validation"]
+    y = y.copy()
+    y[5] = int(splits["train"][1].max()) + 4
+    return {"train": _generator_stream(*splits["train"]), "validation": _generator_stream(x, y)}
+
+
 def shapes_differ():
     splits = array_splits()
     x, y = splits["validation"]
