@@ -66,6 +66,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
     _check_device(experiment)
     _check_scheduler(experiment)
     dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
+    _check_batch_sizes(experiment, dataset.examples("train"))
     model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
     callbacks = _check_callbacks(experiment)
     if model is not None:
@@ -129,6 +130,24 @@ def _check_scheduler(experiment: Experiment) -> None:
         join_scheduler(address).close()
     except SchedulerUnreachable as exc:
         raise ConfigError(str(exc), key="execution.scheduler") from None
+
+
+def _check_batch_sizes(experiment: Experiment, train_examples: int) -> None:
+    """No trial's batch is larger than the training split: every trial that drew one would
+    fail (a step needs a whole batch), the search ending with nothing but failures."""
+    space = experiment.space
+    if "batch_size" in space.names:
+        param = space["batch_size"]
+        largest, key = (max(param.values), "space.batch_size.values") if hasattr(param, "values") \
+            else (param.high, "space.batch_size.high")
+    elif "batch_size" in experiment.model.params:
+        largest, key = experiment.model.params["batch_size"], "model.params.batch_size"
+    else:
+        largest, key = experiment.training.batch_size, "training.batch_size"
+    if largest > train_examples:
+        raise ConfigError(f"a batch of {largest} is larger than the {train_examples} training examples the loader "
+                          f"{experiment.data.dataset!r} gives; expected a batch_size of at most {train_examples}",
+                          key=key)
 
 
 def low_config(space) -> dict[str, Any]:
