@@ -37,9 +37,8 @@ def check_arrays(x: Any, y: Any, bad: LoaderProblem, class_labels: bool,
     lengths = {name: len(a) for name, a in arrays if a.ndim}
     scalars = [name for name, a in arrays if a.ndim == 0]
     if not is_nested(x) and not is_nested(y) and (scalars or len(set(lengths.values())) > 1):
-        x_arrays, y_arrays = np.asarray(x_arrays), np.asarray(y_arrays)
-        raise bad(f"returned {x_arrays.shape[:1] or 'a scalar'} inputs but {y_arrays.shape[:1] or 'a scalar'} "
-                  f"labels; expected one label per input", split_name)
+        raise bad(f"returned {_examples_text(np.asarray(x_arrays), x, 'inputs')} but "
+                  f"{_examples_text(np.asarray(y_arrays), y, 'labels')}; expected one label per input", split_name)
     if scalars:
         raise bad(f"returned a scalar as {scalars[0]}; expected an array with one row per example", split_name)
     if len(set(lengths.values())) > 1:
@@ -53,6 +52,18 @@ def check_arrays(x: Any, y: Any, bad: LoaderProblem, class_labels: bool,
     checked_x = map_named(lambda name, a: _checked_inputs(a, name, bad, split_name), x_arrays, "x")
     checked_y = map_named(lambda name, a: _checked_targets(a, bad, class_labels, split_name, name), y_arrays, "y")
     return checked_x, checked_y
+
+
+def _examples_text(array: np.ndarray, given: Any, what: str) -> str:
+    """How many examples an array holds, for a message: '400 inputs', or what was given
+    instead ('None as labels', 'a csr_matrix object as inputs')."""
+    if array.ndim:
+        return f"{len(array):,} {what}"
+    if given is None:
+        return f"None as {what}"
+    if np.isscalar(given):
+        return f"the single value {given!r} as {what}"
+    return f"a {type(given).__name__} object as {what}"
 
 
 def _as_arrays(tree: Any, what: str, bad: LoaderProblem, split_name: str | None) -> Any:

@@ -63,6 +63,10 @@ def mismatched(**_):
     return np.zeros((10, 4), "float32"), np.zeros(9, "int32")
 
 
+def no_labels(**_):
+    return np.zeros((10, 4), "float32"), None
+
+
 def strings(**_):
     return np.array([["a", "b"]] * 20), np.arange(20) % 2
 
@@ -234,7 +238,9 @@ CASES = [
     case("objective the trainer does not report", PREFLIGHT, ["search.objective=val_auc"],
          ["key 'search.objective'", "val_accuracy"]),
     case("loader lengths differ", PREFLIGHT, ["data.dataset={mod}:mismatched"],
-         ["'{mod}:mismatched'", "one label per input"]),
+         ["'{mod}:mismatched'", "returned 10 inputs but 9 labels; expected one label per input"]),
+    case("loader gives no labels", PREFLIGHT, ["data.dataset={mod}:no_labels"],
+         ["returned 10 inputs but None as labels"]),
     case("non-numeric inputs", PREFLIGHT, ["data.dataset={mod}:strings"], ["non-numeric inputs"]),
     case("NaN inputs", PREFLIGHT, ["data.dataset={mod}:nan_inputs"], ["1 NaN or infinite input value(s)", "example 3"]),
     case("negative labels", PREFLIGHT, ["data.dataset={mod}:negative_labels"], ["class index"]),
