@@ -40,6 +40,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         stored = study.experiment()
         best = best_in(study, stored_goals(stored)) if trial_id is None else study.trial(trial_id)
         checkpoint = study.checkpoint(best.trial_id) if best else None
+        searched_on = study.data_fingerprint()
     finally:
         study.close()
     if best is None:
@@ -67,8 +68,13 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     from hpo.training.trained_model import load_trained_model
 
     experiment = experiment_from_dict(stored, source=str(Path(study_dir) / "study.sqlite"))
-    # The same loader and seed give the same split the search used; its test part was never seen.
+    # The same loader and seed give the same split the search used (the study's fingerprint of
+    # it says so); its test part was never seen.
     dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
+    if searched_on is not None and dataset.fingerprint() not in (None, searched_on):
+        raise UserInputError(f"{study_dir}: the loader {experiment.data.dataset!r} now splits its examples otherwise "
+                             f"than when the search started, so its test split may hold examples the search trained "
+                             f"on; a loader must give the same examples on every call (seed its shuffles)")
     if dataset.examples("test") == 0:
         raise UserInputError(f"{study_dir}: the experiment has no held-out test set (data.test_split 0, or a "
                              f"loader whose named splits have no 'test')")

@@ -33,6 +33,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with open_for_search(experiment, study_dir, fresh=args.fresh, log_file=_log_file) as study:
         args.resolved_study_dir = study_dir
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
+        _keep_data_fingerprint(study, findings.data_fingerprint, experiment)
         runner = build_keras_runner(experiment, study, output_names=findings.output_names)
         # The bar counts what ends the search: trials, or the epochs search.total_budget limits.
         by_epochs = experiment.search.max_trials is None and experiment.search.total_budget is not None
@@ -60,6 +61,22 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # Why a rerun that trained nothing stopped, where that means the study is complete.
 COMPLETE = ("max_trials", "total_budget", "searcher finished")
+
+def _keep_data_fingerprint(study, fingerprint: str | None, experiment) -> None:
+    """Record how the loader split its examples when the study starts; on a resume, say so if
+    it now splits them otherwise (an unseeded shuffle, changed files): trials then compare
+    across different data, and `hpo best --export` refuses to score on a test split the
+    search may have trained on."""
+    if fingerprint is None:
+        return
+    kept = study.data_fingerprint()
+    if kept is None:
+        study.record_data_fingerprint(fingerprint)
+    elif kept != fingerprint:
+        log.warning("the loader %r now splits its examples otherwise than when this study started: its trials "
+                    "were trained on other data; a loader must give the same examples on every call (seed its "
+                    "shuffles)", experiment.data.dataset)
+
 
 @contextlib.contextmanager
 def _log_file(path: Path) -> Iterator[None]:

@@ -37,6 +37,7 @@ log = logging.getLogger("hpo.driver.preflight")
 class PreflightFindings:
     """What the pre-flight learnt from the one model it built, for the driver (which builds none)."""
     output_names: tuple[str, ...] = ()     # a model with several outputs: their names, else ()
+    data_fingerprint: str | None = None    # how the loader split its examples (`Dataset.fingerprint`)
 
 
 def preflight(experiment: Experiment) -> PreflightFindings:
@@ -83,8 +84,8 @@ def _check(experiment: Experiment) -> PreflightFindings:
         else:
             _check_loss_and_metrics(experiment, model, x, y)
         _check_engine(experiment, model, callbacks, y, is_nested(x))
-        return PreflightFindings(output_names=tuple(outputs))
-    return PreflightFindings()
+        return PreflightFindings(output_names=tuple(outputs), data_fingerprint=dataset.fingerprint())
+    return PreflightFindings(data_fingerprint=dataset.fingerprint())
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:

@@ -245,6 +245,16 @@ class Study:
         return self.dir / "hpo.log"
 
     # --- metadata -----------------------------------------------------------------------
+    def data_fingerprint(self) -> str | None:
+        """How the loader split its examples when the study started (`Dataset.fingerprint`)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='data_fingerprint'").fetchone()
+        return None if row is None else row[0]
+
+    def record_data_fingerprint(self, fingerprint: str) -> None:
+        """Keep the first fingerprint: a resume compares against the study's start."""
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('data_fingerprint', ?)", (fingerprint,))
+
     def experiment(self) -> dict[str, Any]:
         row = self._db.execute("SELECT value FROM meta WHERE key='experiment'").fetchone()
         return json.loads(row[0])

@@ -101,6 +101,13 @@ def negative_label_stream():
     return {"train": _generator_stream(x, y), "validation": array_splits()["validation"]}
 
 
+def unseeded_shuffle():
+    """Arrays in a different order on every call (a shuffle without a seed): the splits differ."""
+    x, y = _tabular(samples=200)
+    order = np.random.default_rng().permutation(len(x))
+    return x[order], y[order]
+
+
 def label_past_num_classes():
     splits = array_splits()
     x, y = splits["train"]
