@@ -73,7 +73,9 @@ def test_hpo_tensorboard_serves_without_importing_tensorflow(tmp_path):
     `hpo best --export`, which do import it, are checked on tests/e2e/test_study_outputs.py's
     study; that file's dashboard tests read this same server.)"""
     from hpo.study import Study
-    Study.create(tmp_path / "study", {"name": "empty"}).close()
+    study = Study.create(tmp_path / "study", {"name": "empty"})
+    study.tensorboard_dir.mkdir(parents=True)        # as a search's study has it, before its first trial
+    study.close()
     import tensorboard
     for verbosity in ([], ["-v"]):
         done = user_cli(*verbosity, "tensorboard", str(tmp_path / "study"), "--version_tb", cwd=tmp_path)
