@@ -12,7 +12,9 @@ workers to the window's end, its study kept), and from the W-worker study:
   reaching the target at its start plus its full-budget cost (the earliest over the good
   configs). Its speedup beside the run's own says what the promotions lost;
 - the share of uniform configs as good as the target: how far into the tail of the space the
-  1-worker run went.
+  1-worker run went;
+- when the first result at the top budget arrived: until then the model has only the lower
+  budgets' results, so a good config started earlier was chosen without one.
 Times are in full-budget evaluation lengths (T1 / `--full-evals`).
 
 `--mean-curves 'random asha ...'` adds, from `many_workers.py`'s cache (runs missing from it are
@@ -57,6 +59,7 @@ class TimeToTarget:
     first_good: float                  # when the first good one started (inf: none)
     perfect_promoter: float            # its start plus its full-budget cost, the earliest (inf: none)
     uniform_share: float = math.nan    # the share of uniform configs as good as the target
+    first_top: float = math.inf        # when the first result at the top budget arrived (inf: none)
 
 
 def earliest_good(first_starts: Mapping[str, tuple[float, dict]], is_good: Callable[[dict], bool],
@@ -79,6 +82,13 @@ def first_starts(trials) -> dict[str, tuple[float, dict]]:
         if key not in out or t.started_at < out[key][0]:
             out[key] = (t.started_at, dict(t.config))
     return out
+
+
+def first_top_result(trials, top_budget: float) -> float:
+    """When the first trial at `top_budget` finished with a value (inf: none did)."""
+    done = [t.finished_at for t in trials
+            if t.budget >= top_budget and t.finished_at is not None and t.value is not None]
+    return min(done, default=math.inf)
 
 
 def speedups(rows: Sequence[TimeToTarget]) -> tuple[float, float]:
@@ -120,7 +130,8 @@ def diagnose(problem: mw.SimProblem, searcher: str, workers: int, seed: int, arg
                            keep_study=Path(folder) / "study")
         study = Study.open(Path(folder) / "study", read_only=True)
         try:
-            starts = first_starts(study.trials())
+            trials = study.trials()
+            starts, top = first_starts(trials), first_top_result(trials, problem.max_budget)
         finally:
             study.close()
     good, first, perfect = earliest_good(starts, lambda c: problem.exact(c) <= target + 1e-12,
@@ -129,7 +140,7 @@ def diagnose(problem: mw.SimProblem, searcher: str, workers: int, seed: int, arg
     share = float(np.mean(uniform <= target + 1e-12)) if uniform is not None else math.nan
     return TimeToTarget(problem.name, seed, target, one_worker / evaluation, reached / evaluation,
                         window / evaluation, many.end / evaluation, len(starts), good, first / evaluation,
-                        perfect / evaluation, share)
+                        perfect / evaluation, share, top / evaluation)
 
 
 def quartiles(values: Sequence[float]) -> str:
@@ -140,19 +151,22 @@ def quartiles(values: Sequence[float]) -> str:
 
 
 def report(rows: Sequence[TimeToTarget]) -> None:
-    print("| problem | runs | none good | first good config started: median (quartiles) | promotion loss: "
-          "median, max | uniform share as good: median | speedup: per run, with a perfect promoter |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| problem | runs | none good | first good config started: median (quartiles) | first top-budget "
+          "result: median | first good started before it | promotion loss: median, max | uniform share as good: "
+          "median | speedup: per run, with a perfect promoter |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     groups = {r.problem: [x for x in rows if x.problem == r.problem] for r in rows}
     for name, group in [*groups.items(), ("all", list(rows))]:
         firsts = [r.first_good for r in group if math.isfinite(r.first_good)]
         losses = [r.reached - min(r.reached, r.perfect_promoter) for r in group if math.isfinite(r.reached)]
         shares = [r.uniform_share for r in group if not math.isnan(r.uniform_share)]
+        tops = [r.first_top for r in group]
+        early = sum(r.first_good < r.first_top for r in group)
         own, perfect = speedups(group)
         print(f"| {name} | {len(group)} | {sum(r.good == 0 for r in group)} | {quartiles(firsts)} | "
-              f"{statistics.median(losses):.2f}, {max(losses):.2f} | "
+              f"{statistics.median(tops):.2f} | {early} | {statistics.median(losses):.2f}, {max(losses):.2f} | "
               f"{statistics.median(shares) if shares else math.nan:.4f} | {own:.1f}x, {perfect:.1f}x |"
-              if losses else f"| {name} | {len(group)} | {sum(r.good == 0 for r in group)} | - | - | - | - |")
+              if losses else f"| {name} | {len(group)} | {sum(r.good == 0 for r in group)} | - | - | - | - | - | - |")
 
 
 def main() -> None:

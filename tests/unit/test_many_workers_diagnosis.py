@@ -28,6 +28,14 @@ def test_the_perfect_promoter_takes_the_good_config_that_finishes_first():
     assert diagnosis.earliest_good(starts, lambda c: False, lambda c: 1.0) == (0, math.inf, math.inf)
 
 
+def test_the_first_top_budget_result_is_the_earliest_finished_with_a_value_there():
+    def done(budget, finished, value=1.0):
+        return SimpleNamespace(budget=budget, finished_at=finished, value=value)
+    trials = [done(27.0, 3.0), done(9.0, 0.5), done(27.0, 2.0, value=None), done(27.0, None), done(27.0, 2.5)]
+    assert diagnosis.first_top_result(trials, 27.0) == 2.5
+    assert diagnosis.first_top_result(trials[1:2], 27.0) == math.inf
+
+
 def row(one_worker, reached, perfect, end=5.0):
     return diagnosis.TimeToTarget("p", 0, 0.0, one_worker, reached, 5.0, end, 10, 1, 0.0, perfect)
 
