@@ -120,8 +120,11 @@ def _check_labels_below(counted: Any, classes: Any, name: str, bad: LoaderProble
     """A split's class indices all below the K the model is built for (`classes`: what
     `named` says, verb included), per target array where there are several; the loss fails
     every trial on a label past it."""
-    from hpo.data.nested import leaves
-    for seen, allowed in zip(leaves(counted), leaves(classes)):
+    from hpo.data.nested import is_nested, leaves
+    seen_each = leaves(counted)
+    # One K for every target array where the loader gives one number for several outputs.
+    allowed_each = leaves(classes) if is_nested(classes) else [classes] * len(seen_each)
+    for seen, allowed in zip(seen_each, allowed_each):
         if isinstance(seen, int) and isinstance(allowed, int) and seen > allowed:
             raise bad(f"has the label {seen - 1}, but {named} {allowed} classes; expected class indices "
                       f"0..{allowed - 1}", name)
@@ -146,25 +149,31 @@ def _check_same_shapes(shapes: dict[str, tuple], bad: LoaderProblem) -> None:
                       f"{train[0]} with targets {train[1]}; expected the same in every split", name)
 
 
+# Examples of each streamed split checked against a loader's num_classes without a pass over it.
+READ_FIRST = 256
+
+
 def _streamed(given: dict, config: DataConfig, class_labels: bool, bad: LoaderProblem, classes: int | None,
               source: str) -> Dataset:
     from hpo.data.streams import as_stream
 
-    # Train's classes are counted where the loader gives none; validation's and test's, which
-    # are small beside it, are counted too, so a label past K stops here, not in every trial.
-    def counted(name: str) -> bool:
-        return class_labels if name != "train" else classes is None
-    streams = {name: as_stream(value, name, bad, class_labels, count_classes=counted(name),
+    # Where the loader gives no num_classes, every split's classes are counted (train's set K,
+    # and a label past it in validation or test would fail every trial); where it gives one,
+    # no split is read through: each one's first batch is checked against it.
+    streams = {name: as_stream(value, name, bad, class_labels,
+                               count_classes=classes is None and (class_labels or name == "train"),
                                limit=config.limit if name == "train" else None)
                for name, value in given.items()}
     _check_same_shapes({n: (s[0].input_shape, s[0].target_shape) for n, s in streams.items()}, bad)
-    named = "num_classes gives" if classes is not None else "the train split's labels give"
+    if class_labels and classes is not None:
+        for name, (stream, _) in streams.items():
+            _check_labels_below(classes_of([stream.first(READ_FIRST)[1]]), classes, name, bad, "num_classes gives")
     if classes is None:
         classes = streams["train"][1]
-    if class_labels:
-        for name, (_, counted) in streams.items():
-            if name != "train" and counted is not None:
-                _check_labels_below(counted, classes, name, bad, named)
+        if class_labels:
+            for name, (_, counted) in streams.items():
+                if name != "train" and counted is not None:
+                    _check_labels_below(counted, classes, name, bad, "the train split's labels give")
     return Dataset(name=config.dataset, source=source, x_train=None, y_train=None, x_val=None, y_val=None,
                    x_test=None, y_test=None, num_classes=classes,
                    streams={name: stream for name, (stream, _) in streams.items()})

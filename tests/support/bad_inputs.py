@@ -284,6 +284,8 @@ CASES += [
         ("label_past_num_classes", ["split 'train'", "the label 3, but num_classes gives 3 classes", "0..2"]),
         ("validation_label_past_train", ["split 'validation'", "the label 6, but the train split's labels give 3",
                                          "0..2"]),
+        ("label_past_num_classes_in_a_second_output", ["split 'train'", "the label 5, but num_classes gives 3"]),
+        ("streamed_label_past_num_classes", ["split 'train'", "the label 9, but num_classes gives 3"]),
         ("shapes_differ", ["split 'validation'", "(4,)", "'train' has (6,)"]),
         ("bare_dataset", ["returned a tf.data.Dataset", "dict of splits"]),
         ("nan_in_named_arrays", ["split 'test'", "1 NaN or infinite input value(s), the first in example 3"]),

@@ -116,6 +116,24 @@ def label_past_num_classes():
     return {**splits, "train": (x, y), "num_classes": 3}
 
 
+def label_past_num_classes_in_a_second_output():
+    splits = array_splits()
+    x, y = splits["train"]
+    bad = y.copy()
+    bad[7] = 5
+    return {"train": (x, {"a": y, "b": bad}), "validation": (splits["validation"][0],
+            {"a": splits["validation"][1], "b": splits["validation"][1]}), "num_classes": 3}
+
+
+def streamed_label_past_num_classes():
+    splits = array_splits()
+    x, y = splits["train"]
+    y = y.copy()
+    y[0] = 9
+    return {"train": _generator_stream(x, y), "validation": _generator_stream(*splits["validation"]),
+            "num_classes": 3}
+
+
 def validation_label_past_train():
     splits = array_splits()
     x, y = splits["validation"]
