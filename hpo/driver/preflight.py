@@ -134,21 +134,27 @@ def _check_scheduler(experiment: Experiment) -> None:
 
 
 def _check_batch_sizes(experiment: Experiment, train_examples: int) -> None:
-    """No trial's batch is larger than the training split: every trial that drew one would
-    fail (a step needs a whole batch), the search ending with nothing but failures."""
+    """A trial whose batch is larger than the training split fails (a step needs a whole
+    batch): exit 2 where every trial would (the smallest batch a trial can draw is too large),
+    a warning naming the values that fail where only some are."""
     space = experiment.space
+    fallback = experiment.trial_params({})["batch_size"]      # model.params, else training.batch_size
     if "batch_size" in space.names:
         param = space["batch_size"]
-        largest, key = (max(param.values), "space.batch_size.values") if hasattr(param, "values") \
-            else (param.high, "space.batch_size.high")
-    elif "batch_size" in experiment.model.params:
-        largest, key = experiment.model.params["batch_size"], "model.params.batch_size"
+        sizes, key = (list(param.values), "space.batch_size.values") if hasattr(param, "values") \
+            else ([param.low, param.high], "space.batch_size")
+        if param.when:             # inactive, the trial takes the fallback
+            sizes.append(fallback)
     else:
-        largest, key = experiment.training.batch_size, "training.batch_size"
-    if largest > train_examples:
-        raise ConfigError(f"a batch of {largest} is larger than the {train_examples} training examples the loader "
-                          f"{experiment.data.dataset!r} gives; expected a batch_size of at most {train_examples}",
-                          key=key)
+        sizes = [fallback]
+        key = "model.params.batch_size" if "batch_size" in experiment.model.params else "training.batch_size"
+    if min(sizes) > train_examples:
+        raise ConfigError(f"a batch of {min(sizes)} is larger than the {train_examples} training examples the "
+                          f"loader {experiment.data.dataset!r} gives, so every trial would fail; expected a "
+                          f"batch_size of at most {train_examples}", key=key)
+    if max(sizes) > train_examples:
+        log.warning("%s: batch sizes above %d (up to %d) are larger than the training split, and the trials that "
+                    "draw one will fail", key, train_examples, max(sizes))
 
 
 def low_config(space) -> dict[str, Any]:

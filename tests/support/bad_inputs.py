@@ -265,9 +265,10 @@ CASES = [
          ["key 'space.activation.values'", "failed with activation='bogus_act'", "activation function"]),
     case("a batch larger than the training split", PREFLIGHT, ["data.limit=10"],
          ["key 'training.batch_size'", "a batch of 64 is larger than the 10 training examples", "at most 10"]),
-    case("a searched batch size larger than the training split", PREFLIGHT,
-         ["data.limit=40", "space.batch_size={type: choice, values: [16, 32, 64]}"],
-         ["key 'space.batch_size.values'", "a batch of 64 is larger than the 40 training examples"]),
+    case("every searched batch size larger than the training split", PREFLIGHT,
+         ["data.limit=40", "space.batch_size={type: choice, values: [64, 128]}"],
+         ["key 'space.batch_size.values'", "a batch of 64 is larger than the 40 training examples",
+          "every trial would fail"]),
 ]
 CASES += [
     # --- a loader's splits and streams (tests/support/data_tasks.py) -------------------------------

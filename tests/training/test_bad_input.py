@@ -75,6 +75,26 @@ def test_a_user_builders_other_names_are_left_to_its_trials(tmp_path, monkeypatc
     preflight(load_experiment(path))        # only the low end is built: another name may cost far more
 
 
+def test_some_searched_batch_sizes_larger_than_the_training_split_are_warned_of(tmp_path):
+    from hpo.config import load_experiment
+    from hpo.driver.preflight import preflight
+
+    space = "space:\n  batch_size: {type: choice, values: [16, 32, 64]}\n"
+    path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", space).replace("limit: 200", "limit: 40"))
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("hpo.driver.preflight")
+    logger.addHandler(handler)
+    try:
+        preflight(load_experiment(path))          # 16 and 32 train: the search runs
+    finally:
+        logger.removeHandler(handler)
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert warnings == ["space.batch_size.values: batch sizes above 40 (up to 64) are larger than the training "
+                        "split, and the trials that draw one will fail"]
+
+
 @pytest.mark.slow
 def test_changed_experiment_shows_the_diff(tmp_path, capsys):
     path = write_experiment(tmp_path, DIGITS.replace("max_budget: 1", "max_budget: 1, algorithm: random"))
