@@ -42,7 +42,10 @@ log = logging.getLogger("hpo.driver.runner")
 
 
 class SearchAborted(RuntimeError):
-    """The search stopped itself (too many consecutive failures)."""
+    """The search stopped itself (too many consecutive failures); `summary` is the run's, its
+    `stopped_because` 'max_consecutive_failures', for a caller that returns what ran."""
+
+    summary: "SearchSummary | None" = None
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,10 @@ class Runner:
         except KeyboardInterrupt:
             stopped = "interrupted"
             self._interrupt_running("interrupted by the user (Ctrl-C)")
+        except SearchAborted as exc:
+            exc.summary = SearchSummary(trials_finished_now=finished_now, stopped_because="max_consecutive_failures",
+                                        best=self._best, elapsed_seconds=self.clock() - started)
+            raise
         finally:
             self.executor.close()
             if self.board is not None:

@@ -159,7 +159,9 @@ class DaskExecutor:
         self._unsent.append(task)
 
     def has_event(self) -> bool:
-        return bool(self._buffer)     # buffered reports, though some may turn out to be no event
+        # Never: a buffered report may decode to no event (a cancelled trial's, a share's end
+        # judged lost), and next_event would then wait for the next real one.
+        return False
 
     def next_event(self) -> Event:
         while True:

@@ -26,7 +26,6 @@ the CLI would name).
 from __future__ import annotations
 
 import logging
-import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +60,8 @@ class OptimizeResult:
     best_value: float | None
     best_budget: float | None
     trials: list[TrialRow]              # every trial, in id order
-    stopped_because: str                # 'max_trials', 'time_limit', 'total_budget', 'searcher finished', 'interrupted'
+    stopped_because: str                # 'max_trials', 'time_limit', 'total_budget', 'searcher finished',
+    #                                     'interrupted', 'max_consecutive_failures'
     study_dir: Path | None              # None when the study lived in a temporary folder
     objectives: tuple[Objective, ...] = ()
     pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
@@ -88,7 +88,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
              metric: str = "objective", options: Mapping[str, Any] | None = None,
              initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
              constraints: Sequence[str] | None = None, simulate: Simulation | None = None,
-             max_consecutive_failures: int = 10) -> OptimizeResult:
+             max_consecutive_failures: int | None = None) -> OptimizeResult:
     """Minimise (or maximise) `objective(config, budget)` over `space`.
 
     `objective` returns a float, or a dict of metrics holding `metric`; an exception or a
@@ -109,7 +109,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     result's `pareto` is the Pareto set of the trials at the largest budget reached.
 
     `max_consecutive_failures`: the search stops after that many failed calls in a row (a
-    broken objective), with `stopped_because` 'max_consecutive_failures' and the trials so far.
+    broken objective; None: `search.max_consecutive_failures`' default), with `stopped_because`
+    'max_consecutive_failures' and the trials so far.
 
     `simulate`: run on `workers` simulated workers, each trial taking the simulated seconds
     the objective returns beside its value (`hpo.objective.simulation`); `time_limit` is then in
@@ -118,9 +119,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
-    from hpo.driver.runner import SearchAborted, SearchSummary, build_runner, searcher_for
+    from hpo.driver.runner import SearchAborted, build_runner, searcher_for
     from hpo.executors.function import FunctionExecutor
-    from hpo.study import ranking
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
@@ -138,7 +138,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         "search": {"algorithm": searcher, "objective": metric, "direction": direction,
                    "min_budget": min_budget, "max_budget": max_budget, "eta": eta,
                    "max_trials": max_trials, "time_limit": time_limit, "total_budget": total_budget,
-                   "max_consecutive_failures": max_consecutive_failures,
+                   **({} if max_consecutive_failures is None
+                      else {"max_consecutive_failures": max_consecutive_failures}),
                    "options": dict(options or {}),
                    "initial_configs": [dict(c) for c in initial_configs or ()],
                    **(goals.to_dicts() if goals.ranked else {})},
@@ -179,8 +180,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 raise _argument_error(exc) from None
             except SearchAborted as exc:    # the result keeps the trials so far (no study_dir: all there is)
                 log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
-                summary = SearchSummary(trials_finished_now=0, stopped_because="max_consecutive_failures",
-                                        best=ranking.best_in(study, goals), elapsed_seconds=math.nan)
+                summary = exc.summary
             trials = study.trials()
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`

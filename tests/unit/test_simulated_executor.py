@@ -228,7 +228,7 @@ def test_a_free_trial_fails_so_a_search_with_only_a_time_limit_still_ends():
                           simulate=hpo.Simulation(), workers=2, max_consecutive_failures=4)
     assert result.stopped_because == "max_consecutive_failures"
     states = [t.state for t in result.trials]
-    assert states[:4] == [TrialState.FAILED] * 4 and set(states[4:]) <= {TrialState.INTERRUPTED}
+    assert states == [TrialState.FAILED] * 4 + [TrialState.INTERRUPTED]     # the other worker's
     assert "in seconds > 0" in result.trials[0].error
 
 
