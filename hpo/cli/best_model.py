@@ -73,8 +73,9 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
     if searched_on is not None and dataset.fingerprint() not in (None, searched_on):
         raise UserInputError(f"{study_dir}: the loader {experiment.data.dataset!r} now splits its examples otherwise "
-                             f"than when the search started, so its test split may hold examples the search trained "
-                             f"on; a loader must give the same examples on every call (seed its shuffles)")
+                             f"than when the search started (a shuffle without a seed, or data that changed since), "
+                             f"so its test split may hold examples the search trained on; a loader must give the "
+                             f"same examples on every call (seed its shuffles)")
     if dataset.examples("test") == 0:
         raise UserInputError(f"{study_dir}: the experiment has no held-out test set (data.test_split 0, or a "
                              f"loader whose named splits have no 'test')")

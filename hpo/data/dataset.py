@@ -12,12 +12,12 @@ then come in the same structure.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from hpo.data.fingerprint import arrays_digest
 from hpo.data.nested import example_shapes, is_nested, leaves, map_tree, pack, rows
 
 SPLITS = ("train", "validation", "test")
@@ -100,13 +100,8 @@ class Dataset:
         for streamed splits, which would take a pass over every one."""
         if self.streamed:
             return None
-        digest = hashlib.sha256()
-        for array in [*leaves(self.y_train), *leaves(self.y_val), *leaves(self.y_test), *leaves(self.x_val),
-                      *leaves(self.x_test)]:
-            array = np.ascontiguousarray(array)
-            digest.update(f"{array.dtype}{array.shape}".encode())
-            digest.update(array.tobytes())
-        return digest.hexdigest()
+        return arrays_digest([*leaves(self.y_train), *leaves(self.y_val), *leaves(self.y_test), *leaves(self.x_val),
+                              *leaves(self.x_test)])
 
     def examples(self, split: str) -> int:
         """Examples in 'train', 'validation' or 'test' (0 for a test split the loader left out)."""

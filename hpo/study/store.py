@@ -251,7 +251,8 @@ class Study:
         return None if row is None else row[0]
 
     def record_data_fingerprint(self, fingerprint: str) -> None:
-        """Keep the first fingerprint: a resume compares against the study's start."""
+        """Keep the first fingerprint: a resume compares against it (a study made before
+        studies kept one takes its first resume's)."""
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('data_fingerprint', ?)", (fingerprint,))
 

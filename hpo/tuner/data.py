@@ -9,11 +9,12 @@ experiment. The data itself never goes into the study: it is registered in this 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from hpo.data.fingerprint import arrays_digest
 
 LOADER = "hpo.tuner.data:search_data"
 _REGISTRY: dict[str, "SearchData"] = {}
@@ -100,11 +101,7 @@ def from_search_arguments(x, y=None, validation_data=None, validation_split: flo
     else:
         raise ValueError("tuner.search needs validation data to rank trials: pass validation_data=(x_val, y_val) "
                          "or validation_split=")
-    digest = hashlib.sha1()
-    for a in (x, y, xv, yv):
-        digest.update(str((a.shape, a.dtype.str)).encode())
-        digest.update(np.ascontiguousarray(a).tobytes())
-    return SearchData((x, y), (xv, yv), key=digest.hexdigest()[:16], batch_size=batch_size)
+    return SearchData((x, y), (xv, yv), key=arrays_digest((x, y, xv, yv), "sha1")[:16], batch_size=batch_size)
 
 
 def _array(value: Any, what: str) -> np.ndarray:
