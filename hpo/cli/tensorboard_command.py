@@ -23,10 +23,12 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
     from hpo.cli.tensorboard_view import link_new_files, logdir_to_show
     study = open_study(args.study_dir)
     own = study.tensorboard_dir
-    if not own.is_dir():        # hpo.optimize's studies: a plain function logs no curves
+    if not own.is_dir():
+        of_a_function = study.experiment().get("data") is None      # hpo.optimize's: a plain function logs none
         study.close()
-        raise UserInputError(f"{args.study_dir}: this study has no TensorBoard logs (a search of hpo.optimize "
-                             f"writes none); `hpo status`, `hpo report` and `hpo export` read its trials")
+        why = "a search of hpo.optimize writes none" if of_a_function else f"{own} is missing"
+        raise UserInputError(f"{args.study_dir}: this study has no TensorBoard logs ({why}); `hpo status`, "
+                             f"`hpo report` and `hpo export` read its trials")
     # A dead driver's running trials show as interrupted through a view built here, outside
     # the study (which stays read-only); it lives as long as TensorBoard runs, and takes in
     # the runs of a search resumed meanwhile.
