@@ -24,8 +24,9 @@ from hpo.trial import Job, TrialResult
 log = logging.getLogger("hpo.driver.runner")
 
 
-class ReplayMismatch(RuntimeError):
-    """The searcher did not reproduce the stored history."""
+class ReplayMismatch(UserInputError, RuntimeError):
+    """The searcher did not reproduce the stored history: the user's changed options (or
+    seed) refused, exit 2, the stored experiment put back."""
 
 
 def prepare_study(experiment: Experiment, study_dir: Path, fresh: bool = False) -> Study:

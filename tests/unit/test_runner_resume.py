@@ -2,6 +2,7 @@
 
 import pytest
 
+import hpo.errors
 from hpo.config import experiment_from_dict
 from hpo.driver.runner import Runner, SearchAborted
 from hpo.executors.function import FunctionExecutor
@@ -89,8 +90,9 @@ def test_changed_search_options_resume_only_where_they_replay_every_ask(tmp_path
     stored = study.experiment()
     study.close()
     other = experiment(tmp_path, "bohb", max_trials=24, options={"top_n_percent": 15, "initial_design": "uniform"})
-    with pytest.raises(ReplayMismatch, match="name the values the study ran with in search.options"):
+    with pytest.raises(ReplayMismatch, match="name the values the study ran with in search.options") as refused:
         run(other, objective)
+    assert isinstance(refused.value, hpo.errors.UserInputError)       # the CLI's exit 2, one message
     reopened = prepare_study(experiment(tmp_path, "bohb", max_trials=20, options={"top_n_percent": 15}), tmp_path)
     assert reopened.experiment() == stored
     reopened.close()
