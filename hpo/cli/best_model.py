@@ -61,6 +61,7 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     # start-up that a refused export need not pay.
     from hpo.config import experiment_from_dict
     from hpo.data import load_dataset
+    from hpo.data.dataset import same_split
     from hpo.models import get_builder
     from hpo.training.fit_engine import output_names, several_outputs_compile
     from hpo.training.loss_metrics import keras_loss, keras_metric
@@ -71,7 +72,8 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
     # The same loader and seed give the same split the search used (the study's fingerprint of
     # it says so); its test part was never seen.
     dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
-    if searched_on is not None and dataset.fingerprint() not in (None, searched_on):
+    now = dataset.fingerprint()
+    if searched_on is not None and now is not None and same_split(searched_on, now) is False:
         raise UserInputError(f"{study_dir}: the loader {experiment.data.dataset!r} now splits its examples otherwise "
                              f"than when the search started (a shuffle without a seed, or data that changed since), "
                              f"so its test split may hold examples the search trained on; a loader must give the "

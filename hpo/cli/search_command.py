@@ -67,12 +67,14 @@ def _keep_data_fingerprint(study, fingerprint: str | None, experiment) -> None:
     it now splits them otherwise (an unseeded shuffle, changed files): trials then compare
     across different data, and `hpo best --export` refuses to score on a test split the
     search may have trained on."""
+    from hpo.data.dataset import same_split
+
     if fingerprint is None:
         return
     kept = study.data_fingerprint()
     if kept is None:
         study.record_data_fingerprint(fingerprint)
-    elif kept != fingerprint:
+    elif same_split(kept, fingerprint) is False:
         log.warning("the loader %r now splits its examples otherwise than when this study started: its trials "
                     "were trained on other data; a loader must give the same examples on every call (seed its "
                     "shuffles)", experiment.data.dataset)

@@ -66,6 +66,19 @@ class StreamedSplit:
         return tf.nest.map_structure(np.asarray, x), tf.nest.map_structure(np.asarray, y)
 
 
+# The fingerprint's form, written before its digest: two fingerprints compare only in the
+# same form (`same_split`), so a change to what is digested never reads as other data.
+FINGERPRINT_FORMAT = "splits-v1"
+
+
+def same_split(kept: str, now: str) -> bool | None:
+    """Whether two fingerprints say the loader split its examples alike; None where they are
+    of different forms and cannot tell."""
+    if kept.split(":", 1)[0] != now.split(":", 1)[0]:
+        return None
+    return kept == now
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Train, validation and test. In memory, the `x_*`/`y_*` fields hold the arrays and
@@ -100,8 +113,9 @@ class Dataset:
         for streamed splits, which would take a pass over every one."""
         if self.streamed:
             return None
-        return arrays_digest([*leaves(self.y_train), *leaves(self.y_val), *leaves(self.y_test), *leaves(self.x_val),
-                              *leaves(self.x_test)])
+        digest = arrays_digest([*leaves(self.y_train), *leaves(self.y_val), *leaves(self.y_test),
+                                *leaves(self.x_val), *leaves(self.x_test)])
+        return f"{FINGERPRINT_FORMAT}:{digest}"
 
     def examples(self, split: str) -> int:
         """Examples in 'train', 'validation' or 'test' (0 for a test split the loader left out)."""

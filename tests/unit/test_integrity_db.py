@@ -412,3 +412,10 @@ def test_status_of_a_study_with_no_trials_says_so_and_changes_nothing(tmp_path, 
     assert code == 0 and "no trials yet" in output
     assert "too wide" not in output and "--trial N" not in output
     assert digests(folder) == before
+
+
+def test_split_fingerprints_compare_only_in_the_same_form():
+    from hpo.data.dataset import same_split
+    assert same_split("splits-v1:ab", "splits-v1:ab") is True
+    assert same_split("splits-v1:ab", "splits-v1:cd") is False
+    assert same_split("0123abcd", "splits-v1:ab") is None and same_split("splits-v2:ab", "splits-v1:ab") is None
