@@ -34,7 +34,8 @@ LOSSES = ("sparse_categorical_crossentropy", "categorical_crossentropy", "binary
           "mean_squared_logarithmic_error", "msle", "huber", "log_cosh", "kl_divergence", "kld", "poisson",
           "hinge", "squared_hinge", "categorical_hinge", "cosine_similarity")
 
-METRICS = ("accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
+# "acc" is Keras's short name for "accuracy", resolved the same way, and logged as "acc".
+METRICS = ("accuracy", "acc", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
            "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "auc", "precision", "recall",
            "f1_score", "r2_score",
            "mae", "mse", "mape", "msle", "mean_absolute_error", "mean_squared_error", "root_mean_squared_error",

@@ -40,6 +40,7 @@ ARGUMENT_KEYS = {"search.algorithm": "algorithm", "search.objective": "objective
                  "search.max_consecutive_failures": "max_consecutive_failed_trials", "seed": "seed",
                  "execution.workers": "workers", "execution.scheduler": "scheduler",
                  "training.batch_size": "search(batch_size=)", "training.early_stopping": "search(callbacks=)",
+                 "training.metrics": "build_model's compile(metrics=)", "training.loss": "build_model's compile(loss=)",
                  "output.dir": "directory", "name": "project_name"}
 # `check_schedule`'s fields, as a tuner's arguments name them.
 SCHEDULE_ARGUMENTS = {"min_budget": "min_epochs", "max_budget": "max_epochs", "eta": "factor",

@@ -154,6 +154,12 @@ def test_a_trainer_setting_searched_or_fixed_out_of_its_range_is_refused_before_
         experiment_from_dict(no_data, needs_data=False)
 
 
+def test_keras_short_name_acc_is_a_metric_and_val_acc_is_maximised():
+    raw = {**MINIMAL, "training": {"metrics": ["acc"]}, "search": {"objective": "val_acc"}}
+    experiment = experiment_from_dict(raw)
+    assert experiment.training.metrics == ("acc",) and experiment.search.direction == "maximize"
+
+
 def test_overrides_parse_values_as_yaml():
     raw = apply_overrides(MINIMAL, ["search.max_trials=5", "search.eta=2", "training.learning_rate=1e-3",
                                     "output.dir=/tmp/x"])
