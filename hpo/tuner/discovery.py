@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from hpo.tuner.hyperparameters import Declared, HyperParameters
+from hpo.tuner.hyperparameters import Declared, DeclaredTwice, HyperParameters
 from hpo.tuner.keras_tuner_terms import space_dict
 
 log = logging.getLogger("hpo.tuner")
@@ -91,6 +91,10 @@ def discover(build: Callable[[HyperParameters], Any], grid_limit: int = EXPLORE_
                     hp = HyperParameters(values=dict(trial), declared=dict(declared))
                     try:
                         build(hp)
+                    except DeclaredTwice as exc:    # its trials would train with one range's default
+                        raise DeclaredTwice(f"build_model on the branch {trial}: {exc}; each name has one range "
+                                            f"in hpo's space: give each branch's parameter a name of its own "
+                                            f"(e.g. '{exc.name}_{value}')", exc.name) from None
                     except Exception as exc:   # noqa: BLE001 - a branch that fails fails its trials later
                         found.failures.append(f"{trial}: {type(exc).__name__}: {exc}")
                         continue

@@ -17,6 +17,15 @@ from typing import Any, Iterator, Mapping, Sequence
 from hpo.space import python_values
 
 
+class DeclaredTwice(ValueError):
+    """One name declared with two ranges (Keras Tuner allows it in exclusive
+    `conditional_scope`s): hpo's space gives each name one range."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 @dataclass(frozen=True)
 class Declared:
     """One parameter as `build_model` declared it."""
@@ -165,8 +174,8 @@ class HyperParameters:
         declared = Declared(**{**declared.__dict__, "conditions": tuple(scopes)})
         known = self.declared.get(declared.name)
         if known is not None and known.signature() != declared.signature():
-            raise ValueError(f"hyperparameter {declared.name!r} is declared twice with different ranges: "
-                             f"{known.signature()} and {declared.signature()}")
+            raise DeclaredTwice(f"hyperparameter {declared.name!r} is declared twice with different ranges: "
+                                f"{known.signature()} and {declared.signature()}", declared.name)
         if known is None:
             self.declared[declared.name] = declared
         if declared.name not in self.asked:

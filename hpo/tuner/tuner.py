@@ -38,7 +38,7 @@ from hpo.tuner import driver
 from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
 from hpo.tuner.data import SearchData, from_search_arguments, register
 from hpo.tuner.discovery import Discovered, discover
-from hpo.tuner.hyperparameters import Declared, HyperParameters
+from hpo.tuner.hyperparameters import Declared, DeclaredTwice, HyperParameters
 from hpo.tuner.results import Oracle, Results, plot, rows_of, summary_lines, trial_of
 from hpo.tuner.shipping import check_shippable
 from hpo.tuner.trainer import NotAModel
@@ -138,6 +138,8 @@ class Tuner:
             else:
                 try:
                     self.discovered_ = discover(self.build)
+                except DeclaredTwice as exc:
+                    raise ValueError(str(exc)) from None
                 except Exception as exc:
                     raise ValueError(f"build_model failed on the default hyperparameters: {type(exc).__name__}: "
                                      f"{exc}") from exc

@@ -69,6 +69,20 @@ def test_numpy_numbers_given_to_hp_read_as_python_numbers():
     assert type(hp.Fixed("seed", np.int64(3))) is int and hp.Float("lr", np.float64(0.5), np.float64(1.0)) == 0.5
 
 
+def test_one_name_with_two_ranges_on_exclusive_branches_is_refused_naming_the_branch():
+    # Keras Tuner allows it; hpo's space gives a name one range, and the trials of the second
+    # branch would otherwise train with the first's default.
+    from hpo.tuner.hyperparameters import DeclaredTwice
+
+    def build(hp):
+        kind = hp.Choice("model_type", ["a", "b"])
+        with hp.conditional_scope("model_type", kind):
+            hp.Int("units", 8, 16, step=8) if kind == "a" else hp.Int("units", 32, 64, step=32)
+    with pytest.raises(DeclaredTwice, match=r"on the branch \{'model_type': 'b'\}: hyperparameter 'units' is "
+                                            r"declared twice .* a name of its own \(e.g. 'units_b'\)"):
+        discover(build)
+
+
 def test_a_build_failing_on_its_defaults_is_the_users_error():
     def broken(hp):
         hp.Int("units", 1, 4)
