@@ -191,9 +191,26 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
     raw = {} if raw is None else raw
     try:
         raw = apply_overrides(raw, overrides)
+    except ConfigError as err:      # a malformed --set: it names itself, at no line of the file
+        raise err from None
+    try:
         return experiment_from_dict(raw, source=str(path))
     except ConfigError as err:
+        given = _override_of(err.key, overrides)
+        if given is not None:       # the value came from --set, not from the file's line
+            raise type(err)(err.message, key=err.key, source=f"{path} (--set {given})") from None
         raise err.located(source=str(path), line=_line_for(err.key, lines)) from None
+
+
+def _override_of(key: str | None, overrides: Sequence[str]) -> str | None:
+    """The last `--set KEY=VALUE` that set `key` (or a mapping holding it, or a key inside it)."""
+    if not key:
+        return None
+    for item in reversed(overrides):
+        given = item.partition("=")[0].strip()
+        if key == given or key.startswith(given + ".") or given.startswith(key + "."):
+            return item
+    return None
 
 
 def apply_overrides(raw: Any, overrides: Sequence[str]) -> dict[str, Any]:

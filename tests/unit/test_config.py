@@ -160,6 +160,23 @@ def test_keras_short_name_acc_is_a_metric_and_val_acc_is_maximised():
     assert experiment.training.metrics == ("acc",) and experiment.search.direction == "maximize"
 
 
+def test_an_error_in_a_value_set_by_set_names_the_option_not_a_line_of_the_file(tmp_path):
+    path = write(tmp_path, """\
+        name: t
+        data: {dataset: digits}
+        space:
+          units: {type: int, low: 8, high: 64}
+        search: {eta: 2}
+        """)
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(path, ["search.eta=1"])
+    assert str(caught.value).startswith(f"{path} (--set search.eta=1), key 'search.eta': expected eta >= 2")
+    assert "line" not in str(caught.value).split(":")[0]
+    with pytest.raises(ConfigError) as caught:      # the file's own value keeps its line
+        load_experiment(write(tmp_path, "name: t\ndata: {dataset: digits}\nspace: {}\nsearch: {eta: 1}\n"))
+    assert ", line " in str(caught.value)
+
+
 def test_overrides_parse_values_as_yaml():
     raw = apply_overrides(MINIMAL, ["search.max_trials=5", "search.eta=2", "training.learning_rate=1e-3",
                                     "output.dir=/tmp/x"])
