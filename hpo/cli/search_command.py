@@ -124,7 +124,14 @@ def _print_summary(study, objective: str, goals, summary) -> None:
     table = top_table(trials, objective, goals, stdout.width)
     if table is not None:
         stdout.print(table)
-    if summary.best is not None:
+    if goals.multi:             # several objectives: no one trial is best, the front is the answer
+        from hpo.study.pareto import pareto_set
+        front = pareto_set(trials, goals)
+        names = ", ".join(o.name for o in goals.objectives)
+        stdout.print(f"Pareto front ({names}): {len(front)} trial(s), "
+                     f"{', '.join(str(m.trial_id) for m in front[:10])}{', ...' if len(front) > 10 else ''}; "
+                     f"`hpo best` lists them", highlight=False)
+    elif summary.best is not None:
         b = summary.best
         # The runner's best ranks feasible trials first: an infeasible one means none is feasible.
         infeasible = " (infeasible: no trial meets the constraints)" if violation(b, goals) else ""

@@ -107,10 +107,16 @@ def test_resume_keeps_the_front(searched, capsys, tmp_path):
     copy = tmp_path / "study"
     shutil.copytree(study, copy)
     before = {m["trial_id"]: m for m in front(capsys, copy)["pareto"]}
+    capsys.readouterr()
     assert main(["search", path, "--study-dir", str(copy), "--set", "search.max_trials=9"]) == 0
+    closing = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("best:", "Pareto front"))]
     trials = completed(copy)
     assert len(trials) == 9
     after = front(capsys, copy)
+    # The search's last line names the front, not one objective's best.
+    members = sorted(m["trial_id"] for m in after["pareto"])
+    assert closing == [f"Pareto front (val_accuracy, params): {len(members)} trial(s), "
+                       f"{', '.join(map(str, members))}; `hpo best` lists them"]
     assert_true_front(after, trials)
     kept = {m["trial_id"] for m in after["pareto"]}
     new = [losses(t.metrics) for t in trials if t.trial_id >= 6 and t.metrics["params"] <= PARAMS_BOUND]
