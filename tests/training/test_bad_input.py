@@ -29,13 +29,11 @@ def test_unwritable_output_folder(tmp_path, capsys):
     assert path in output and "key 'output.dir'" in output and "cannot write the study folder" in output
 
 
-def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, monkeypatch):
+def preflight_records(path) -> list[logging.LogRecord]:
+    """What the pre-flight of the experiment at `path` logs (it passes)."""
     from hpo.config import load_experiment
     from hpo.driver.preflight import preflight
 
-    hooks = hooks_module(tmp_path, monkeypatch)
-    path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", "space:\n  depth: {type: int, low: 1, high: 3}\n")
-                            + f"model: {{builder: '{hooks}:quiet_builder'}}\n")
     records = []
     handler = logging.Handler()
     handler.emit = records.append
@@ -45,6 +43,15 @@ def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, mo
         preflight(load_experiment(path))
     finally:
         logger.removeHandler(handler)
+    return records
+
+
+def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, monkeypatch):
+
+    hooks = hooks_module(tmp_path, monkeypatch)
+    path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", "space:\n  depth: {type: int, low: 1, high: 3}\n")
+                            + f"model: {{builder: '{hooks}:quiet_builder'}}\n")
+    records = preflight_records(path)
     assert any("never read the space key(s) depth" in r.getMessage() for r in records)
 
 
@@ -76,20 +83,10 @@ def test_a_user_builders_other_names_are_left_to_its_trials(tmp_path, monkeypatc
 
 
 def test_some_searched_batch_sizes_larger_than_the_training_split_are_warned_of(tmp_path):
-    from hpo.config import load_experiment
-    from hpo.driver.preflight import preflight
 
     space = "space:\n  batch_size: {type: choice, values: [16, 32, 64]}\n"
     path = write_experiment(tmp_path, DIGITS_200.replace("space:\n", space).replace("limit: 200", "limit: 40"))
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger("hpo.driver.preflight")
-    logger.addHandler(handler)
-    try:
-        preflight(load_experiment(path))          # 16 and 32 train: the search runs
-    finally:
-        logger.removeHandler(handler)
+    records = preflight_records(path)             # 16 and 32 train: the search runs
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
     assert warnings == ["space.batch_size.values: batch sizes above 40 (up to 64) are larger than the training "
                         "split, and the trials that draw one will fail"]
