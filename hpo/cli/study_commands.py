@@ -49,6 +49,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.top is not None:
         goals = stored_goals(experiment)
         trials = top_configurations(trials, goals, args.top)
+        if not trials:      # every trial failed, or none has finished
+            stdout.print(f"{title}\nno trial has completed yet, so none ranks", highlight=False, markup=False)
+            return 0
         title += f"; the {len(trials)} best configurations" + (", feasible first" if goals.constraints else "")
     elif not args.all:
         trials, left_out = newest_and_unfinished(trials, STATUS_ROWS)

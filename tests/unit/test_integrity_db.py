@@ -419,3 +419,9 @@ def test_split_fingerprints_compare_only_in_the_same_form():
     assert same_split("splits-v1:ab", "splits-v1:ab") is True
     assert same_split("splits-v1:ab", "splits-v1:cd") is False
     assert same_split("0123abcd", "splits-v1:ab") is None and same_split("splits-v2:ab", "splits-v1:ab") is None
+
+
+def test_status_top_of_a_study_where_no_trial_completed_says_none_ranks(tmp_path, capsys):
+    folder = make_study(tmp_path / "s", trials=0, running=2)
+    code, output = run(capsys, "status", folder, "--top", "3")
+    assert code == 0 and "no trial has completed yet, so none ranks" in output and "the 0 best" not in output
