@@ -385,7 +385,9 @@ class Tuner:
     # --- results -------------------------------------------------------------------------------
     def _reload(self) -> None:
         from hpo.study import DB_NAME, Study
-        if not (self.folder / DB_NAME).exists():
+        # With overwrite=True the study there is the one search() moves aside: until then this
+        # tuner has no trials, as Keras Tuner's, which deletes the project when constructed.
+        if not (self.folder / DB_NAME).exists() or (self.overwrite and not self._moved_aside):
             self._rows = []
             return
         study = Study.open(self.folder, read_only=True)

@@ -161,6 +161,16 @@ def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(tm
     assert again.summary_.trials_finished_now == 0
 
 
+def test_overwrite_shows_no_trials_of_the_study_it_will_move_aside_until_it_searches(tmp_path, tiny, capsys):
+    x, y = tiny
+    kt.RandomSearch(mlp, objective="val_accuracy", max_trials=2, **folder(tmp_path)).search(
+        x, y, validation_data=(x, y), epochs=1, verbose=0)
+    fresh = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, overwrite=True, **folder(tmp_path))
+    assert fresh.oracle.trials == {} and fresh.get_best_models(1) == []
+    fresh.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
+    assert len(fresh.oracle.trials) == 1 and len(list(tmp_path.glob("p.old-*"))) == 1
+
+
 def test_a_tuner_that_leaves_out_the_algorithm_resumes_a_study_with_its_own(tmp_path, tiny):
     # A study run with another algorithm (as one made before the default was BOHB): the
     # script run again, algorithm still left out, resumes it rather than refusing the change.
