@@ -23,7 +23,7 @@ def _usable(trials: Sequence[TrialRow], goals: Goals) -> list[tuple[TrialRow, np
 
 def front_figure(trials: Sequence[TrialRow], goals: Goals):
     """Every completed trial at the front's budget (feasible: dots, infeasible: crosses), the
-    front members joined in red and labelled with their trial ids."""
+    front members in red (joined with two objectives) and labelled with their trial ids."""
     import matplotlib.pyplot as plt
 
     members = pareto_set(trials, goals)
@@ -49,7 +49,9 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
         ordered = sorted(members, key=lambda mem: mem.objectives[names[i]])
         xs = [mem.objectives[names[i]] for mem in ordered]
         ys = [mem.objectives[names[j]] for mem in ordered]
-        ax.plot(xs, ys, "-o", color="C3", markersize=5, label="Pareto front")
+        # With two objectives the front is a curve; with more, a pair's projection of it is not
+        # (members trade off through the others), so there the members are only marked.
+        ax.plot(xs, ys, "-o" if m == 2 else "o", color="C3", markersize=5, label="Pareto front")
         for mem, x, y in zip(ordered, xs, ys):
             ax.annotate(str(mem.trial_id), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(f"{names[i]} ({goals.objectives[i].direction})")

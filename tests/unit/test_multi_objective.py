@@ -373,3 +373,25 @@ def test_optimize_resumes_a_study_with_several_objectives(tmp_path):
     assert [m.trial_id for m in resumed.pareto] == [m.trial_id for m in fresh.pareto]
     with pytest.raises(hpo.errors.UserInputError, match="different settings"):
         hpo.optimize(two_bowls, BOWL_SPACE, "bohb", max_trials=60, **{**kwargs, "objectives": ["f1", "size"]})
+
+
+@pytest.mark.parametrize("objectives, joined", [(["a", "b"], True), (["a", "b", "c"], False)])
+def test_the_front_figure_joins_its_members_only_with_two_objectives(objectives, joined):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hpo.cli.report_pareto import front_figure
+    from hpo.search.multiobjective.objectives import Goals
+
+    def many(config, budget):
+        x = config["x"]
+        return {"a": x, "b": 1 - x, "c": (x - 0.5) ** 2}
+    result = hpo.optimize(many, {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random", min_budget=1,
+                          max_budget=1, max_trials=12, objectives=objectives, seed=0)
+    figure = front_figure(result.trials, Goals.build(objectives, None, "minimize"))
+    try:
+        fronts = [line for ax in figure.axes for line in ax.get_lines() if line.get_label() == "Pareto front"]
+        assert fronts and all((line.get_linestyle() != "None") == joined for line in fronts)
+    finally:
+        plt.close(figure)
