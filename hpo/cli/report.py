@@ -125,8 +125,14 @@ def importance_warning(configurations: int) -> str:
 
 
 def _save(fig, path: Path) -> str:
+    import warnings
+
     import matplotlib.pyplot as plt
-    fig.savefig(path, dpi=110)
+    with warnings.catch_warnings():
+        # A config value in a script the font lacks (CJK, emoji) draws as a box: one warning per
+        # character on the console says no more than the picture does.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        fig.savefig(path, dpi=110)
     plt.close(fig)
     return path.name
 

@@ -101,3 +101,16 @@ def test_a_missing_trial_lists_the_completed_ones_as_ranges(long_study, capsys, 
     done = hpo_here(capsys, "best", long_study, "--trial", str(TRIALS + 5), "--export", tmp_path / "m.keras")
     assert done.returncode == 2
     assert f"trial {TRIALS + 5} does not exist; completed trials: 0-{TRIALS - 1}" in done.stderr
+
+
+def test_a_report_of_config_values_the_font_lacks_says_nothing_of_missing_glyphs(tmp_path, capsys):
+    import warnings
+    space = {"model": {"type": "choice", "values": ["模型", "rocket 🚀"]},
+             "x": {"type": "float", "low": 0.0, "high": 1.0}}
+    hpo.optimize(lambda config, budget: config["x"], space, "random", min_budget=1, max_budget=1, max_trials=6,
+                 study_dir=tmp_path / "s", seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hpo_here(capsys, "report", tmp_path / "s").returncode == 0
+    assert not [w for w in caught if "missing from font" in str(w.message)]
+    assert (tmp_path / "s" / "report" / "report.html").exists()
