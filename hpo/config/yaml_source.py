@@ -189,10 +189,7 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
         raise err.located(source=str(path)) from None
     references.add_search_path(path.resolve().parent)
     raw = {} if raw is None else raw
-    try:
-        raw = apply_overrides(raw, overrides)
-    except ConfigError as err:      # a malformed --set: it names itself, at no line of the file
-        raise err from None
+    raw = apply_overrides(raw, overrides)      # a malformed --set names itself, at no line of the file
     try:
         return experiment_from_dict(raw, source=str(path))
     except ConfigError as err:

@@ -26,7 +26,7 @@ import numpy as np
 from hpo.data.checks import LoaderProblem, check_arrays
 from hpo.data.dataset import SPLITS, Dataset, classes_of, split
 from hpo.data.loaders import LOADERS, resolve_callable
-from hpo.data.nested import example_shapes, map_tree, rows
+from hpo.data.nested import example_shapes, is_nested, leaves, map_tree, rows
 from hpo.data.settings import DataConfig
 
 log = logging.getLogger("hpo.data")
@@ -120,7 +120,6 @@ def _check_labels_below(counted: Any, classes: Any, name: str, bad: LoaderProble
     """A split's class indices all below the K the model is built for (`classes`: what
     `named` says, verb included), per target array where there are several; the loss fails
     every trial on a label past it."""
-    from hpo.data.nested import is_nested, leaves
     seen_each = leaves(counted)
     # One K for every target array where the loader gives one number for several outputs.
     allowed_each = leaves(classes) if is_nested(classes) else [classes] * len(seen_each)

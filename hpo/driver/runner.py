@@ -429,10 +429,8 @@ def build_keras_runner(experiment: Experiment, study: Study, output_names: Seque
         write_hparams_config(study.tensorboard_dir, experiment.space, logged_objective(experiment),
                              reported + goal_metrics)
     runner = Runner(experiment, study, searcher, make_executor(experiment, study, make_trainer))
-    best_so_far = ranking.best_in(study, search.goals())
     runner.board = SearchBoard(study.tensorboard_dir, search.objective, search.direction,
-                               epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished),
-                               best_so_far=ranking.feasible_value(best_so_far, search.goals()))
+                               epochs_so_far=sum(t.epochs_trained for t in study.trials() if t.state.finished))
     # Trials still 'running' as this driver takes the study were a dead driver's (it never
     # marked them): until they run again, the search run counts them interrupted.
     if study.count(TrialState.RUNNING):

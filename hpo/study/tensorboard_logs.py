@@ -168,14 +168,14 @@ class SearchBoard:
     (step) and against seconds (`..._by_seconds`), trial counts, and the searcher's own figures
     (for BOHB, the budget its model is fitted on)."""
 
-    def __init__(self, logdir: str | Path, objective: str, direction: str, *, epochs_so_far: float = 0.0,
-                 best_so_far: float | None = None):
-        """`epochs_so_far`, `best_so_far`: where a resumed search's curves pick up."""
+    def __init__(self, logdir: str | Path, objective: str, direction: str, *, epochs_so_far: float = 0.0):
+        """`epochs_so_far`: where a resumed search's epoch axis picks up (its best so far comes
+        with each finished trial: the runner's best, which starts from the study's)."""
         import tensorflow as tf
         self._writer = tf.summary.create_file_writer(str(Path(logdir) / SEARCH_RUN))
         self.objective, self.direction = objective, direction
         self._epochs = epochs_so_far
-        self._best = best_so_far
+        self._best: float | None = None
 
     @property
     def step(self) -> int:
