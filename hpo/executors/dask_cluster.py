@@ -140,7 +140,8 @@ class DaskExecutor:
         self._share_of: dict[int, str] = {}        # trial id -> the key of the share training it
         self._epochs: dict[int, int] = {}          # trial id -> epochs trained (for a lost share)
         self._cancelled: set[int] = set()
-        self._buffer: collections.deque[Event] = collections.deque()
+        self._buffer: collections.deque[Event] = collections.deque()     # reports as they arrived
+        self._decoded: collections.deque[Event] = collections.deque()    # booked by has_event, not yet handed on
         # Workers known to have no share of ours: the next share goes to one of them.
         self._free_workers: list[str] = [address for address in info]
         self._heard = self._noted = time.monotonic()     # the last event; the last note about waiting
@@ -159,11 +160,18 @@ class DaskExecutor:
         self._unsent.append(task)
 
     def has_event(self) -> bool:
-        # Never: a buffered report may decode to no event (a cancelled trial's, a share's end
-        # judged lost), and next_event would then wait for the next real one.
-        return False
+        # What has arrived is decoded now: a report may turn out to be no event (a cancelled
+        # trial's, a duplicate end), and a trial's end that has arrived is an event in hand.
+        self._take_inbox(wait=False)
+        while not self._decoded and self._buffer:
+            event = self._on_event(self._buffer.popleft())
+            if event is not None:
+                self._decoded.append(event)
+        return bool(self._decoded)
 
     def next_event(self) -> Event:
+        if self._decoded:
+            return self._decoded.popleft()
         while True:
             while self._buffer:
                 event = self._on_event(self._buffer.popleft())

@@ -198,7 +198,7 @@ class LocalProcessExecutor:
         self.affinity = WorkerAffinity()
         self._workers = [self._start(slot) for slot in range(workers)]
         self._cancelled: set[int] = set()
-        self._backlog: deque[Event] = deque()    # events found together (a dead worker's trials)
+        self._backlog: deque[Event] = deque()    # decoded, not yet handed on (read together, a dead worker's trials)
 
     def _start(self, slot: int) -> _Worker:
         inbox = self._ctx.Queue()
@@ -274,34 +274,43 @@ class LocalProcessExecutor:
         worker.unsent.append(task)
 
     def has_event(self) -> bool:
-        return bool(self._backlog)    # a message still in a pipe may decode to no event
+        # The messages already in the pipes are decoded now: one may turn out to be no event
+        # (a cancelled trial's), and a trial's end that has arrived is an event in hand.
+        if not self._backlog:
+            self._read_ready(timeout=0)
+        return bool(self._backlog)
 
     def next_event(self) -> Event:
-        while True:
-            if self._backlog:
-                return self._backlog.popleft()
+        while not self._backlog:
             # A busy worker's new trials go out only when no event is waiting (or once it is
             # idle): a fused group's ends arrive together, and the trials that refill its
             # slots then leave as one share. An idle worker gets its trials at once, so a
             # stream of events from the others cannot starve it.
             self._send_submitted(idle_only=True)
-            channels = {w.events: w for w in self._workers}
-            ready = mp_connection.wait(list(channels), timeout=0)
-            if not ready:
+            if not self._read_ready(timeout=0):
                 self._send_submitted()
-                ready = mp_connection.wait(list(channels), timeout=POLL_SECONDS)
-            for channel in ready:
-                worker = channels[channel]
-                try:
-                    kind, payload = channel.recv()
-                except Exception:   # noqa: BLE001 - EOF or a torn message: the worker died mid-send
-                    worker.process.kill()
-                    worker.process.join(timeout=5)
-                    continue
-                event = self._receive(worker, kind, payload)
-                if event is not None:
-                    return event
-            self._backlog.extend(self._check_workers())
+                self._read_ready(timeout=POLL_SECONDS)
+            if not self._backlog:
+                self._backlog.extend(self._check_workers())
+        return self._backlog.popleft()
+
+    def _read_ready(self, timeout: float) -> bool:
+        """Decode one message from each worker whose pipe holds one (waiting up to `timeout`
+        for the first) into the backlog; whether any pipe was ready."""
+        channels = {w.events: w for w in self._workers}
+        ready = mp_connection.wait(list(channels), timeout=timeout)
+        for channel in ready:
+            worker = channels[channel]
+            try:
+                kind, payload = channel.recv()
+            except Exception:   # noqa: BLE001 - EOF or a torn message: the worker died mid-send
+                worker.process.kill()
+                worker.process.join(timeout=5)
+                continue
+            event = self._receive(worker, kind, payload)
+            if event is not None:
+                self._backlog.append(event)
+        return bool(ready)
 
     def _send_submitted(self, idle_only: bool = False) -> None:
         """Each worker's newly submitted trials, in one message: it sees them together."""

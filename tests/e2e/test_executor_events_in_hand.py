@@ -1,0 +1,65 @@
+"""The process executors say whether an event is in hand: past a time limit the runner records
+the trials whose ends have arrived rather than interrupt them and run them again. An end that
+sits in a worker's pipe (local) or in the client's inbox (Dask) is in hand, before anything
+else reads it; a cancelled trial's reports are never one."""
+
+import time
+
+import pytest
+
+from hpo.jobs import EpochDone, TrainTask, TrialDone
+from tests.support import kill_search
+
+
+def task(trial_id: int, epochs: int) -> TrainTask:
+    return TrainTask(trial_id=trial_id, config={"x": 0.1 * trial_id, "shape": "wide"}, start_epoch=0,
+                     end_epoch=epochs, seed=trial_id, checkpoint_out="")
+
+
+def events_in_hand_until(executor, done, seconds: float = 60.0) -> list:
+    """Every event read while has_event() says one waits (never a wait on next_event), until
+    `done(events)`."""
+    events: list = []
+    deadline = time.monotonic() + seconds
+    while not done(events):
+        assert time.monotonic() < deadline, f"timed out with {events}"
+        if executor.has_event():
+            events.append(executor.next_event())
+        else:
+            time.sleep(0.005)
+    return events
+
+
+def ends(events) -> set[int]:
+    return {e.trial_id for e in events if isinstance(e, TrialDone)}
+
+
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_arrived_ends_are_in_hand_and_a_cancelled_trials_reports_are_not(backend, tmp_path):
+    study_dir = tmp_path / "study"
+    experiment = kill_search.experiment_for(backend, study_dir)
+    if backend == "local":
+        from hpo.executors.local import LocalProcessExecutor as Executor
+    else:
+        from hpo.executors.dask_cluster import DaskExecutor as Executor
+    executor = Executor(experiment, study_dir, 2, make_trainer=kill_search.make_trainer)
+    try:
+        assert not executor.has_event()
+        executor.submit(task(0, epochs=2))
+        executor.submit(task(1, epochs=2))
+        first = executor.next_event()               # the trials leave with the first wait
+        read = events_in_hand_until(executor, lambda events: ends([first, *events]) == {0, 1})
+        assert all(e.error is None for e in read if isinstance(e, TrialDone))
+        assert not executor.running()
+
+        executor.submit(task(2, epochs=40))         # 0.4 s of epochs, cancelled after its first
+        first = executor.next_event()
+        assert isinstance(first, EpochDone) and first.report.trial_id == 2
+        executor.cancel(2)
+        executor.submit(task(3, epochs=1))
+        first = executor.next_event()               # trial 3 leaves
+        read = [first, *events_in_hand_until(executor, lambda events: 3 in ends([first, *events]))]
+        reported = {e.report.trial_id if isinstance(e, EpochDone) else e.trial_id for e in read}
+        assert reported == {3}, read
+    finally:
+        executor.close()
