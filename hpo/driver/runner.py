@@ -114,6 +114,9 @@ class Runner:
         self.searcher = searcher
         self.executor = executor
         self.on_progress = on_progress or (lambda progress: None)
+        # False where the study is a scratch folder deleted after the search (`hpo.optimize`
+        # without a study_dir): an interrupted trial then has no resume to rerun in.
+        self.resumable = True
         self._jobs: dict[int, Job] = {}
         self._scored_epoch: dict[int, dict[str, float]] = {}    # trial -> the epoch that scores it
         self._curves: dict[int, dict[int, float]] = {}     # trial -> epoch -> objective, for `reads_curves`
@@ -374,10 +377,11 @@ class Runner:
             self.study.mark_interrupted(trial_id, reason)
         # One line, not one per trial: hundreds of workers may be stopped at once.
         if len(interrupted) == 1:
-            log.warning("trial %d interrupted: %s; it will rerun on resume", interrupted[0], reason)
+            log.warning("trial %d interrupted: %s%s", interrupted[0], reason,
+                        "; it will rerun on resume" if self.resumable else "")
         elif interrupted:
-            log.warning("%d trials interrupted (%s): %s; they will rerun on resume", len(interrupted),
-                        trial_ids_text(interrupted), reason)
+            log.warning("%d trials interrupted (%s): %s%s", len(interrupted), trial_ids_text(interrupted), reason,
+                        "; they will rerun on resume" if self.resumable else "")
         if self.board is not None:
             self.board.trials_counted(trial_counts(self.study))
 
@@ -400,11 +404,14 @@ def logged_objective(experiment: Experiment) -> str:
 
 
 def build_runner(experiment: Experiment, study: Study, executor: Executor,
-                 clock: Callable[[], float] | None = None) -> Runner:
+                 clock: Callable[[], float] | None = None, resumable: bool = True) -> Runner:
     """A runner for any executor: the experiment's searcher driving `executor` (a plain
     Python objective's, a simulation's, or a test's), with no Keras-specific checks and no
-    TensorBoard. `clock`: where it reads elapsed time (a simulation's `SimulatedClock`)."""
-    return Runner(experiment, study, searcher_for(experiment), executor, clock=clock)
+    TensorBoard. `clock`: where it reads elapsed time (a simulation's `SimulatedClock`);
+    `resumable`: False where the study is deleted after the search."""
+    runner = Runner(experiment, study, searcher_for(experiment), executor, clock=clock)
+    runner.resumable = resumable
+    return runner
 
 
 def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = (),

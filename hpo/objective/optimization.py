@@ -13,7 +13,8 @@ With `study_dir` the search is persisted in a study folder exactly like `hpo sea
 same call again and it resumes (finished trials kept, the searcher rebuilt by replay); `hpo
 status DIR`, `hpo best DIR` and `hpo export DIR` work on it, and its hpo.log keeps every
 message, failed trials' tracebacks included. A call whose space, searcher or budgets differ
-from the stored study's is refused; `fresh=True` starts a new study there instead.
+from the stored study's is refused; `fresh=True` starts a new study there instead. Ctrl-C
+stops the search once the study is safe and raises `KeyboardInterrupt`, as it stops a script.
 
 Several objectives: `objectives=["error", {"name": "params", "direction": "minimize"}]` and
 `constraints=["params <= 20000"]`, with an objective returning a dict of named values; the
@@ -61,7 +62,7 @@ class OptimizeResult:
     best_budget: float | None
     trials: list[TrialRow]              # every trial, in id order
     stopped_because: str                # 'max_trials', 'time_limit', 'total_budget', 'searcher finished',
-    #                                     'interrupted', 'max_consecutive_failures'
+    #                                     'max_consecutive_failures'
     study_dir: Path | None              # None when the study lived in a temporary folder
     objectives: tuple[Objective, ...] = ()
     pareto: tuple[ParetoMember, ...] = ()   # the front at the largest budget reached, by trial id
@@ -175,13 +176,20 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
             try:
                 if simulate is not None:
                     executor = simulated_executor(simulate, objective, metric, workers, study)
-                summary = build_runner(experiment, study, executor, **_clock_of(executor)).run()
+                summary = build_runner(experiment, study, executor, **_clock_of(executor),
+                                       resumable=study_dir is not None).run()
             except ConfigError as exc:      # e.g. an option the searcher does not take
                 raise _argument_error(exc) from None
             except SearchAborted as exc:    # the result keeps the trials so far (no study_dir: all there is)
                 log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
                 summary = exc.summary
             trials = study.trials()
+    if summary.stopped_because == "interrupted":
+        # The study is safe (and, in a scratch folder, gone): Ctrl-C stops the caller too, as it
+        # stops a script or a notebook cell that loops over searches.
+        if study_dir is not None:
+            log.warning("search interrupted: the study in %s is saved; the same call resumes it", study_dir)
+        raise KeyboardInterrupt
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
     return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,

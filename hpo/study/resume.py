@@ -74,9 +74,19 @@ def differences_blocking_resume(folder: Path, experiment: Experiment) -> list[st
         return []
     study = Study.open(folder, read_only=True)
     try:
-        return binding_differences(study.experiment(), experiment.to_dict())
+        return _blocking(study, experiment.to_dict())
     finally:
         study.close()
+
+
+def _blocking(study: Study, current: dict) -> list[str]:
+    """`binding_differences`, and a space whose parameters come in another order: the
+    searchers draw them in that order, so the same seed would propose other configs."""
+    blocking = binding_differences(study.experiment(), current)
+    stored_order, order = study.space_order(), list(current.get("space") or {})
+    if stored_order is not None and stored_order != order and sorted(stored_order) == sorted(order):
+        blocking.append(f"the order of the space's parameters: {stored_order} -> {order}")
+    return blocking
 
 
 def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool, lock_held: bool) -> Study:
@@ -90,7 +100,7 @@ def _prepare_locked(experiment: Experiment, study_dir: Path, fresh: bool, lock_h
     study = Study.open(study_dir, read_only=True, lock_held=lock_held)
     try:
         stored = study.experiment()
-        blocking = binding_differences(stored, current)
+        blocking = _blocking(study, current)
         if blocking:
             raise UserInputError(
                 f"{study_dir}: the study was run with a different experiment, so resuming would mix "
@@ -145,12 +155,13 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
                 if study.replaced_experiment is not None:
                     study.replace_experiment(study.replaced_experiment)
                 raise ReplayMismatch(f"replaying the study: trial {trial_id} was stored as {payload}, "
-                                     f"but the searcher now asks {job and job.to_dict()} (its options, seed "
-                                     f"or version differ from the study's: name the values the study ran "
-                                     f"with in search.options, e.g. a default that changed between versions "
-                                     f"such as BOHB's explore_from, async_bohb's batch (argmax before it "
-                                     f"became penalty) or async_bohb's model (tpe before it became gp), or "
-                                     f"start anew with --fresh)")
+                                     f"but the searcher now asks {job and job.to_dict()} (its options, seed, "
+                                     f"version or the order of the space's parameters differ from the "
+                                     f"study's: name the values the study ran with in the searcher's options "
+                                     f"(search.options; options= in Python), e.g. a default that changed "
+                                     f"between versions such as BOHB's explore_from, async_bohb's batch "
+                                     f"(argmax before it became penalty) or async_bohb's model (tpe before it "
+                                     f"became gp), or start anew (--fresh; fresh=True in Python))")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
         elif kind == "total_budget" and searcher.plans_total_budget:

@@ -160,6 +160,9 @@ class Study:
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             db.execute("INSERT INTO meta VALUES ('experiment', ?)", (json.dumps(experiment, sort_keys=True),))
             db.execute("INSERT INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
+            # The experiment is stored with sorted keys; the searchers draw parameters in the
+            # space's own order, which a resume must keep (`space_order`).
+            db.execute("INSERT INTO meta VALUES ('space_order', ?)", (json.dumps(list(experiment.get("space") or {})),))
             db.execute("COMMIT")
         finally:
             db.close()          # the last connection: SQLite checkpoints the log into the file
@@ -259,6 +262,12 @@ class Study:
     def experiment(self) -> dict[str, Any]:
         row = self._db.execute("SELECT value FROM meta WHERE key='experiment'").fetchone()
         return json.loads(row[0])
+
+    def space_order(self) -> list[str] | None:
+        """The space's parameters in the order the study was created with (None: a study made
+        before studies kept it)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='space_order'").fetchone()
+        return None if row is None else json.loads(row[0])
 
     def replace_experiment(self, experiment: Mapping[str, Any]) -> None:
         """Store the resumable parts that changed (max_trials, execution, ...)."""

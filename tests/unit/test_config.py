@@ -219,7 +219,7 @@ def test_an_option_dropped_is_one_line_naming_it():
 
 def test_binding_differences_ignore_resumable_keys():
     a = experiment_from_dict(MINIMAL).to_dict()
-    b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4},
+    b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4}, "name": "renamed",
                               "training": {"fuse": "auto"}}).to_dict()     # fused or not, trials train the same
     diffs = binding_differences(a, b)
     assert diffs == ["search.eta: 3.0 -> 4.0"]

@@ -255,6 +255,58 @@ def test_a_changed_space_under_study_dir_says_to_pass_fresh_and_fresh_starts_ane
     assert said == [f"started afresh: the previous study was moved to {next(tmp_path.glob('study.old-*'))}"]
 
 
+@pytest.mark.parametrize("persisted", [True, False])
+def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resumes(tmp_path, monkeypatch, persisted):
+    import signal
+
+    import hpo.driver.runner
+    import hpo.objective.optimization
+    said = []
+    for module in (hpo.driver.runner, hpo.objective.optimization):
+        monkeypatch.setattr(module.log, "warning", lambda message, *args: said.append(message % args))
+    calls = []
+
+    def objective(config, budget):
+        calls.append(config)
+        if len(calls) == 3:
+            signal.raise_signal(signal.SIGINT)      # Ctrl-C while the third trial runs
+        return bowl(config, budget)
+    study = tmp_path / "study" if persisted else None
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)    # a script's own handler
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=6, study_dir=study)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    interrupted = [line for line in said if "interrupted" in line]
+    if not persisted:        # a scratch study is gone: nothing will rerun
+        assert interrupted == ["trial 2 interrupted: interrupted by the user (Ctrl-C)"], said
+        return
+    assert interrupted == ["trial 2 interrupted: interrupted by the user (Ctrl-C); it will rerun on resume",
+                           f"search interrupted: the study in {study} is saved; the same call resumes it"], said
+    result = hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=6, study_dir=study)
+    assert [t.state.value for t in result.trials] == ["complete"] * 6
+    straight = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=6)
+    assert [t.config for t in result.trials] == [t.config for t in straight.trials]
+
+
+def test_a_renamed_objective_resumes_its_study_and_a_reordered_space_is_refused_before_the_search(tmp_path):
+    study = tmp_path / "study"
+    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=6, study_dir=study)
+
+    def renamed(config, budget):
+        return bowl(config, budget)
+    result = hpo.optimize(renamed, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
+    assert len(result.trials) == 8
+    reordered = {"kind": SPACE["kind"], "y": SPACE["y"], "x": SPACE["x"]}
+    with pytest.raises(hpo.errors.UserInputError) as caught:
+        hpo.optimize(bowl, reordered, "bohb", min_budget=1, max_budget=9, max_trials=10, study_dir=study)
+    assert "the order of the space's parameters: ['x', 'kind', 'y'] -> ['kind', 'x', 'y']" in str(caught.value)
+    assert "fresh=True" in str(caught.value)
+    assert len(hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=10,
+                            study_dir=study).trials) == 10
+
+
 def test_an_objective_that_raises_keeps_its_traceback_in_the_trial_error_and_hpo_log(tmp_path):
     def deep_failure(config, budget):
         return {}["missing key"]

@@ -77,7 +77,7 @@ def test_replay_refuses_a_history_the_searcher_does_not_reproduce(tmp_path):
     exp = experiment(tmp_path, "random", max_trials=3)
     _, study = run(exp, objective)
     other = make_searcher("random", exp.space, seed=99, direction="minimize", min_budget=1, max_budget=9, eta=3)
-    hint = r"name the values the study ran with in search\.options.*--fresh"
+    hint = r"name the values the study ran with in the searcher.s options \(search\.options.*--fresh"
     with pytest.raises(ReplayMismatch, match=r"trial 0 .*" + hint):
         replay(study, other)
 
@@ -90,7 +90,8 @@ def test_changed_search_options_resume_only_where_they_replay_every_ask(tmp_path
     stored = study.experiment()
     study.close()
     other = experiment(tmp_path, "bohb", max_trials=24, options={"top_n_percent": 15, "initial_design": "uniform"})
-    with pytest.raises(ReplayMismatch, match="name the values the study ran with in search.options") as refused:
+    hint = r"name the values the study ran with in the searcher.s options \(search\.options"
+    with pytest.raises(ReplayMismatch, match=hint) as refused:
         run(other, objective)
     assert isinstance(refused.value, hpo.errors.UserInputError)       # the CLI's exit 2, one message
     reopened = prepare_study(experiment(tmp_path, "bohb", max_trials=20, options={"top_n_percent": 15}), tmp_path)
