@@ -373,6 +373,8 @@ def _param_from_dict(name: str, body: Any) -> Param:
         value = body[bound] = _number_from_text(body.get(bound))
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"'{bound}' must be a number, got {value!r}", key=f"{key}.{bound}")
+        if not math.isfinite(value):       # a NaN bound passes `low >= high` and samples NaN
+            raise ConfigError(f"'{bound}' must be a finite number, got {value!r}", key=f"{key}.{bound}")
         if kind == "int" and not float(value).is_integer():
             raise ConfigError(f"'{bound}' must be a whole number for an int parameter, got {value!r}",
                               key=f"{key}.{bound}")

@@ -111,6 +111,11 @@ class TrialResult:
             return result
         if result is None:
             return cls(value=None, state=TrialState.FAILED, error="objective returned None")
+        # float() would read the text "0.3" and True as results; numbers, numpy's scalars and
+        # 0-d arrays, and eager tensors convert themselves (`__float__`).
+        if isinstance(result, bool) or not hasattr(result, "__float__"):
+            raise TypeError(f"expected a number (the objective's value), None (a failure) or a TrialResult, "
+                            f"got {type(result).__name__} {result!r}")
         value = float(result)
         if not math.isfinite(value):
             return cls(value=None, state=TrialState.FAILED, error=f"objective was {value}")

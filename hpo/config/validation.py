@@ -157,8 +157,8 @@ def python_argument_error(exc: ConfigError, arguments: Mapping[str, str], face: 
     key = exc.key or ""
     if key == "space" or key.startswith("space."):
         return kind(exc.message, key=exc.key, source=f"{face}, argument 'space'")
-    argument = next((arg for prefix, arg in arguments.items() if key == prefix or key.startswith(prefix + ".")),
-                    None)
+    argument = next((arg for prefix, arg in arguments.items()
+                     if key == prefix or key.startswith(prefix + ".") or key.startswith(prefix + "[")), None)
     if argument is None:
         return kind(exc.message, key=exc.key, source=face)
     return kind(exc.message, source=f"{face}, argument {argument!r}")
@@ -244,7 +244,7 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
         objective, default_direction = first["name"], first["direction"]
     total_budget = s.get("total_budget", "number")
     if total_budget is not None and total_budget < s.get("max_budget", "number"):
-        raise ConfigError(f"expected at least search.max_budget ({s.get('max_budget', 'number'):g}), the budget "
+        raise ConfigError(f"expected at least the largest budget ({s.get('max_budget', 'number'):g}), the budget "
                           f"of one full evaluation, got {total_budget:g}", key="search.total_budget")
     search = SearchConfig(
         algorithm=s.get("algorithm", "str", default_algorithm(execution.backend),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -53,6 +54,12 @@ def library_log_file(path: Path):
     logger.setLevel(logging.DEBUG)
     try:
         yield
+    except Exception as exc:
+        # The caller gets the exception; the study's log keeps it too, traceback and all,
+        # written to the file alone (the application reports what it catches its own way).
+        handler.handle(logger.makeRecord(logger.name, logging.ERROR, __file__, 0, "the search stopped: %s: %s",
+                                         (type(exc).__name__, exc), sys.exc_info()))
+        raise
     finally:
         logger.setLevel(saved_level)
         logger.propagate = saved_propagate

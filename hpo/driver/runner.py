@@ -7,6 +7,7 @@ back into a `TrialResult`. It is also the only writer of the study.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -196,6 +197,12 @@ class Runner:
         except SearchAborted as exc:
             exc.summary = SearchSummary(trials_finished_now=finished_now, stopped_because="max_consecutive_failures",
                                         best=self._best, elapsed_seconds=self.clock() - started)
+            raise
+        except Exception as exc:
+            # The study says what was running when the driver failed, as for Ctrl-C: those
+            # trials are interrupted, and a resume runs them again.
+            with contextlib.suppress(Exception):
+                self._interrupt_running(f"the search stopped on {type(exc).__name__}")
             raise
         finally:
             self.executor.close()

@@ -27,6 +27,7 @@ the CLI would name).
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,8 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
                  "search.time_limit": "time_limit", "search.total_budget": "total_budget",
                  "search.direction": "direction", "search.objective": "metric",
                  "search.options": "options", "seed": "seed", "execution.workers": "workers",
-                 "output.dir": "study_dir", "search.max_consecutive_failures": "max_consecutive_failures"}
+                 "output.dir": "study_dir", "search.max_consecutive_failures": "max_consecutive_failures",
+                 "search.initial_configs": "initial_configs"}
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
+    _check_containers(options, initial_configs, study_dir)
     if max_trials is None and time_limit is None and total_budget is None:
         max_trials = DEFAULT_MAX_TRIALS
     goals = _goals(objectives, constraints, metric, direction, options)
@@ -216,6 +219,22 @@ def _check_workers_and_simulate(workers: Any, simulate: Any) -> None:
                           source="hpo.optimize(), argument 'workers'")
 
 
+def _check_containers(options: Any, initial_configs: Any, study_dir: Any) -> None:
+    """The arguments read as containers or paths before the experiment is built, checked
+    first, so that a wrong kind is named rather than failing inside `dict()` or `Path()`."""
+    def refuse(argument: str, expected: str, got: Any) -> None:
+        raise ConfigTypeError(f"expected {expected}, got {type(got).__name__} {got!r}",
+                              source=f"hpo.optimize(), argument {argument!r}")
+    if options is not None and not isinstance(options, Mapping):
+        refuse("options", "a dict of the searcher's keyword arguments", options)
+    if initial_configs is not None and (isinstance(initial_configs, (str, bytes, Mapping))
+                                        or not isinstance(initial_configs, Sequence)
+                                        or not all(isinstance(c, Mapping) for c in initial_configs)):
+        refuse("initial_configs", "a list of configs, each a dict of the space's parameters", initial_configs)
+    if study_dir is not None and not isinstance(study_dir, (str, os.PathLike)):
+        refuse("study_dir", "a folder path (str or pathlib.Path)", study_dir)
+
+
 def _clock_of(executor) -> dict[str, Any]:
     clock = getattr(executor, "clock", None)
     return {"clock": clock} if clock is not None else {}
@@ -234,16 +253,20 @@ def _goals(objectives, constraints, metric: str, direction: str, options) -> Goa
     if taken:
         raise ConfigError(f"{taken[0]!r} is an argument of optimize, not a searcher option",
                           source="hpo.optimize(), argument 'options'")
+    def argument(exc: Exception) -> str:
+        if "constraint" in str(exc):
+            return "constraints"
+        if objectives is not None:
+            return "objectives"
+        return "direction" if "direction" in str(exc) else "metric"
     try:
         if objectives is None:
             return Goals.build([Objective(metric, direction)], constraints)
         return Goals.build(objectives, constraints)
     except TypeError as exc:
-        argument = "constraints" if "constraint" in str(exc) else "objectives"
-        raise ConfigTypeError(str(exc), source=f"hpo.optimize(), argument {argument!r}") from None
+        raise ConfigTypeError(str(exc), source=f"hpo.optimize(), argument {argument(exc)!r}") from None
     except ValueError as exc:
-        argument = "constraints" if "constraint" in str(exc) else "objectives"
-        raise ConfigError(str(exc), source=f"hpo.optimize(), argument {argument!r}") from None
+        raise ConfigError(str(exc), source=f"hpo.optimize(), argument {argument(exc)!r}") from None
 
 
 def _checked(objective: Callable[[Mapping[str, Any], float], Any], goals: Goals):

@@ -5,6 +5,7 @@ equal share that synchronous Hyperband gives it."""
 from __future__ import annotations
 
 from hpo.search.asha import ASHA
+from hpo.search.base import check_schedule_kinds
 from hpo.search.schedule import rung_budgets
 
 
@@ -13,6 +14,7 @@ class AsyncHyperband(ASHA):
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):
+        check_schedule_kinds(min_budget, max_budget, eta, seed)
         n_brackets = len(rung_budgets(min_budget, max_budget, eta))
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
                          max_budget=max_budget, eta=eta, brackets=n_brackets, sampler=sampler, **goals)

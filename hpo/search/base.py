@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import math
+import numbers
 from typing import Any, Mapping
 
 import numpy as np
@@ -219,6 +220,18 @@ def unseen_sample(space: SearchSpace, rng: np.random.Generator, seen: set[str],
     return config
 
 
+def check_schedule_kinds(min_budget: Any, max_budget: Any, eta: Any, seed: Any) -> None:
+    """The schedule's numbers and the seed of the right kind, refused by name: a searcher that
+    plans its brackets from them before `Searcher.__init__` calls this first."""
+    for name, value in (("min_budget", min_budget), ("max_budget", max_budget), ("eta", eta)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise TypeError(f"seed must be a whole number >= 0, got {type(seed).__name__} {seed!r}")
+
+
 class Searcher(abc.ABC):
     """Base class: trial ids, pending jobs, direction handling and the finished history."""
 
@@ -256,6 +269,7 @@ class Searcher(abc.ABC):
             direction = self.goals.objectives[0].direction
         self.tie_break = tie_break
         self.points: dict[int, tuple[np.ndarray, float]] = {}   # told trial id -> (losses, violation)
+        check_schedule_kinds(min_budget, max_budget, eta, seed)
         if not (0 < min_budget <= max_budget):
             raise ValueError(f"need 0 < min_budget <= max_budget, got {min_budget} and {max_budget}")
         if eta < 2:

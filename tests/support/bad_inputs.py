@@ -207,7 +207,7 @@ CASES = [
     case("NaN learning rate", CONFIG, ["training.learning_rate=.nan"], ["key 'training.learning_rate'", "finite"]),
     case("infinite time limit", CONFIG, ["search.time_limit=.inf"], ["key 'search.time_limit'", "finite"]),
     case("total budget below one full evaluation", CONFIG, ["search.total_budget=0.5"],
-         ["key 'search.total_budget'", "at least search.max_budget"]),
+         ["key 'search.total_budget'", "at least the largest budget (1)"]),
     case("NaN in loader options", CONFIG, ["data.options={scale: .nan}"], ["key 'data.options.scale'", "finite"]),
     case("splits sum to 1", CONFIG, ["data.validation_split=0.5", "data.test_split=0.5"],
          ["key 'data.test_split'", "validation_split + test_split < 1"]),

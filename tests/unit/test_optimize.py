@@ -226,6 +226,44 @@ def test_workers_and_simulate_of_the_wrong_kind_are_refused_naming_the_argument(
     assert not (tmp_path / "study").exists()
 
 
+@pytest.mark.parametrize("arguments, kind, message", [
+    ({"options": ["a"]}, TypeError, "argument 'options': expected a dict of the searcher's keyword arguments, "
+                                    "got list ['a']"),
+    ({"initial_configs": {"x": 1.0, "kind": "a"}}, TypeError, "argument 'initial_configs': expected a list of "
+                                                              "configs, each a dict of the space's parameters"),
+    ({"initial_configs": [{"x": 100.0, "kind": "a"}]}, ValueError, "argument 'initial_configs': not a config"),
+    ({"study_dir": 5}, TypeError, "argument 'study_dir': expected a folder path (str or pathlib.Path), got int 5"),
+    ({"direction": "max"}, ValueError, "argument 'direction': objective 'objective': direction must be"),
+    ({"metric": 3}, TypeError, "argument 'metric': an objective's name must be a non-empty string, got 3"),
+    ({"total_budget": 5}, ValueError, "argument 'total_budget': expected at least the largest budget (9)"),
+])
+def test_arguments_of_the_wrong_kind_are_refused_naming_the_argument(tmp_path, monkeypatch, arguments, kind,
+                                                                      message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(kind) as caught:
+        hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=2, **arguments)
+    assert isinstance(caught.value, ConfigError)
+    assert f"hpo.optimize(), {message}" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_simulation_whose_objective_returns_no_cost_leaves_its_trial_interrupted_and_its_error_in_hpo_log(
+        tmp_path):
+    from hpo.study import Study
+    study = tmp_path / "study"
+    with pytest.raises(hpo.errors.UserInputError, match="with no 'cost'"):
+        hpo.optimize(lambda config, budget: {"objective": config["x"]}, SPACE, "random", min_budget=1, max_budget=1,
+                     max_trials=4, workers=2, simulate=hpo.Simulation(), study_dir=study)
+    opened = Study.open(study, read_only=True)
+    try:
+        assert [(t.trial_id, t.state.value) for t in opened.trials()] == [(0, "interrupted")]
+    finally:
+        opened.close()
+    log_text = (study / "hpo.log").read_text()
+    assert "ERROR hpo: the search stopped: UserInputError: a simulated search needs" in log_text
+    assert "Traceback (most recent call last)" in log_text
+
+
 @pytest.mark.parametrize("where", ["a file", "."])
 def test_a_study_dir_that_cannot_hold_a_study_names_the_argument_not_the_cli(tmp_path, monkeypatch, where):
     monkeypatch.chdir(tmp_path)

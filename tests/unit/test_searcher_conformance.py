@@ -2,6 +2,7 @@
 
 import functools
 import math
+import re
 
 import pytest
 
@@ -80,6 +81,30 @@ def test_tell_accepts_floats_and_unusable_values(name, bad):
     job = searcher.ask()
     searcher.tell(job, 0.5)
     assert searcher.history[-1][1].value == 0.5
+
+
+@pytest.mark.parametrize("text", ["0.3", b"1", True])
+def test_text_or_a_bool_told_as_a_result_is_refused_and_the_job_stays_pending(name, text):
+    """float("0.3") and float(True) would rank them as values."""
+    searcher = make(name)
+    job = searcher.ask()
+    with pytest.raises(TypeError, match="expected a number"):
+        searcher.tell(job, text)
+    assert job.trial_id in searcher.pending
+    searcher.tell(job, 0.25)
+    assert searcher.history[-1][1].value == 0.25
+
+
+@pytest.mark.parametrize("arguments, kind, message", [
+    ({"min_budget": "1"}, TypeError, "min_budget must be a number, got str '1'"),
+    ({"max_budget": float("inf")}, ValueError, "max_budget must be a finite number, got inf"),
+    ({"eta": float("nan")}, ValueError, "eta must be a finite number"),
+    ({"seed": "a"}, TypeError, "seed must be a whole number >= 0, got str 'a'"),
+    ({"seed": -1}, TypeError, "seed must be a whole number >= 0, got int -1"),
+])
+def test_a_schedule_or_seed_of_the_wrong_kind_is_refused_by_name(name, arguments, kind, message):
+    with pytest.raises(kind, match=re.escape(message)):
+        make(name, **arguments)
 
 
 def test_telling_an_unknown_job_is_an_error(name):
@@ -218,6 +243,13 @@ def drive_several(searcher, n_jobs, workers=1):
 @pytest.fixture(params=sorted(MO_SEARCHERS))
 def mo_name(request):
     return request.param
+
+
+def test_none_told_with_several_objectives_is_a_failure(mo_name):
+    searcher = MO_SEARCHERS[mo_name](SPACE, objectives=["a", "b"], **BUDGETS)
+    job = searcher.ask()
+    searcher.tell(job, None)
+    assert searcher.history[-1][1].state == TrialState.FAILED
 
 
 @pytest.mark.parametrize("n_objectives", [2, 3])

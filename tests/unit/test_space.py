@@ -123,3 +123,14 @@ def test_numpy_values_become_python_at_any_depth_and_tuples_keep_their_kind():
     got = python_values({"a": [np.int64(1), (np.float32(0.5),)], "b": Pair(np.int32(2), np.array([3, 4])), "c": "x"})
     assert got == {"a": [1, (0.5,)], "b": Pair(2, [3, 4]), "c": "x"} and type(got["b"]) is Pair
     assert type(got["a"][0]) is int and type(got["a"][1]) is tuple and type(got["b"].high) is list
+
+
+@pytest.mark.parametrize("bound, value", [("low", float("nan")), ("high", float("inf")), ("low", float("-inf"))])
+def test_a_bound_that_is_not_finite_is_refused_naming_it(bound, value):
+    """A NaN bound passes `low >= high`, and the searchers would propose NaN."""
+    body = {"type": "float", "low": 0.0, "high": 1.0, bound: value}
+    with pytest.raises(ConfigError, match=rf"key 'space.x.{bound}': '{bound}' must be a finite number"):
+        SearchSpace.from_dict({"x": body})
+    from hpo.search import BOHB
+    with pytest.raises(ConfigError, match="must be a finite number"):
+        BOHB({"x": body}, min_budget=1, max_budget=9)

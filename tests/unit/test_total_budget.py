@@ -119,7 +119,7 @@ def test_max_trials_is_no_limit_beside_a_total_unless_given():
     assert experiment().search.max_trials == 50 and experiment().search.total_budget is None
     assert experiment(total_budget=100).search.max_trials is None
     assert experiment(total_budget=100, max_trials=7).search.max_trials == 7
-    with pytest.raises(ConfigError, match=r"search\.total_budget.*at least search\.max_budget \(27\).*got 20"):
+    with pytest.raises(ConfigError, match=r"search\.total_budget.*at least the largest budget \(27\).*got 20"):
         experiment(total_budget=20)
     with pytest.raises(ConfigError, match=r"search\.total_budget"):
         experiment(total_budget="lots")

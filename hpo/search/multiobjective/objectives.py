@@ -199,6 +199,8 @@ class Goals:
         without `values` gets them from its metrics; one missing an objective there failed."""
         if isinstance(told, TrialResult):
             return self._completed(told)
+        if told is None:           # a failure, however many objectives
+            return TrialResult.coerce(None)
         if isinstance(told, Mapping):
             metrics = {}
             for key, value in told.items():
@@ -210,7 +212,8 @@ class Goals:
                 raise ValueError(f"the told dict has no {missing[0]!r}{suggest(missing[0], metrics)}; "
                                  f"it must hold {', '.join(self.names + tuple(c.name for c in self.constraints))}")
             return self._completed(TrialResult(value=metrics[self.names[0]], metrics=metrics))
-        if isinstance(told, (Sequence, np.ndarray)) and not isinstance(told, (str, bytes)):
+        if (isinstance(told, Sequence) and not isinstance(told, (str, bytes))) or \
+                (isinstance(told, np.ndarray) and told.ndim > 0):
             values = [_number(v, f"value {i}") for i, v in enumerate(told)]
             if len(values) != len(self.objectives):
                 raise ValueError(f"told {len(values)} values, but the searcher has {len(self.objectives)} "

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any, Mapping
 
+from hpo.errors import did_you_mean
 from hpo.search.base import ConfigSampler
 from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto_tpe import make_pareto_model
@@ -28,6 +31,11 @@ def with_resumes(model: str, options: Mapping[str, Any], resumes: bool) -> dict[
     return dict(options)
 
 
+# The BOHB family's own keywords, for a did-you-mean on one that reached the model instead.
+SEARCHER_KEYWORDS = {"seed", "direction", "min_budget", "max_budget", "eta", "model", "objectives", "constraints",
+                     "tie_break", "climbers", "resumes", "total_budget"}
+
+
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume",
                resumes: bool = True) -> ConfigSampler:
@@ -49,4 +57,15 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
                                  goals, tie_break)
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
-    return MODELS[model](space, **options)
+    try:
+        return MODELS[model](space, **options)
+    except TypeError as exc:
+        # Python's message would name the model's class, which the user never wrote: what
+        # reaches the model is every keyword the searcher did not take itself.
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if unknown is None:
+            raise
+        name = unknown.group(1)
+        known = set(inspect.signature(MODELS[model]).parameters) | SEARCHER_KEYWORDS
+        raise TypeError(f"got an unexpected keyword argument {name!r}: neither the searcher's nor its "
+                        f"{model!r} model's{did_you_mean(name, sorted(known))}") from None
