@@ -57,9 +57,13 @@ class TunableOptimizer:
         hyper = self.hyperparameter_variables
         self.state = [v for v in self.optimizer.variables if not any(v is h for h in hyper)]
 
-    def assign(self, params: Mapping[str, Any]) -> None:
-        for variable, value in zip(self.hyperparameter_variables, self.hyperparameter_values(params)):
-            variable.assign(value)
+    def assign(self, params: Mapping[str, Any], learning_rate: bool = True) -> None:
+        """The config's hyperparameters into their variables; `learning_rate=False` leaves the
+        rate as it is (a checkpoint's: where a callback's schedule left it)."""
+        for key, variable, value in zip(self.record.hyperparameters, self.hyperparameter_variables,
+                                        self.hyperparameter_values(params)):
+            if learning_rate or key != "learning_rate":
+                variable.assign(value)
 
     @property
     def hyperparameter_variables(self) -> list:

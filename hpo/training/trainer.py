@@ -377,7 +377,10 @@ class Trainer:
             if restored != task.start_epoch:
                 raise TrialFailed(f"checkpoint {task.checkpoint_in} ends at epoch {restored}, "
                                   f"expected {task.start_epoch}")
-            program.optimizer.assign(params)
+            # The checkpoint holds the rate the parent's last epoch trained at, which a
+            # callback's schedule may have moved; the other hyperparameters' variables may hold
+            # another trial's values (a reused program) and take the config's.
+            program.optimizer.assign(params, learning_rate=False)
         control = TrialControl.for_job(self.training, program.model, program.optimizer.optimizer)
         if engine.engine == "fit":
             group = FitTrial(program, task, control)

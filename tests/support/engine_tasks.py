@@ -84,3 +84,9 @@ def failing_step_mlp(config, input_shape, num_classes):
 def halve_learning_rate():
     """Keras's own LearningRateScheduler: the rate halves from the second epoch of a job on."""
     return keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate / 2 if epoch else rate)
+
+
+def halve_learning_rate_each_epoch():
+    """A stateful schedule: each epoch halves the rate the optimizer holds, so a promotion
+    continues correctly only from the rate its parent ended with."""
+    return keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate / 2)

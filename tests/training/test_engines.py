@@ -102,6 +102,19 @@ def test_a_keras_learning_rate_schedule_steers_both_engines(binary_data, tmp_pat
     assert abs(with_schedule[1]["loss"] - without[1]["loss"]) > 1e-4
 
 
+@pytest.mark.parametrize("engine", ["compiled", "fit"])
+def test_a_promotion_continues_at_the_learning_rate_a_callback_left_it(binary_data, tmp_path, engine):
+    """The checkpoint keeps the optimizer's rate as the parent's last epoch left it: epochs 2-3
+    continued from epoch 1 train as epochs 2-3 of one job, not from the config's rate again."""
+    scheduled = trainer(binary_data, engine, callbacks=("tests.support.engine_tasks:halve_learning_rate_each_epoch",))
+    straight = [r.metrics for r in scheduled.run(task(tmp_path, "straight"))]
+    list(scheduled.run(task(tmp_path, "first", end=1)))
+    continued = [r.metrics for r in scheduled.run(task(tmp_path, "continued", 1, 3, str(tmp_path / "first.npz")))]
+    assert [m["learning_rate"] for m in straight] == pytest.approx([0.01, 0.005, 0.0025])
+    assert [m["learning_rate"] for m in continued] == pytest.approx([0.005, 0.0025])
+    assert [m["loss"] for m in continued] == pytest.approx([m["loss"] for m in straight[1:]], rel=1e-5)
+
+
 def test_a_failure_on_the_fit_engine_is_recorded_with_its_error(binary_data, tmp_path):
     from hpo.jobs import TrialDone
     from hpo.training.trainer import Trainer
