@@ -70,8 +70,7 @@ def several_outputs_compile(loss, metrics, model) -> tuple[dict, dict]:
         if identifier is None:
             raise ConfigError(f"names no loss for the model's output {name!r}; expected a loss for each of "
                               f"{', '.join(names)}", key="training.loss")
-        loss_object = keras_loss(identifier, model, output=index)
-        losses[name] = loss_object() if isinstance(loss_object, type) else loss_object
+        losses[name] = keras_loss(identifier, model, output=index)
         listed[name] = [keras_metric(m) for m in metrics_for(metrics, name)]
     return losses, listed
 
@@ -128,8 +127,6 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
         for identifier, metric in zip(metrics, compiled_metrics):
             metric.name = logged_name(identifier)
         keras_loss_object = keras_loss(loss, model)
-        if isinstance(keras_loss_object, type):
-            keras_loss_object = keras_loss_object()
     model.compile(optimizer=optimizer.optimizer, loss=keras_loss_object, metrics=compiled_metrics,
                   jit_compile=mode == "xla", run_eagerly=mode == "eager", steps_per_execution=steps_per_execution)
     measures = FitMeasures(metrics, outputs)

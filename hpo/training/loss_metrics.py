@@ -265,12 +265,19 @@ def keras_loss(loss: str, model, output: int = 0):
     if loss in _PROBABILITY_LOSSES:
         logits = outputs_logits(model, output)
         return type(_loss_function(loss, logits))(from_logits=logits)
-    return resolve(loss, key="training.loss") if ":" in loss else keras.losses.get(loss)
+    return _instance(resolve(loss, key="training.loss")) if ":" in loss else keras.losses.get(loss)
 
 
 def keras_metric(metric: str):
-    """A metric for Keras's own `compile`: the identifier, or the referenced function."""
-    return resolve(metric, key="training.metrics") if ":" in metric else metric
+    """A metric for Keras's own `compile`: the identifier, or the referenced function or (an
+    instance of) class."""
+    return _instance(resolve(metric, key="training.metrics")) if ":" in metric else metric
+
+
+def _instance(referenced):
+    """A referenced class as an instance, as the trainer uses it: Keras's `compile` takes the
+    class too, but saving the model then calls `get_config` on the class."""
+    return referenced() if isinstance(referenced, type) else referenced
 
 
 def check_on_batch(measures: LossAndMetrics, model, x, y) -> str | None:

@@ -45,3 +45,25 @@ def softmax_mlp(config, input_shape, num_classes):
 def half_absolute_error(y_true, y_pred):
     """A custom metric named by reference."""
     return 0.5 * keras.ops.mean(keras.ops.abs(keras.ops.squeeze(y_pred, -1) - y_true), axis=-1)
+
+
+class HalfSquaredError(keras.losses.Loss):
+    """A custom loss named by reference to its class."""
+
+    def call(self, y_true, y_pred):
+        return 0.5 * keras.ops.mean(keras.ops.square(keras.ops.squeeze(y_pred, -1) - y_true), axis=-1)
+
+
+class LargestError(keras.metrics.Metric):
+    """A custom stateful metric named by reference to its class."""
+
+    def __init__(self, name="largest_error", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.largest = self.add_variable(shape=(), initializer="zeros", name="largest")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        error = keras.ops.max(keras.ops.abs(keras.ops.squeeze(y_pred, -1) - keras.ops.cast(y_true, y_pred.dtype)))
+        self.largest.assign(keras.ops.maximum(self.largest, error))
+
+    def result(self):
+        return self.largest

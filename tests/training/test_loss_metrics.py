@@ -147,6 +147,21 @@ def test_fusion_refuses_what_its_step_does_not_compute():
 
 # --- searches through the CLI ---------------------------------------------------------------
 
+def test_referenced_loss_and_metric_classes_compile_into_a_model_keras_can_save(tmp_path):
+    """`hpo best --export` compiles the exported model with them: a class handed to Keras's
+    compile trains, but saving then calls `get_config` on the class itself."""
+    from hpo.training.loss_metrics import keras_loss, keras_metric
+    from tests.support import loss_tasks
+    model = loss_tasks.linear_output_mlp({}, (8,), 1)
+    model.compile(optimizer="adam", loss=keras_loss("tests.support.loss_tasks:HalfSquaredError", model),
+                  metrics=[keras_metric("tests.support.loss_tasks:LargestError"), keras_metric("mae"),
+                           keras_metric("tests.support.loss_tasks:half_absolute_error")])
+    x, y, _ = loss_tasks.regression(samples=32)
+    model.evaluate(x, y, verbose=0)
+    model.save(tmp_path / "model.keras")
+    assert (tmp_path / "model.keras").stat().st_size > 0
+
+
 @pytest.mark.slow
 def test_a_regression_ranked_by_val_mae(tmp_path, capsys):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
