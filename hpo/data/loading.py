@@ -17,8 +17,11 @@ wrong, raised in the pre-flight before a study folder exists.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
+import traceback
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -40,10 +43,18 @@ def call_loader(config: DataConfig) -> tuple[Any, LoaderProblem]:
     ref = config.dataset
     loader: Callable = resolve_callable(ref, LOADERS, key="data.dataset")
     bad = LoaderProblem(ref)
+    options = dict(config.options)
     try:
-        return loader(**dict(config.options)), bad
+        inspect.signature(loader).bind(**options)
     except TypeError as exc:
-        raise bad(f"does not accept data.options {dict(config.options)}: {exc}") from None
+        raise bad(f"does not accept data.options {options}: {exc}") from None
+    except ValueError:      # a callable without a signature to read: the call says
+        pass
+    try:
+        return loader(**options), bad
+    except Exception as exc:   # the user's loader: its error is the user's to fix, before any study
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise bad(f"failed: {type(exc).__name__}: {exc} (at {Path(frame.filename).name}:{frame.lineno})") from None
 
 
 def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True, announce: bool = True) -> Dataset:

@@ -179,8 +179,16 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     try:
         model = builder(recorder, input_shape, num_classes)
     except Exception as exc:   # the user's builder: its error is the user's to fix
+        # Arrays wrapped in a dict or tuple reach the builder as shapes and class counts of
+        # that structure, which a builder of one input or output cannot read: say where from.
+        wrapped = [f"{what} as {'a dict' if isinstance(value, dict) else 'a tuple'} ({value})"
+                   for what, value, nested in (("inputs", input_shape, isinstance(input_shape, dict)
+                                                or any(isinstance(d, tuple) for d in input_shape)),
+                                               ("targets", num_classes, is_nested(num_classes))) if nested]
+        hint = (f"; the loader {experiment.data.dataset!r} gives its {' and its '.join(wrapped)}: for a model of "
+                f"one input and one output, return the arrays themselves") if wrapped else ""
         raise ConfigError(f"the builder {ref!r} failed on the low end of the space {config}: "
-                          f"{type(exc).__name__}: {exc}", key="model.builder") from None
+                          f"{type(exc).__name__}: {exc}{hint}", key="model.builder") from None
     if not isinstance(model, keras.Model):
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")

@@ -59,6 +59,11 @@ def good_loader(**_):
     return rng.random((100, 4)).astype("float32"), np.arange(100) % 3     # a batch of 64 fits its training split
 
 
+def dict_targets(**_):
+    x, y = good_loader()
+    return x, {"out": y}
+
+
 def mismatched(**_):
     return np.zeros((10, 4), "float32"), np.zeros(9, "int32")
 
@@ -87,6 +92,10 @@ def fractional_labels(**_):
 
 def one_array(**_):
     return np.ones((20, 4), "float32")
+
+
+def raising_loader(**_):
+    raise FileNotFoundError("no such file: 'train.csv'")
 
 
 def no_options():
@@ -246,10 +255,17 @@ CASES = [
     case("negative labels", PREFLIGHT, ["data.dataset={mod}:negative_labels"], ["class index"]),
     case("fractional labels", PREFLIGHT, ["data.dataset={mod}:fractional_labels"], ["class index"]),
     case("loader returns one array", PREFLIGHT, ["data.dataset={mod}:one_array"], ["expected (x, y)"]),
+    case("loader raises", PREFLIGHT, ["data.dataset={mod}:raising_loader"],
+         ["key 'data.dataset'", "the loader '{mod}:raising_loader' failed: FileNotFoundError: no such file: "
+          "'train.csv' (at {mod}.py:"]),
     case("loader refuses its options", PREFLIGHT, ["data.dataset={mod}:no_options", "data.options={n: 3}"],
          ["does not accept data.options"]),
     case("builder returns no model", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:not_a_model"],
          ["key 'model.builder'", "returned dict; expected a keras.Model"], process=True),
+    case("targets in a dict for a builder of one output", PREFLIGHT,
+         ["data.dataset={mod}:dict_targets", "model.builder={mod}:quiet_builder"],
+         ["key 'model.builder'", "the loader '{mod}:dict_targets' gives its targets as a dict ({'out': 3}): for a "
+          "model of one input and one output, return the arrays themselves"]),
     case("builder raises", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:raising_builder"],
          ["failed on the low end of the space", "this builder cannot build"]),
     case("too few outputs for the labels", PREFLIGHT, ["model.builder={mod}:two_outputs"],
