@@ -20,6 +20,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.driver.preflight import preflight
     from hpo.driver.runner import SearchAborted, budget_given, build_keras_runner
     from hpo.native_logs import import_tensorflow
+    from hpo.study import ranking
     from hpo.study.resume import check_study_dir
     from hpo.study.searching import open_for_search
 
@@ -41,7 +42,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         with search_progress("epochs" if by_epochs else "trials") as bar:
             done = (budget_given(study.trials(), runner.searcher) if by_epochs
                     else sum(1 for t in study.trials() if t.state.finished))
-            task = bar.add_task("search", total=total, completed=done, best="-")
+            # A study run before with a larger limit holds more than this run's total.
+            goals = experiment.search.goals()
+            best = None if goals.multi else ranking.best_in(study, goals)
+            task = bar.add_task("search", total=max(total, done) if total is not None else None, completed=done,
+                                best="-" if best is None or best.value is None else f"{best.value:.4f}")
             runner.on_progress = lambda p: bar.update(
                 task, completed=p.budget_given if by_epochs else p.finished,
                 best="-" if p.best_value is None else f"{p.best_value:.4f}")
@@ -52,9 +57,10 @@ def cmd_search(args: argparse.Namespace) -> int:
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.goals(), summary)
         if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:
-            given = budget_given(study.trials(), runner.searcher)
-            stdout.print(_complete_note(args, experiment, summary.stopped_because, given), highlight=False,
-                         markup=False)
+            trials = study.trials()
+            note = _complete_note(args, experiment, summary.stopped_because, budget_given(trials, runner.searcher),
+                                  asked=len(trials))
+            stdout.print(note, highlight=False, markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
 
@@ -94,14 +100,16 @@ def _log_file(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _complete_note(args: argparse.Namespace, experiment, stopped_because: str, given: float = 0.0) -> str:
+def _complete_note(args: argparse.Namespace, experiment, stopped_because: str, given: float = 0.0,
+                   asked: int = 0) -> str:
     """What a rerun of a finished search says, instead of silently doing nothing (`given`: the
-    epochs its trials were given, which a larger total must pass)."""
+    epochs its trials were given, which a larger total must pass; `asked`: its jobs, which a
+    larger search.max_trials must pass: a study run with a larger one holds more)."""
     rerun = f"hpo search {args.experiment}" + (f" --study-dir {args.study_dir}" if args.study_dir else "")
     limit = experiment.search.max_trials
     if stopped_because == "max_trials" and limit:
-        return (f"the study is complete: it has run search.max_trials={limit} trials. To extend it, "
-                f"run: {rerun} --set search.max_trials={2 * limit}")
+        return (f"the study is complete: it has run {max(asked, limit)} trials (search.max_trials={limit}). To "
+                f"extend it, run: {rerun} --set search.max_trials={2 * max(asked, limit)}")
     total = experiment.search.total_budget
     if stopped_because == "total_budget":
         return (f"the study is complete: its trials have been given {given:g} epochs, search.total_budget={total:g}. "

@@ -250,8 +250,10 @@ class Tuner:
         """What a rerun of a finished search says (as `hpo search` says it), in this face's arguments."""
         done = f"the study in {self.folder} is complete"
         if stopped_because == "max_trials" and self.max_trials is not None:
-            return (f"{done}: it has run max_trials={self.max_trials} trials. To extend it, pass "
-                    f"max_trials={2 * self.max_trials} (its finished trials are kept); overwrite=True starts afresh")
+            # A study run before with a larger max_trials holds more trials than this one asks.
+            ran = max(len(self._rows), self.max_trials)
+            return (f"{done}: it has run {ran} trials (max_trials={self.max_trials}). To extend it, pass "
+                    f"max_trials={2 * ran} (its finished trials are kept); overwrite=True starts afresh")
         if stopped_because == "max_trials":
             iterations = self.hyperband_iterations
             return (f"{done}: it has run hyperband_iterations={iterations} ({experiment.search.max_trials} trials). "

@@ -340,8 +340,17 @@ def test_top_configurations_list_each_configuration_once_at_its_deepest_rung_ran
     assert shown[:3] == ids and len({by_id[i].lineage for i in shown}) == len(shown)
 
 
-def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir, capsys):
+def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(study_dir, capsys, tmp_path):
     done = hpo_here(capsys, "search", SMOKE, "--study-dir", study_dir, *SMOKE_STUDY_ARGS)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0 trial(s) finished" in done.stdout
     assert "the study is complete" in done.stdout and "--set search.max_trials=24" in done.stdout
+    # Rerun with a smaller limit than the study ran with (on a copy: a resume stores the new
+    # limit, and other tests read this study): it says what the study holds.
+    copy = tmp_path / "copy"
+    shutil.copytree(study_dir, copy)
+    smaller = hpo_here(capsys, "search", SMOKE, "--study-dir", copy, *SMOKE_STUDY_ARGS,
+                       "--set", "search.max_trials=6")
+    assert smaller.returncode == 0, smaller.stderr[-2000:]
+    assert "it has run 12 trials (search.max_trials=6)" in smaller.stdout
+    assert "--set search.max_trials=24" in smaller.stdout

@@ -156,9 +156,12 @@ def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(tm
     again = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=2, **folder(tmp_path))
     again.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
     out = capsys.readouterr().out
-    assert f"[hpo] the study in {tmp_path / 'p'} is complete: it has run max_trials=2 trials. To extend it, pass " \
-           "max_trials=4 (its finished trials are kept); overwrite=True starts afresh" in out
+    assert f"[hpo] the study in {tmp_path / 'p'} is complete: it has run 2 trials (max_trials=2). To extend it, " \
+           "pass max_trials=4 (its finished trials are kept); overwrite=True starts afresh" in out
     assert again.summary_.trials_finished_now == 0
+    smaller = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    smaller.search(x, y, validation_data=(x, y), epochs=1, verbose=1)
+    assert "is complete: it has run 2 trials (max_trials=1). To extend it, pass max_trials=4" in capsys.readouterr().out
 
 
 def test_overwrite_shows_no_trials_of_the_study_it_will_move_aside_until_it_searches(tmp_path, tiny, capsys):
