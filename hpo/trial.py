@@ -52,6 +52,14 @@ class TrialState(str, enum.Enum):
         return self in (TrialState.COMPLETE, TrialState.FAILED)
 
 
+def is_number(value: Any) -> bool:
+    """Whether `value` is a result's number: a Python or numpy number, a 0-d array or an eager
+    tensor (each converts itself, `__float__`). Text and booleans are not, though `float`
+    reads "0.3" and True."""
+    return not isinstance(value, (str, bytes, bool)) and getattr(getattr(value, "dtype", None), "kind", "") != "b" \
+        and hasattr(value, "__float__")
+
+
 @dataclass(frozen=True)
 class Job:
     """One unit of work a searcher hands out: train `config` up to `budget`.
@@ -111,9 +119,7 @@ class TrialResult:
             return result
         if result is None:
             return cls(value=None, state=TrialState.FAILED, error="objective returned None")
-        # float() would read the text "0.3" and True as results; numbers, numpy's scalars and
-        # 0-d arrays, and eager tensors convert themselves (`__float__`).
-        if isinstance(result, bool) or not hasattr(result, "__float__"):
+        if not is_number(result):
             raise TypeError(f"expected a number (the objective's value), None (a failure) or a TrialResult, "
                             f"got {type(result).__name__} {result!r}")
         value = float(result)

@@ -31,6 +31,7 @@ from hpo.data.dataset import SPLITS, Dataset, classes_of, split
 from hpo.data.loaders import LOADERS, resolve_callable
 from hpo.data.nested import example_shapes, is_nested, leaves, map_tree, rows
 from hpo.data.settings import DataConfig
+from hpo.errors import UserInputError
 
 log = logging.getLogger("hpo.data")
 
@@ -52,6 +53,8 @@ def call_loader(config: DataConfig) -> tuple[Any, LoaderProblem]:
         pass
     try:
         return loader(**options), bad
+    except UserInputError:      # a loader's own refusal (a built-in's, naming its option): as it is
+        raise
     except Exception as exc:   # the user's loader: its error is the user's to fix, before any study
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise bad(f"failed: {type(exc).__name__}: {exc} (at {Path(frame.filename).name}:{frame.lineno})") from None

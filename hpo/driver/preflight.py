@@ -163,6 +163,21 @@ def low_config(space) -> dict[str, Any]:
     return space.from_unit([0.0] * len(space))
 
 
+def _wrapped_arrays_hint(experiment: Experiment, input_shape, num_classes) -> str:
+    """Where a builder failed on inputs or targets the loader gave as several arrays: a builder
+    then gets their shapes and class counts in that structure, which one written for a single
+    input and output cannot read. Empty where the loader gave single arrays."""
+    several = []
+    if isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape):
+        several.append(f"its inputs as several arrays (input shapes {input_shape})")
+    if is_nested(num_classes):
+        several.append(f"its targets as several arrays (num_classes {num_classes})")
+    if not several:
+        return ""
+    return (f"; the loader {experiment.data.dataset!r} gives {' and '.join(several)}: a model of one input and "
+            f"one output takes the arrays themselves")
+
+
 def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int):
     """The builder's model at the low end of the space (checked), or a ConfigError."""
     import keras
@@ -179,16 +194,9 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     try:
         model = builder(recorder, input_shape, num_classes)
     except Exception as exc:   # the user's builder: its error is the user's to fix
-        # Arrays wrapped in a dict or tuple reach the builder as shapes and class counts of
-        # that structure, which a builder of one input or output cannot read: say where from.
-        wrapped = [f"{what} as {'a dict' if isinstance(value, dict) else 'a tuple'} ({value})"
-                   for what, value, nested in (("inputs", input_shape, isinstance(input_shape, dict)
-                                                or any(isinstance(d, tuple) for d in input_shape)),
-                                               ("targets", num_classes, is_nested(num_classes))) if nested]
-        hint = (f"; the loader {experiment.data.dataset!r} gives its {' and its '.join(wrapped)}: for a model of "
-                f"one input and one output, return the arrays themselves") if wrapped else ""
         raise ConfigError(f"the builder {ref!r} failed on the low end of the space {config}: "
-                          f"{type(exc).__name__}: {exc}{hint}", key="model.builder") from None
+                          f"{type(exc).__name__}: {exc}{_wrapped_arrays_hint(experiment, input_shape, num_classes)}",
+                          key="model.builder") from None
     if not isinstance(model, keras.Model):
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")

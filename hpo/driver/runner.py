@@ -107,7 +107,8 @@ class EngineLines:
 
 class Runner:
     def __init__(self, experiment: Experiment, study: Study, searcher: Searcher, executor: Executor,
-                 on_progress: Callable[[Progress], None] | None = None, clock: Callable[[], float] | None = None):
+                 on_progress: Callable[[Progress], None] | None = None, clock: Callable[[], float] | None = None,
+                 resumable: bool = True):
         self.experiment = experiment
         # Elapsed time and search.time_limit: a simulation's clock (hpo.clock), or time.monotonic.
         self.clock = clock if clock is not None else (lambda: time.monotonic())
@@ -117,7 +118,7 @@ class Runner:
         self.on_progress = on_progress or (lambda progress: None)
         # False where the study is a scratch folder deleted after the search (`hpo.optimize`
         # without a study_dir): an interrupted trial then has no resume to rerun in.
-        self.resumable = True
+        self.resumable = resumable
         self._jobs: dict[int, Job] = {}
         self._scored_epoch: dict[int, dict[str, float]] = {}    # trial -> the epoch that scores it
         self._curves: dict[int, dict[int, float]] = {}     # trial -> epoch -> objective, for `reads_curves`
@@ -375,7 +376,10 @@ class Runner:
 
     def _interrupt_running(self, reason: str) -> None:
         for trial_id in self.executor.running():
-            self.executor.cancel(trial_id)
+            try:
+                self.executor.cancel(trial_id)
+            except Exception as exc:   # noqa: BLE001 - a lost cluster: the study is marked all the same
+                log.debug("trial %d: cancelling it failed: %s: %s", trial_id, type(exc).__name__, exc)
         # The study, not the executor, says which trials are running: a signal can land after
         # mark_running and before the executor holds the task (an inline executor's first
         # submit builds its trainer), and those must not stay 'running' either.
@@ -416,9 +420,7 @@ def build_runner(experiment: Experiment, study: Study, executor: Executor,
     Python objective's, a simulation's, or a test's), with no Keras-specific checks and no
     TensorBoard. `clock`: where it reads elapsed time (a simulation's `SimulatedClock`);
     `resumable`: False where the study is deleted after the search."""
-    runner = Runner(experiment, study, searcher_for(experiment), executor, clock=clock)
-    runner.resumable = resumable
-    return runner
+    return Runner(experiment, study, searcher_for(experiment), executor, clock=clock, resumable=resumable)
 
 
 def build_keras_runner(experiment: Experiment, study: Study, output_names: Sequence[str] = (),

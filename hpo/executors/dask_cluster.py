@@ -151,8 +151,11 @@ class DaskExecutor:
         return max(0, self.slots * self.capacity - len(self._unsent) - len(self._share_of))
 
     def running(self) -> list[int]:
+        # A trial stays running until next_event hands on its end, which has_event may have
+        # decoded already.
         return [t.trial_id for t in self._unsent] + \
-            [trial_id for trial_id in self._share_of if trial_id not in self._cancelled]
+            [trial_id for trial_id in self._share_of if trial_id not in self._cancelled] + \
+            [e.trial_id for e in self._decoded if isinstance(e, TrialDone)]
 
     def submit(self, task: TrainTask) -> None:
         if self.free_slots() < 1:

@@ -17,6 +17,7 @@ import traceback
 from typing import Any, Callable, Mapping
 
 from hpo.jobs import EpochDone, EpochReport, Event, TrainTask, TrialDone
+from hpo.trial import is_number
 
 Objective = Callable[[Mapping[str, Any], float], Any]
 
@@ -42,7 +43,7 @@ def _number(value: Any, name: str) -> float:
     """A returned value as a float: a number, or anything numbers convert from (a numpy or
     TensorFlow scalar). Text and booleans are the objective's mistake, which `float` would
     quietly accept ("0.5", True)."""
-    if isinstance(value, (str, bytes, bool)) or not hasattr(value, "__float__"):
+    if not is_number(value):
         raise TypeError(f"the objective returned {type(value).__name__} {value!r} for {name!r}; "
                         f"expected a number (or a dict of numbers)")
     return float(value)

@@ -260,7 +260,10 @@ class LocalProcessExecutor:
         return sum(self.capacity - len(w.tasks) for w in self._workers)
 
     def running(self) -> list[int]:
-        return [trial_id for w in self._workers for trial_id in w.tasks]
+        # A trial stays running until next_event hands on its end: has_event may have decoded
+        # it already (and a dead worker's trials wait in the backlog).
+        handing = [e.trial_id for e in self._backlog if isinstance(e, TrialDone)]
+        return [trial_id for w in self._workers for trial_id in w.tasks] + handing
 
     def submit(self, task: TrainTask) -> None:
         free = [w for w in self._workers if len(w.tasks) < self.capacity]

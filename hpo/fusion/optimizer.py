@@ -94,7 +94,9 @@ class FusedOptimizer:
 
     def import_state(self, k: int, unfused_variables, keras_optimizer) -> None:
         """Trial k's step count and slots from an unfused Keras optimizer over `unfused_variables`
-        (the model's trainable variables, in the order of this optimizer's slots)."""
+        (the model's trainable variables, in the order of this optimizer's slots). Its rate stays
+        the config's (set by `reset`): fused trials run no callbacks (`fusable`), so nothing moves
+        a rate between a parent's checkpoint and its promotion."""
         assign_trial_slice(self.iterations, 0, k, keras_optimizer.iterations.value)
         slots = self.keras_slots(keras_optimizer)
         for name, stacked in self.slots.items():

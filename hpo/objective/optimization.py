@@ -31,7 +31,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError
 from hpo.objective.simulation import Simulation, SimulationReport, simulated_executor
@@ -127,7 +127,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.study.searching import open_for_search
 
     _check_workers_and_simulate(workers, simulate)
-    _check_containers(options, initial_configs, study_dir)
+    initial_configs = _check_containers(options, initial_configs, study_dir)
     if max_trials is None and time_limit is None and total_budget is None:
         max_trials = DEFAULT_MAX_TRIALS
     goals = _goals(objectives, constraints, metric, direction, options)
@@ -219,20 +219,26 @@ def _check_workers_and_simulate(workers: Any, simulate: Any) -> None:
                           source="hpo.optimize(), argument 'workers'")
 
 
-def _check_containers(options: Any, initial_configs: Any, study_dir: Any) -> None:
+def _check_containers(options: Any, initial_configs: Any, study_dir: Any) -> list | None:
     """The arguments read as containers or paths before the experiment is built, checked
-    first, so that a wrong kind is named rather than failing inside `dict()` or `Path()`."""
+    first, so that a wrong kind is named rather than failing inside `dict()` or `Path()`;
+    returns `initial_configs` as a list (any iterable of dicts will do)."""
     def refuse(argument: str, expected: str, got: Any) -> None:
         raise ConfigTypeError(f"expected {expected}, got {type(got).__name__} {got!r}",
                               source=f"hpo.optimize(), argument {argument!r}")
     if options is not None and not isinstance(options, Mapping):
         refuse("options", "a dict of the searcher's keyword arguments", options)
-    if initial_configs is not None and (isinstance(initial_configs, (str, bytes, Mapping))
-                                        or not isinstance(initial_configs, Sequence)
-                                        or not all(isinstance(c, Mapping) for c in initial_configs)):
-        refuse("initial_configs", "a list of configs, each a dict of the space's parameters", initial_configs)
     if study_dir is not None and not isinstance(study_dir, (str, os.PathLike)):
         refuse("study_dir", "a folder path (str or pathlib.Path)", study_dir)
+    if initial_configs is None:
+        return None
+    expected = "a list of configs, each a dict of the space's parameters"
+    if isinstance(initial_configs, (str, bytes, Mapping)) or not isinstance(initial_configs, Iterable):
+        refuse("initial_configs", expected, initial_configs)
+    configs = list(initial_configs)
+    if not all(isinstance(c, Mapping) for c in configs):
+        refuse("initial_configs", expected, configs)
+    return configs
 
 
 def _clock_of(executor) -> dict[str, Any]:
@@ -253,20 +259,26 @@ def _goals(objectives, constraints, metric: str, direction: str, options) -> Goa
     if taken:
         raise ConfigError(f"{taken[0]!r} is an argument of optimize, not a searcher option",
                           source="hpo.optimize(), argument 'options'")
-    def argument(exc: Exception) -> str:
-        if "constraint" in str(exc):
-            return "constraints"
-        if objectives is not None:
-            return "objectives"
-        return "direction" if "direction" in str(exc) else "metric"
+    def refused(exc: Exception, argument: str) -> ConfigError:
+        kind = ConfigTypeError if isinstance(exc, TypeError) else ConfigError
+        return kind(str(exc), source=f"hpo.optimize(), argument {argument!r}")
+    # Built in steps, so that an error names the argument it came from.
+    if objectives is None:
+        try:
+            objectives = [Objective(metric, direction)]
+        except (TypeError, ValueError) as exc:      # Objective: a bad name is a TypeError, a bad direction not
+            raise refused(exc, "metric" if isinstance(exc, TypeError) else "direction") from None
+        argument = "metric"
+    else:
+        argument = "objectives"
     try:
-        if objectives is None:
-            return Goals.build([Objective(metric, direction)], constraints)
+        Goals.build(objectives)
+    except (TypeError, ValueError) as exc:
+        raise refused(exc, argument) from None
+    try:
         return Goals.build(objectives, constraints)
-    except TypeError as exc:
-        raise ConfigTypeError(str(exc), source=f"hpo.optimize(), argument {argument(exc)!r}") from None
-    except ValueError as exc:
-        raise ConfigError(str(exc), source=f"hpo.optimize(), argument {argument(exc)!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise refused(exc, "constraints") from None
 
 
 def _checked(objective: Callable[[Mapping[str, Any], float], Any], goals: Goals):

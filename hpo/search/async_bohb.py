@@ -45,7 +45,7 @@ class AsyncBOHB(AsyncHyperband):
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,
-                                                     **goals),
+                                                     searcher=type(self), **goals),
                          **goals)
         self.resumes = resumes
 

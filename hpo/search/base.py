@@ -228,8 +228,10 @@ def check_schedule_kinds(min_budget: Any, max_budget: Any, eta: Any, seed: Any) 
             raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
         if not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be a whole number >= 0, got {type(seed).__name__} {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
 
 
 class Searcher(abc.ABC):

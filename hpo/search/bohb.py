@@ -85,7 +85,7 @@ class BOHB(Hyperband):
         goals = dict(objectives=objectives, constraints=constraints, tie_break=tie_break)
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, sampler=make_model(space, model, model_options, direction=direction, resumes=resumes,
-                                                     **goals),
+                                                     searcher=type(self), **goals),
                          total_budget=total_budget, **goals)
         if climbers is not None and int(climbers) < 0:
             raise ValueError(f"climbers must be >= 0, got {climbers}")

@@ -63,3 +63,38 @@ def test_arrived_ends_are_in_hand_and_a_cancelled_trials_reports_are_not(backend
         assert reported == {3}, read
     finally:
         executor.close()
+
+
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_past_the_time_limit_an_end_in_hand_is_recorded_before_the_search_stops(backend, tmp_path):
+    """The one trial reports its first epoch and ends past the limit: the runner hands on its
+    end (the trial stays running until it does) and the search stops for the time limit,
+    with the trial recorded, or interrupted if its end had not arrived; never left running."""
+    from hpo.config import experiment_from_dict
+    from hpo.driver.runner import build_runner
+    from hpo.study import Study
+    from hpo.study.resume import prepare_study
+
+    study_dir = tmp_path / "study"
+    experiment = experiment_from_dict({
+        "name": "early", "seed": 1, "data": {"dataset": "synthetic"}, "space": kill_search.SPACE,
+        "search": {"algorithm": "random", "objective": "val_loss", "min_budget": 3, "max_budget": 3,
+                   "max_trials": 5, "time_limit": 1.0},
+        "execution": {"backend": backend, "workers": 1}, "output": {"dir": str(tmp_path)}}, source="test")
+    if backend == "local":
+        from hpo.executors.local import LocalProcessExecutor as Executor
+    else:
+        from hpo.executors.dask_cluster import DaskExecutor as Executor
+    study = prepare_study(experiment, study_dir)
+    try:
+        executor = Executor(experiment, study_dir, 1, make_trainer=kill_search.make_ends_early_trainer)
+        summary = build_runner(experiment, study, executor).run()
+    finally:
+        study.close()
+    assert summary.stopped_because == "time_limit"
+    reopened = Study.open(study_dir, read_only=True)
+    try:
+        states = [t.state.value for t in reopened.trials()]
+    finally:
+        reopened.close()
+    assert states in (["complete"], ["interrupted"]), states

@@ -258,14 +258,16 @@ CASES = [
     case("loader raises", PREFLIGHT, ["data.dataset={mod}:raising_loader"],
          ["key 'data.dataset'", "the loader '{mod}:raising_loader' failed: FileNotFoundError: no such file: "
           "'train.csv' (at {mod}.py:"]),
+    case("csv file that does not exist", PREFLIGHT, ["data.dataset=csv", "data.options={path: no_such.csv}"],
+         ["key 'data.options.path'", "no_such.csv: no such file"]),
     case("loader refuses its options", PREFLIGHT, ["data.dataset={mod}:no_options", "data.options={n: 3}"],
          ["does not accept data.options"]),
     case("builder returns no model", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:not_a_model"],
          ["key 'model.builder'", "returned dict; expected a keras.Model"], process=True),
     case("targets in a dict for a builder of one output", PREFLIGHT,
          ["data.dataset={mod}:dict_targets", "model.builder={mod}:quiet_builder"],
-         ["key 'model.builder'", "the loader '{mod}:dict_targets' gives its targets as a dict ({'out': 3}): for a "
-          "model of one input and one output, return the arrays themselves"]),
+         ["key 'model.builder'", "the loader '{mod}:dict_targets' gives its targets as several arrays (num_classes "
+          "{'out': 3}): a model of one input and one output takes the arrays themselves"]),
     case("builder raises", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:raising_builder"],
          ["failed on the low end of the space", "this builder cannot build"]),
     case("too few outputs for the labels", PREFLIGHT, ["model.builder={mod}:two_outputs"],

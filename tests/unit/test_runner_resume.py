@@ -160,3 +160,52 @@ def test_an_interrupt_before_the_executor_takes_a_trial_still_marks_it_interrupt
     states = [t.state for t in study.trials()]
     assert TrialState.RUNNING not in states
     assert TrialState.INTERRUPTED in states
+
+
+class LostCluster:
+    """Takes one trial, then loses its cluster: reading events and cancelling both raise."""
+
+    def __init__(self):
+        self.running_ids: list[int] = []
+
+    def free_slots(self):
+        return 1 - len(self.running_ids)
+
+    def running(self):
+        return list(self.running_ids)
+
+    def submit(self, task):
+        self.running_ids.append(task.trial_id)
+
+    def has_event(self):
+        return False
+
+    def next_event(self):
+        raise ConnectionError("the scheduler is gone")
+
+    def cancel(self, trial_id):
+        raise ConnectionError("the scheduler is gone")
+
+    def close(self):
+        pass
+
+
+def test_a_driver_failure_marks_its_running_trials_interrupted_even_when_cancelling_fails(tmp_path):
+    """The study says what was running when the driver failed, as on Ctrl-C, so that a resume
+    runs those trials again; the executor's failure is the error the caller sees."""
+    exp = experiment(tmp_path, "random")
+    study = prepare_study(exp, exp.study_dir)
+    s = exp.search
+    searcher = make_searcher(s.algorithm, exp.space, seed=exp.seed, direction=s.direction, min_budget=s.min_budget,
+                             max_budget=s.max_budget, eta=s.eta)
+    try:
+        with pytest.raises(ConnectionError, match="the scheduler is gone"):
+            Runner(exp, study, searcher, LostCluster()).run()
+        assert [(t.trial_id, t.state) for t in study.trials()] == [(0, TrialState.INTERRUPTED)]
+    finally:
+        study.close()
+    _, resumed = run(exp, objective)
+    try:
+        assert sum(t.state == TrialState.COMPLETE for t in resumed.trials()) == 30
+    finally:
+        resumed.close()

@@ -100,7 +100,7 @@ def test_text_or_a_bool_told_as_a_result_is_refused_and_the_job_stays_pending(na
     ({"max_budget": float("inf")}, ValueError, "max_budget must be a finite number, got inf"),
     ({"eta": float("nan")}, ValueError, "eta must be a finite number"),
     ({"seed": "a"}, TypeError, "seed must be a whole number >= 0, got str 'a'"),
-    ({"seed": -1}, TypeError, "seed must be a whole number >= 0, got int -1"),
+    ({"seed": -1}, ValueError, "seed must be a whole number >= 0, got -1"),
 ])
 def test_a_schedule_or_seed_of_the_wrong_kind_is_refused_by_name(name, arguments, kind, message):
     with pytest.raises(kind, match=re.escape(message)):

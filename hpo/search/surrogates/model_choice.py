@@ -31,18 +31,14 @@ def with_resumes(model: str, options: Mapping[str, Any], resumes: bool) -> dict[
     return dict(options)
 
 
-# The BOHB family's own keywords, for a did-you-mean on one that reached the model instead.
-SEARCHER_KEYWORDS = {"seed", "direction", "min_budget", "max_budget", "eta", "model", "objectives", "constraints",
-                     "tie_break", "climbers", "resumes", "total_budget"}
-
-
 def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direction: str = "minimize",
                objectives=None, constraints=None, tie_break: str = "hypervolume",
-               resumes: bool = True) -> ConfigSampler:
+               resumes: bool = True, searcher: type | None = None) -> ConfigSampler:
     """BOHB's config model: 'tpe' (`hpo.search.surrogates.tpe`), 'gp' (`hpo.search.surrogates.bohb_gp`) or
     'kde' (the paper's); with several objectives or constraints, the multi-objective TPE of
     `hpo.search.multiobjective.pareto_tpe` (for 'gp' too). `options` start from `with_resumes`'s
-    defaults for `resumes`."""
+    defaults for `resumes`. `searcher`: the class building it, whose keywords a misspelt
+    option's did-you-mean also offers."""
     goals = Goals.build(objectives, constraints, direction)
     options = with_resumes(model, options, resumes)
     gp_only = sorted(set(options) & GP_ONLY_OPTIONS)
@@ -66,6 +62,8 @@ def make_model(space: SearchSpace, model: str, options: Mapping[str, Any], direc
         if unknown is None:
             raise
         name = unknown.group(1)
-        known = set(inspect.signature(MODELS[model]).parameters) | SEARCHER_KEYWORDS
+        known = set(inspect.signature(MODELS[model]).parameters)
+        if searcher is not None:        # the class building the model: its own keywords
+            known |= set(inspect.signature(searcher).parameters)
         raise TypeError(f"got an unexpected keyword argument {name!r}: neither the searcher's nor its "
                         f"{model!r} model's{did_you_mean(name, sorted(known))}") from None
