@@ -76,6 +76,7 @@ class _Share:
     trial_ids: set[int] = field(default_factory=set)     # those whose end has not come back yet
     worker: str | None = None     # the address of the worker running it, once known
     judged: bool = False      # its future ended and the trials it left unreported are buffered
+    lost: bool = False        # a trial of it came back lost: its worker may be dead
 
 
 class DaskExecutor:
@@ -281,9 +282,15 @@ class DaskExecutor:
             return None
         share = self._shares[key]
         share.trial_ids.discard(event.trial_id)
+        share.lost = share.lost or event.lost
+        if share.lost and share.worker in self._free_workers:
+            self._free_workers.remove(share.worker)
         if not share.trial_ids:
             del self._shares[key]
-            if share.worker and share.worker not in self._free_workers and \
+            # A share lost with its worker must not send the next one there: the scheduler
+            # never places a task restricted to a dead worker's address, even loosely, and it
+            # would wait forever. The next share goes where the scheduler places it.
+            if share.worker and not share.lost and share.worker not in self._free_workers and \
                     all(other.worker != share.worker for other in self._shares.values()):
                 self._free_workers.append(share.worker)
         if event.trial_id in self._cancelled:

@@ -1,0 +1,30 @@
+"""The Dask executor's bookkeeping of shares and free workers, without a cluster: which
+worker the next share is sent to after one comes back."""
+
+from hpo.jobs import TrialDone
+
+
+def executor_with(shares: dict):
+    """A DaskExecutor's share bookkeeping alone (`shares`: key -> (trial ids, worker))."""
+    from hpo.executors.dask_cluster import DaskExecutor, _Share
+
+    executor = DaskExecutor.__new__(DaskExecutor)
+    executor._shares = {key: _Share(future=None, trial_ids=set(ids), worker=worker)
+                        for key, (ids, worker) in shares.items()}
+    executor._share_of = {trial_id: key for key, (ids, _) in shares.items() for trial_id in ids}
+    executor._epochs = {trial_id: 1 for trial_id in executor._share_of}
+    executor._cancelled = set()
+    executor._free_workers = []
+    return executor
+
+
+def test_a_share_lost_with_its_worker_never_sends_the_next_share_to_that_address():
+    """The scheduler never places a task restricted to a dead worker's address, loosely or
+    not: the retry would wait for ever (a worker SIGKILLed mid-trial hung the search)."""
+    executor = executor_with({"lost": ([0, 1], "tcp://dead:1"), "done": ([2], "tcp://alive:2")})
+    first = executor._on_event(TrialDone(trial_id=0, epochs_trained=1, lost=True, error="the worker died"))
+    second = executor._on_event(TrialDone(trial_id=1, epochs_trained=0, lost=True, error="the worker died"))
+    finished = executor._on_event(TrialDone(trial_id=2, epochs_trained=3))
+    assert [first.trial_id, second.trial_id, finished.trial_id] == [0, 1, 2]
+    assert executor._free_workers == ["tcp://alive:2"]
+    assert executor._shares == {}
