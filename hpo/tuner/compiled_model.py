@@ -12,6 +12,7 @@ optimizer class, gradient clipping, a learning-rate schedule, a loss with option
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hpo.registry import OPTIMIZERS
@@ -118,12 +119,23 @@ def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
             ids.append(fn)
             continue
         from keras import metrics as km
-        if type(metric) is getattr(km, kind, None) and metric.name == type(metric)().name:
+        if type(metric) is getattr(km, kind, None) and _as_by_name(metric):
             ids.append(_snake(kind))
             continue
         raise UnsupportedModel(f"metric {metric!r} is not supported by the Keras Tuner face; pass a Keras metric "
                                f"name such as 'accuracy' or a keras.metrics class with its default name")
     return loss_id, tuple(ids)
+
+
+def _as_by_name(metric) -> bool:
+    """Whether a Keras metric object is what its name string gives: its class's default name
+    (Keras numbers a repeated default, `auc_1`) and every setting at its default (an
+    `AUC(curve="PR")` or a `Precision(thresholds=0.7)` is another metric than 'auc' or
+    'precision')."""
+    default = type(metric)()
+    settings = {k: v for k, v in metric.get_config().items() if k != "name"}
+    defaults = {k: v for k, v in default.get_config().items() if k != "name"}
+    return settings == defaults and re.fullmatch(re.escape(_snake(type(metric).__name__)) + r"(_\d+)?", metric.name)
 
 
 def _snake(name: str) -> str:

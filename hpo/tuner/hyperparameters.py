@@ -142,15 +142,19 @@ class HyperParameters:
             self._scopes.pop()
 
     def get(self, name: str) -> Any:
+        """The parameter's value: the one set (a trial's, `get_best_hyperparameters`'), else
+        its declared default, as Keras Tuner's `get` reads it."""
+        if name in self.values:
+            return self.values[name]
         if name not in self.declared:
             raise KeyError(f"{name!r} has not been declared")
-        return self.values.get(name, self.declared[name].default)
+        return self.declared[name].default
 
     def __getitem__(self, name: str) -> Any:
         return self.get(name)
 
     def __contains__(self, name: str) -> bool:
-        return name in self.declared
+        return name in self.declared or name in self.values
 
     @property
     def space(self) -> list[Declared]:

@@ -114,3 +114,25 @@ def test_early_stopping_becomes_the_trainers_and_tensorboard_is_the_studys_own()
         early_stopping_of([keras.callbacks.EarlyStopping(baseline=0.5)])
     with pytest.raises(ValueError, match="callback CSVLogger is not supported"):
         early_stopping_of([keras.callbacks.CSVLogger("log.csv")])
+
+
+def test_keras_metric_objects_at_their_defaults_read_as_their_names_and_other_settings_are_refused():
+    """Keras numbers a repeated default name (a second AUC() is 'auc_1'); a metric with other
+    settings than its name string's (AUC(curve='PR'), Precision(thresholds=0.7)) is another
+    metric and is refused rather than trained as the default one."""
+    import keras
+
+    from hpo.tuner.compiled_model import UnsupportedModel, loss_and_metrics
+
+    def compiled(*metrics):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+        model.compile("adam", "binary_crossentropy", metrics=list(metrics))
+        return model
+    assert loss_and_metrics(compiled(keras.metrics.AUC(name="auc"), keras.metrics.Precision(),
+                                     keras.metrics.Recall()))[1] == ("auc", "precision", "recall")
+    keras.metrics.AUC()                             # an earlier one takes the default name
+    assert loss_and_metrics(compiled(keras.metrics.AUC()))[1] == ("auc",)
+    for metric in (keras.metrics.AUC(curve="PR"), keras.metrics.Precision(thresholds=0.7),
+                   keras.metrics.Recall(name="rec")):
+        with pytest.raises(UnsupportedModel, match="is not supported by the Keras Tuner face"):
+            loss_and_metrics(compiled(metric))

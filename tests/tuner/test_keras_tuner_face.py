@@ -59,6 +59,9 @@ def test_best_models_and_hyperparameters_come_back_as_keras_tuner_gives_them(cnn
     best_hp = tuner.get_best_hyperparameters(1)[0]
     best_trial = tuner.oracle.get_best_trials(1)[0]
     assert best_hp.values == best_trial.hyperparameters.values and best_trial.budget == 3
+    # Read as Keras Tuner's guides read it, by name.
+    for name, value in best_hp.values.items():
+        assert best_hp.get(name) == best_hp[name] == value and name in best_hp
     model = tuner.get_best_models(1)[0]
     x, y, xv, yv = digits
     assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best_trial.score, abs=1e-6)
