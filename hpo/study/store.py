@@ -263,6 +263,16 @@ class Study:
         row = self._db.execute("SELECT value FROM meta WHERE key='experiment'").fetchone()
         return json.loads(row[0])
 
+    def input_shape(self) -> tuple[int, ...] | None:
+        """One example's input shape as the search saw it (where its face records it: a
+        model built without keras.Input is rebuilt from it)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='input_shape'").fetchone()
+        return None if row is None else tuple(json.loads(row[0]))
+
+    def record_input_shape(self, shape: tuple[int, ...]) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('input_shape', ?)", (json.dumps(list(shape)),))
+
     def space_order(self) -> list[str] | None:
         """The space's parameters in the order the study was created with (None: a study made
         before studies kept it)."""

@@ -158,3 +158,16 @@ def _unbatched(dataset, what: str):
                          f"y of shape {shapes[1]}), not batches; model.fit reads a dataset of batches, and so does "
                          f"search: pass {what}=dataset.batch(32)")
     return dataset.unbatch(), int(first[0].shape[0])
+
+
+def example_shape(data: SearchData) -> tuple[int, ...] | None:
+    """One training example's input shape, where the inputs are one array (None for several,
+    or a shape the data leaves open)."""
+    x = data.train[0]
+    if data.streamed:
+        spec = x.element_spec
+        spec = spec[0] if isinstance(spec, tuple) else spec
+        shape = getattr(spec, "shape", None)
+        return tuple(int(d) for d in shape) if shape is not None and shape.is_fully_defined() else None
+    shape = getattr(x, "shape", None)
+    return tuple(int(d) for d in shape[1:]) if shape is not None else None

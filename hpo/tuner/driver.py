@@ -23,7 +23,7 @@ from hpo.driver.runner import build_keras_runner
 from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
 from hpo.study.searching import open_for_search
-from hpo.tuner.data import LOADER, SearchData
+from hpo.tuner.data import LOADER, SearchData, example_shape
 from hpo.tuner.keras_tuner_terms import iteration_jobs
 from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
 
@@ -163,6 +163,9 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
             study = stack.enter_context(open_for_search(experiment, folder, fresh=fresh, log_file=library_log_file))
         except UserInputError as exc:
             raise ValueError(in_python_terms(str(exc))) from None
+        shape = example_shape(prepared.data)
+        if shape is not None and study.input_shape() != shape:
+            study.record_input_shape(shape)       # what `load_model` builds a model without keras.Input from
         runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
         if on_progress is not None:
             runner.on_progress = on_progress

@@ -58,6 +58,11 @@ class HypermodelBuilder:
                             "search did not find; it takes its default %r in every trial", name,
                             hp.declared[name].default)
         check_is_model(model)
+        if not model.built and isinstance(input_shape, tuple) and all(isinstance(d, int) for d in input_shape):
+            # A Sequential without keras.Input (as Keras Tuner's guides write it) makes its
+            # weights on its first call, which the compiled step never makes: built here from the
+            # data's shape, as `fit` would build it.
+            model.build((None, *input_shape))
         return model
 
 

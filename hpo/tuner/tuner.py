@@ -36,7 +36,7 @@ from hpo.space import SearchSpace
 from hpo.trial import trial_ids_text
 from hpo.tuner import driver
 from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
-from hpo.tuner.data import SearchData, from_search_arguments, register
+from hpo.tuner.data import SearchData, example_shape, from_search_arguments, register
 from hpo.tuner.discovery import Discovered, discover
 from hpo.tuner.hyperparameters import Declared, DeclaredTwice, HyperParameters
 from hpo.tuner.results import Oracle, Results, plot, rows_of, summary_lines, trial_of
@@ -325,7 +325,7 @@ class Tuner:
         threads = max(1, (os.cpu_count() or 1) // max(1, self.workers)) if parallel else None
         factory = driver.TrainerFactory(self.hp_build, names, tunable, data=data if parallel else None,
                                         threads=threads)
-        self._training = {"loss": loss, "metrics": metrics, "names": names}
+        self._training = {"loss": loss, "metrics": metrics, "names": names, "input_shape": example_shape(data)}
         return driver.Prepared(experiment, factory, data)
 
     def _workers_text(self) -> str:
@@ -438,7 +438,10 @@ class Tuner:
         names = self._training["names"]
         config = {k: v for k, v in trial.hyperparameters.values.items() if k in names}
         builder = driver.make_builder(self.hp_build, names)
-        model = builder(config)
+        model = builder(config, self._training["input_shape"])
+        if not model.built:
+            raise ValueError("build_model's model has no keras.Input and the study keeps no input shape to build "
+                             "it from; add keras.Input(shape) as its first layer")
         params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
         load_trained_model(model, params, trial_checkpoint(self.folder, int(trial.trial_id)))
         return model
@@ -447,11 +450,11 @@ class Tuner:
         from hpo.study import Study
         study = Study.open(self.folder, read_only=True)
         try:
-            stored = study.experiment()
+            stored, input_shape = study.experiment(), study.input_shape()
         finally:
             study.close()
         return {"loss": stored["training"]["loss"], "metrics": tuple(stored["training"]["metrics"]),
-                "names": list(stored["space"])}
+                "names": list(stored["space"]), "input_shape": input_shape}
 
     def results_summary(self, num_trials: int = 10) -> None:
         """Print the best configurations, as Keras Tuner's `results_summary` does."""

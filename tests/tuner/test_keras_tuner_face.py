@@ -180,3 +180,29 @@ def test_float_and_one_hot_targets_search_with_the_loss_that_reads_them(tmp_path
     assert trained["loss"] < untrained["loss"]
     metric = "mae" if task == "regression" else "accuracy"
     assert tuner.oracle.get_best_trials(1)[0].score == pytest.approx(trained[metric], rel=1e-4)
+
+
+def sequential_without_input(hp):
+    """Keras Tuner's getting-started style: no keras.Input, the model gets its shape from the data."""
+    import keras
+    model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(hp.Choice("units", [16, 32]),
+                                                                          activation="relu"),
+                              keras.layers.Dense(10, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def test_a_sequential_without_an_input_trains_promotes_and_reloads_from_the_data_shape(tmp_path, digits):
+    x, y, xv, yv = digits
+    tuner = kt.Hyperband(sequential_without_input, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                         directory=str(tmp_path), project_name="p")
+    tuner.search(x, y, validation_data=(xv, yv), verbose=0)
+    trials = list(tuner.oracle.trials.values())
+    assert trials and all(t.status == "COMPLETED" for t in trials)
+    assert any(t.continues is not None for t in trials)          # a promotion continued one
+    # A tuner of another process (no search here) rebuilds the best model from the study.
+    reloaded = kt.Hyperband(sequential_without_input, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                            directory=str(tmp_path), project_name="p")
+    best = reloaded.oracle.get_best_trials(1)[0]
+    model = reloaded.get_best_models(1)[0]
+    assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
