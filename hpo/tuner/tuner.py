@@ -233,7 +233,7 @@ class Tuner:
                 raise TypeError(f"{self._face}, argument {name!r}: expected a whole number, got "
                                 f"{type(value).__name__} {value!r}")
         for name in ("hyperband_iterations", "workers", "max_consecutive_failed_trials"):
-            if counts[name] < 1:
+            if counts[name] is None or counts[name] < 1:     # these have no 'none' meaning
                 raise ValueError(f"{self._face}, argument {name!r}: expected {name} >= 1, got {counts[name]}")
         one_budget = self.one_budget or self.max_epochs is None
         names = dict(driver.SCHEDULE_ARGUMENTS)
@@ -287,6 +287,7 @@ class Tuner:
         except UnsupportedModel as exc:
             raise ValueError(str(exc)) from None
         driver.check_objective(self.objective, metrics)
+        _note_logits_loss(model, loss)
         register(data)
         self._check_data(model, data, loss)
         tunable = self._tunable(builder, base, model, found)
@@ -544,3 +545,21 @@ def _console(verbose: int):
         logger.removeHandler(handler)
         logger.setLevel(saved)
         logger.propagate = saved_propagate
+
+
+def _note_logits_loss(model, loss: str) -> None:
+    """A cross-entropy named as a string over a model with a linear output: Keras's compile
+    reads the outputs as probabilities (from_logits=False), where hpo trains and scores them
+    as logits, as the output says. Trials train well either way hpo runs them, but a model
+    `get_best_models` returns evaluates its loss as Keras compiled it: say so once, before the
+    search."""
+    from hpo.training.loss_metrics import outputs_logits
+    from hpo.tuner.compiled_model import compile_config
+
+    if isinstance(compile_config(model).get("loss"), str) and "crossentropy" in loss and outputs_logits(model):
+        log.warning("the model's output has no softmax/sigmoid, so hpo trains and scores %r with from_logits=True; "
+                    "Keras's compile of the string reads probabilities (from_logits=False), so the loss of a model "
+                    "from get_best_models will differ from its trial's: compile with "
+                    "keras.losses.%s(from_logits=True), or end the model with a softmax", loss,
+                    "".join(part.title() for part in loss.split("_")))
+

@@ -136,3 +136,28 @@ def test_keras_metric_objects_at_their_defaults_read_as_their_names_and_other_se
                    keras.metrics.Recall(name="rec")):
         with pytest.raises(UnsupportedModel, match="is not supported by the Keras Tuner face"):
             loss_and_metrics(compiled(metric))
+
+
+def test_a_string_cross_entropy_over_a_linear_output_is_noted_before_the_search():
+    """hpo trains it as logits, as the output says; Keras's compile of the string reads
+    probabilities, so get_best_models' loss would differ from the trial's: said once."""
+    import logging
+
+    import keras
+
+    from hpo.tuner.tuner import _note_logits_loss
+
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger("hpo.tuner")
+    logger.addHandler(handler)
+    try:
+        for loss in ("sparse_categorical_crossentropy", keras.losses.SparseCategoricalCrossentropy(from_logits=True)):
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+            model.compile("adam", loss)
+            _note_logits_loss(model, "sparse_categorical_crossentropy")
+    finally:
+        logger.removeHandler(handler)
+    assert len(said) == 1 and "from_logits=True" in said[0]
+    assert "keras.losses.SparseCategoricalCrossentropy(from_logits=True)" in said[0]

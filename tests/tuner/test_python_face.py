@@ -76,6 +76,8 @@ def unconfigured_logging(monkeypatch) -> None:
      r"Tuner\(\), argument 'min_epochs': expected min_epochs <= max_epochs"),
     (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=3, hyperband_iterations=0, **d),
      r"Hyperband\(\), argument 'hyperband_iterations': expected hyperband_iterations >= 1, got 0"),
+    (lambda d: kt.Hyperband(mlp, objective="val_accuracy", max_epochs=3, workers=None, **d),
+     r"Hyperband\(\), argument 'workers': expected workers >= 1, got None"),
 ])
 def test_a_schedule_that_cannot_run_is_refused_naming_the_python_argument(tmp_path, tiny, make, message):
     refused(tmp_path, make(folder(tmp_path)), tiny, message)
