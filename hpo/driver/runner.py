@@ -167,7 +167,7 @@ class Runner:
                     self._interrupt_running("time limit reached")
                     break
                 while not over and self.executor.free_slots() > 0:
-                    job = queue.pop(0) if queue else self._ask()
+                    job = queue.pop(0) if queue else self._ask(fill=self._workers_all_busy())
                     if job is None:
                         break
                     self._submit(job)
@@ -218,10 +218,17 @@ class Runner:
     def _budget_spent(self) -> bool:
         return self._budget_given >= (self.experiment.search.total_budget or math.inf)
 
-    def _ask(self) -> Job | None:
+    def _workers_all_busy(self) -> bool:
+        """Whether each worker already trains a job, so that a free slot is only room in a
+        fused group (`training.fuse`: a trainer takes up to jobs_per_trainer at once)."""
+        running = len(self.executor.running())
+        per_trainer = self.experiment.training.jobs_per_trainer
+        return per_trainer > 1 and running >= (self.executor.free_slots() + running) // per_trainer
+
+    def _ask(self, fill: bool = False) -> Job | None:
         if self._asked() >= (self.experiment.search.max_trials or math.inf) or self._budget_spent():
             return None
-        job = self.searcher.ask()
+        job = self.searcher.ask(fill=fill)
         if job is not None:
             self.study.record_ask(job)
             # Counted only where a total limits the search: a promotion's parent is a study read.

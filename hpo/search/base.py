@@ -288,12 +288,20 @@ class Searcher(abc.ABC):
         self._next_trial_id = 0
         self._queue: list[dict[str, Any]] = []
         self._failure_neighbours = FailureNeighbours(self.space)
+        self._filling = False          # the ask in progress only fills a fused group (`ask`)
 
     # --- the protocol -------------------------------------------------------------------
-    def ask(self) -> Job | None:
-        """The next job, or None when the searcher must wait for pending jobs first."""
-        with one_blas_thread():
-            job = self._next_job()
+    def ask(self, fill: bool = False) -> Job | None:
+        """The next job, or None when the searcher must wait for pending jobs first. `fill`:
+        every worker is busy and the job would only join a trainer's fused group
+        (`training.fuse`); a searcher that opens new work for idle workers (synchronous
+        Hyperband's next bracket) waits instead, so fusing leaves the search's jobs as they are."""
+        self._filling = fill
+        try:
+            with one_blas_thread():
+                job = self._next_job()
+        finally:
+            self._filling = False
         if job is not None:
             self.pending[job.trial_id] = job
         return job

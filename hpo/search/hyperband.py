@@ -112,6 +112,8 @@ class Hyperband(Searcher):
             job = self._job_from(run)
             if job is not None:
                 return job
+        if self._filling:       # a new bracket is for an idle worker, not for a busy one's fused group
+            return None
         return self._job_from(self._start_bracket())
 
     def _job_from(self, run: _BracketRun) -> Job | None:
