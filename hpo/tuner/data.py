@@ -104,9 +104,24 @@ def from_search_arguments(x, y=None, validation_data=None, validation_split: flo
     return SearchData((x, y), (xv, yv), key=arrays_digest((x, y, xv, yv), "sha1")[:16], batch_size=batch_size)
 
 
+SEVERAL_ARRAYS = ("are not supported by the Keras Tuner face: a model with several inputs or outputs runs with "
+                  "`hpo search` and a loader of your own (README, 'Your own task and data')")
+
+
+def _several(value: Any) -> str | None:
+    """'a dict of N' or 'a list of N' where `value` holds several arrays (as Keras reads a
+    dict, or a list or tuple of arrays, for a model with several inputs or outputs)."""
+    if isinstance(value, dict):
+        return f"a dict of {len(value)}"
+    if isinstance(value, (list, tuple)) and value and all(getattr(v, "ndim", 0) >= 1 for v in value):
+        return f"a {type(value).__name__} of {len(value)}"
+    return None
+
+
 def _array(value: Any, what: str) -> np.ndarray:
-    if isinstance(value, (dict, list)) and not isinstance(value, np.ndarray) and isinstance(value, dict):
-        raise ValueError(f"{what}: several input arrays (a dict) are not supported by the Keras Tuner face")
+    several = _several(value)
+    if several is not None:
+        raise ValueError(f"{what}: several arrays ({several}) {SEVERAL_ARRAYS}")
     try:
         array = np.asarray(value)
     except Exception as exc:
@@ -149,6 +164,10 @@ def _unbatched(dataset, what: str):
         raise ValueError(f"{what}: expected a batched dataset of (x, y) pairs, got elements {spec}")
     if len(spec) == 3:
         raise ValueError(f"{what}: sample weights (x, y, w) are not supported by hpo")
+    for part in spec:
+        if isinstance(part, (dict, tuple, list)):
+            raise ValueError(f"{what}: a dataset whose elements hold several arrays (a {type(part).__name__} of "
+                             f"{len(part)}) {SEVERAL_ARRAYS}")
     first = next(iter(dataset.take(1)), None)
     if first is None:
         raise ValueError(f"{what}: the dataset is empty")

@@ -83,6 +83,24 @@ def test_a_schedule_that_cannot_run_is_refused_naming_the_python_argument(tmp_pa
     refused(tmp_path, make(folder(tmp_path)), tiny, message)
 
 
+@pytest.mark.parametrize("several, message", [
+    ("list of inputs", r"x: several arrays \(a list of 2\) are not supported by the Keras Tuner face: a model "
+                       r"with several inputs or outputs runs with `hpo search`"),
+    ("list of targets", r"y: several arrays \(a list of 2\)"),
+    ("dataset of dicts", r"x: a dataset whose elements hold several arrays \(a dict of 2\)"),
+])
+def test_several_input_or_target_arrays_are_refused_saying_where_they_run(tmp_path, tiny, several, message):
+    import tensorflow as tf
+
+    x, y = tiny
+    arguments = {"list of inputs": {"x": [x[:, :4], x[:, 4:]]}, "list of targets": {"y": [y, y]},
+                 "dataset of dicts": {"x": tf.data.Dataset.from_tensor_slices(({"a": x, "b": x}, y)).batch(16),
+                                      "y": None,
+                                      "validation_data": tf.data.Dataset.from_tensor_slices((x, y)).batch(16)}}
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    refused(tmp_path, tuner, tiny, message, **arguments[several])
+
+
 def test_a_build_model_returning_a_dict_is_told_it_returned_a_dict(tmp_path, tiny):
     def returns_a_dict(hp):
         return {"units": hp.Int("units", 8, 16)}
