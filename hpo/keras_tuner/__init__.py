@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hpo.keras_tuner import errors
 from hpo.search import SEARCHERS as _SEARCHERS
 from hpo.tuner.hyperparameters import HyperParameters
 from hpo.tuner.tuner import HyperModel
@@ -191,4 +192,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["ASHA", "BOHB", "CLASSES", "AsyncBOHB", "AsyncHyperband", "BayesianOptimization", "FreezeThaw",
-           "HyperModel", "HyperParameters", "Hyperband", "Objective", "RandomSearch"]
+           "HyperModel", "HyperParameters", "Hyperband", "Objective", "RandomSearch", "errors"]

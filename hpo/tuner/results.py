@@ -20,6 +20,28 @@ def trial_key(trial_id: int) -> str:
     return f"{trial_id:04d}"
 
 
+class TrialMetrics(dict):
+    """A trial's metrics by name (the values of the epoch it is scored by), read also as
+    Keras Tuner's `MetricsTracker` is: `get_best_value(name)`, `get_last_value(name)`."""
+
+    def get_best_value(self, name: str) -> float | None:
+        return self.get(name)
+
+    def get_last_value(self, name: str) -> float | None:
+        return self.get(name)
+
+
+class ObjectiveName(str):
+    """The objective's name, as a string and as Keras Tuner's `Objective`: `.name` and
+    `.direction` ('min' or 'max')."""
+
+    def __new__(cls, name: str, direction: str):
+        objective = super().__new__(cls, name)
+        objective.name = str(name)
+        objective.direction = "max" if direction == "maximize" else "min"
+        return objective
+
+
 @dataclass(frozen=True)
 class Trial:
     """One trial as Keras Tuner shows it: `trial_id`, `hyperparameters`, `score`, `status`,
@@ -45,7 +67,7 @@ def trial_of(row: TrialRow, fixed: Mapping[str, Any]) -> Trial:
     return Trial(trial_id=trial_key(row.trial_id),
                  hyperparameters=HyperParameters(values={**row.config, **fixed}),
                  score=row.value, status=STATUS.get(row.state, row.state.value.upper()),
-                 metrics=dict(row.metrics), budget=row.budget,
+                 metrics=TrialMetrics(row.metrics), budget=row.budget,
                  continues=None if row.continues is None else trial_key(row.continues),
                  message=(row.error or "").splitlines()[0] if row.error else None)
 

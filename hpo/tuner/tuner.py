@@ -39,7 +39,7 @@ from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_me
 from hpo.tuner.data import SearchData, example_shape, from_search_arguments, register
 from hpo.tuner.discovery import Discovered, discover
 from hpo.tuner.hyperparameters import Declared, DeclaredTwice, HyperParameters
-from hpo.tuner.results import Oracle, Results, plot, rows_of, summary_lines, trial_of
+from hpo.tuner.results import ObjectiveName, Oracle, Results, plot, rows_of, summary_lines, trial_of
 from hpo.tuner.shipping import check_shippable
 from hpo.tuner.trainer import NotAModel
 
@@ -125,6 +125,15 @@ class Tuner:
     @property
     def folder(self) -> Path:
         return self.directory / self.project_name
+
+    @property
+    def project_dir(self) -> str:
+        """Keras Tuner's name for the folder: here the study's."""
+        return str(self.folder)
+
+    def reload(self) -> None:
+        """Read the study's trials again (Keras Tuner's `reload`: results another process wrote)."""
+        self._reload()
 
     @property
     def hp_build(self) -> Callable[[HyperParameters], Any]:
@@ -412,8 +421,8 @@ class Tuner:
     def oracle(self) -> Oracle:
         if not self._rows:
             self._reload()
-        return Oracle(objective=self.objective, max_trials=self.max_trials, direction=self.direction,
-                      rows=list(self._rows), fixed=self.fixed)
+        return Oracle(objective=ObjectiveName(self.objective, self.direction), max_trials=self.max_trials,
+                      direction=self.direction, rows=list(self._rows), fixed=self.fixed)
 
     @property
     def results(self) -> Results:

@@ -83,7 +83,7 @@ def test_keras_tuner_arguments_hpo_does_not_support_are_named():
 def test_a_build_failing_on_some_configs_fails_those_trials_and_the_search_goes_on(tmp_path, digits):
     def sometimes(hp):
         if hp.Choice("activation", ["relu", "broken"]) == "broken":
-            raise ValueError("no such activation")
+            raise kt.errors.FailedTrialError("no such activation")      # as Keras Tuner's scripts say it
         return small_mlp(hp)
 
     tuner = kt.RandomSearch(sometimes, objective="val_accuracy", max_trials=4, seed=3, directory=str(tmp_path),

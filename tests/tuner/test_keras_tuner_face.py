@@ -62,6 +62,11 @@ def test_best_models_and_hyperparameters_come_back_as_keras_tuner_gives_them(cnn
     # Read as Keras Tuner's guides read it, by name.
     for name, value in best_hp.values.items():
         assert best_hp.get(name) == best_hp[name] == value and name in best_hp
+    objective = tuner.oracle.objective
+    assert objective == objective.name == "val_accuracy" and objective.direction == "max"
+    assert best_trial.metrics.get_best_value("val_accuracy") == best_trial.score
+    assert tuner.project_dir == str(tuner.folder)
+    tuner.reload()
     model = tuner.get_best_models(1)[0]
     x, y, xv, yv = digits
     assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best_trial.score, abs=1e-6)
