@@ -198,6 +198,16 @@ class SearchSpace:
     def __len__(self) -> int:
         return len(self.params)
 
+    def config_count(self) -> int | None:
+        """How many distinct configs the space holds, where that is finite and plain to count:
+        every parameter an int or a choice, none conditional. None otherwise."""
+        count = 1
+        for param in self.params:
+            if param.when or isinstance(param, FloatParam):
+                return None
+            count *= len(param.values) if isinstance(param, ChoiceParam) else param.high - param.low + 1
+        return count
+
     def __iter__(self):
         return iter(self.params)
 

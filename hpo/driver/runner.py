@@ -219,11 +219,9 @@ class Runner:
         return self._budget_given >= (self.experiment.search.total_budget or math.inf)
 
     def _workers_all_busy(self) -> bool:
-        """Whether each worker already trains a job, so that a free slot is only room in a
+        """Whether every worker already trains a job, so that a free slot is only room in a
         fused group (`training.fuse`: a trainer takes up to jobs_per_trainer at once)."""
-        running = len(self.executor.running())
-        per_trainer = self.experiment.training.jobs_per_trainer
-        return per_trainer > 1 and running >= (self.executor.free_slots() + running) // per_trainer
+        return self.experiment.training.jobs_per_trainer > 1 and self.executor.idle_workers() == 0
 
     def _ask(self, fill: bool = False) -> Job | None:
         if self._asked() >= (self.experiment.search.max_trials or math.inf) or self._budget_spent():

@@ -76,7 +76,7 @@ class _Share:
     trial_ids: set[int] = field(default_factory=set)     # those whose end has not come back yet
     worker: str | None = None     # the address of the worker running it, once known
     judged: bool = False      # its future ended and the trials it left unreported are buffered
-    lost: bool = False        # a trial of it came back lost: its worker may be dead
+    worker_died: bool = False     # its future ended in KilledWorker: its worker's address is gone
 
 
 class DaskExecutor:
@@ -150,6 +150,11 @@ class DaskExecutor:
     # --- the executor protocol ----------------------------------------------------------
     def free_slots(self) -> int:
         return max(0, self.slots * self.capacity - len(self._unsent) - len(self._share_of))
+
+    def idle_workers(self) -> int:
+        # Workers with no share; the unsent trials will go to as many of them as they fill.
+        idle = max(0, self.slots - len(self._shares))
+        return idle - min(idle, len(self._unsent))
 
     def running(self) -> list[int]:
         # A trial stays running until next_event hands on its end, which has_event may have
@@ -282,15 +287,14 @@ class DaskExecutor:
             return None
         share = self._shares[key]
         share.trial_ids.discard(event.trial_id)
-        share.lost = share.lost or event.lost
-        if share.lost and share.worker in self._free_workers:
+        if share.worker_died and share.worker in self._free_workers:
             self._free_workers.remove(share.worker)
         if not share.trial_ids:
             del self._shares[key]
-            # A share lost with its worker must not send the next one there: the scheduler
-            # never places a task restricted to a dead worker's address, even loosely, and it
-            # would wait forever. The next share goes where the scheduler places it.
-            if share.worker and not share.lost and share.worker not in self._free_workers and \
+            # A share whose worker died must not send the next one there: the scheduler never
+            # places a task restricted to a dead worker's address, even loosely, and it would
+            # wait forever. The next share goes where the scheduler places it.
+            if share.worker and not share.worker_died and share.worker not in self._free_workers and \
                     all(other.worker != share.worker for other in self._shares.values()):
                 self._free_workers.append(share.worker)
         if event.trial_id in self._cancelled:
@@ -345,6 +349,7 @@ class DaskExecutor:
         for share in self._shares.values():
             if not share.judged and share.future.done():
                 share.judged = True
+                share.worker_died = _killed_worker(share.future)
                 self._buffer.extend(self._outcome(trial_id, share.future)
                                     for trial_id in sorted(share.trial_ids - reported))
 
@@ -370,6 +375,12 @@ class DaskExecutor:
         except Exception as exc:   # noqa: BLE001 - lost connection, unpicklable result: the trial's failure
             return TrialDone(trial_id=trial_id, epochs_trained=trained, lost=True,
                              error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+
+
+def _killed_worker(future) -> bool:
+    """Whether a finished share's future failed because its worker died."""
+    from distributed import KilledWorker
+    return future.status == "error" and isinstance(future.exception(), KilledWorker)
 
 
 # --- inside a Dask worker process ---------------------------------------------------------

@@ -64,6 +64,9 @@ class FunctionExecutor:
     def free_slots(self) -> int:
         return self.slots - len(self._tasks)
 
+    def idle_workers(self) -> int:
+        return self.free_slots()       # a thread per call
+
     def running(self) -> list[int]:
         return list(self._tasks)
 

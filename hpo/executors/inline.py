@@ -30,6 +30,9 @@ class InlineExecutor:
     def running(self) -> list[int]:
         return [t.trial_id for t in self._active + self._waiting]
 
+    def idle_workers(self) -> int:
+        return 0 if self._active or self._waiting else 1      # one trainer
+
     def submit(self, task: TrainTask) -> None:
         if self.free_slots() < 1:
             raise RuntimeError("the inline executor has no free slot")

@@ -259,6 +259,9 @@ class LocalProcessExecutor:
     def free_slots(self) -> int:
         return sum(self.capacity - len(w.tasks) for w in self._workers)
 
+    def idle_workers(self) -> int:
+        return sum(not w.tasks for w in self._workers)
+
     def running(self) -> list[int]:
         # A trial stays running until next_event hands on its end: has_event may have decoded
         # it already (and a dead worker's trials wait in the backlog).

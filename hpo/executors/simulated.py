@@ -71,6 +71,9 @@ class SimulatedExecutor:
     def free_slots(self) -> int:
         return self.slots - len(self._running)
 
+    def idle_workers(self) -> int:
+        return self.free_slots()       # a simulated worker per trial
+
     def running(self) -> list[int]:
         return list(self._running)
 

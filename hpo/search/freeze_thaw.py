@@ -268,7 +268,10 @@ class FreezeThaw(Searcher):
 
     # --- asking ---------------------------------------------------------------------------
     def _next_job(self) -> Job | None:
-        if self.successor is None and self.hand_over is not None and self.spent >= self.hand_over * self.max_budget:
+        # Never inside a fill ask (`Searcher.ask`), which may return nothing: the hand-over must
+        # come at an ask the study records, where a replay makes it again.
+        if self.successor is None and self.hand_over is not None and self.spent >= self.hand_over * self.max_budget \
+                and not self._filling:
             self._hand_over()
         if self.successor is not None:
             return self._successor_job()
@@ -335,7 +338,7 @@ class FreezeThaw(Searcher):
         """The successor's next job, under our trial ids (a promotion continues our trial)."""
         while self._queue:
             self.successor.enqueue(self._queue.pop(0))
-        theirs = self.successor.ask()
+        theirs = self.successor.ask(fill=self._filling)
         if theirs is None:
             return None
         continues = None if theirs.continues is None else self._ours[theirs.continues]

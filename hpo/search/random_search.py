@@ -1,13 +1,47 @@
-"""Random search: every job is a fresh uniform sample trained at the full budget."""
+"""Random search: every job is a fresh uniform sample trained at the full budget. In a finite
+space (ints and choices, none conditional) no config runs twice, and once every config has
+been asked the search is finished (as Keras Tuner's random search stops)."""
 
 from __future__ import annotations
 
-from hpo.search.base import Searcher
+from typing import Any
+
+from hpo.search.base import Searcher, config_key
 from hpo.trial import Job
+
+# Draws before a finite space's last unseen configs are picked from a list of them instead.
+REDRAWS = 200
 
 
 class RandomSearch(Searcher):
     """Uniform sampling at `max_budget` (Bergstra and Bengio, JMLR 2012)."""
 
-    def _next_job(self) -> Job:
-        return self._new_job(self._propose(self.max_budget), self.max_budget)
+    def __init__(self, space, **kwargs):
+        super().__init__(space, **kwargs)
+        self._count = self.space.config_count()
+        self._asked_configs: set[str] = set()
+
+    def _next_job(self) -> Job | None:
+        if self._count is not None and len(self._asked_configs) >= self._count:
+            return None       # every config of the space has been asked: the search is finished
+        config = self._propose(self.max_budget)
+        if self._count is not None:
+            config = self._unasked(config)
+        self._asked_configs.add(config_key(config))
+        return self._new_job(config, self.max_budget)
+
+    def _unasked(self, config: dict[str, Any]) -> dict[str, Any]:
+        """`config`, or a redraw where it was asked before (the draws stay the same as long as
+        no config repeats, so a study resumes by replay as before)."""
+        for _ in range(REDRAWS):
+            if config_key(config) not in self._asked_configs:
+                return config
+            config = self._propose(self.max_budget)
+        left = [c for c in self._every_config() if config_key(c) not in self._asked_configs]
+        return left[int(self.rng.integers(len(left)))]
+
+    def _every_config(self) -> list[dict[str, Any]]:
+        import itertools
+        axes = [[(p.name, v) for v in (p.values if hasattr(p, "values") else range(p.low, p.high + 1))]
+                for p in self.space.params]
+        return [dict(combo) for combo in itertools.product(*axes)]

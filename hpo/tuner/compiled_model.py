@@ -119,23 +119,26 @@ def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
             ids.append(fn)
             continue
         from keras import metrics as km
-        if type(metric) is getattr(km, kind, None) and _as_by_name(metric):
-            ids.append(_snake(kind))
+        stem = _as_by_name(metric) if type(metric) is getattr(km, kind, None) else None
+        if stem is not None:
+            ids.append(stem)
             continue
         raise UnsupportedModel(f"metric {metric!r} is not supported by the Keras Tuner face; pass a Keras metric "
                                f"name such as 'accuracy' or a keras.metrics class with its default name")
     return loss_id, tuple(ids)
 
 
-def _as_by_name(metric) -> bool:
-    """Whether a Keras metric object is what its name string gives: its class's default name
-    (Keras numbers a repeated default, `auc_1`) and every setting at its default (an
+def _as_by_name(metric) -> str | None:
+    """The name string a Keras metric object is, or None: it must carry its class's default
+    name (Keras numbers a repeated default, `auc_1`) and every setting at its default (an
     `AUC(curve="PR")` or a `Precision(thresholds=0.7)` is another metric than 'auc' or
     'precision')."""
     default = type(metric)()
+    stem = re.sub(r"_\d+$", "", default.name)
     settings = {k: v for k, v in metric.get_config().items() if k != "name"}
     defaults = {k: v for k, v in default.get_config().items() if k != "name"}
-    return settings == defaults and re.fullmatch(re.escape(_snake(type(metric).__name__)) + r"(_\d+)?", metric.name)
+    same = settings == defaults and re.fullmatch(re.escape(stem) + r"(_\d+)?", metric.name)
+    return stem if same else None
 
 
 def _snake(name: str) -> str:

@@ -163,16 +163,19 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
             study = stack.enter_context(open_for_search(experiment, folder, fresh=fresh, log_file=library_log_file))
         except UserInputError as exc:
             raise ValueError(in_python_terms(str(exc))) from None
-        shape = example_shape(prepared.data)
-        if shape is not None and study.input_shape() != shape:
-            study.record_input_shape(shape)       # what `load_model` builds a model without keras.Input from
         runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
         if on_progress is not None:
             runner.on_progress = on_progress
         try:
-            return runner.run()
+            summary = runner.run()
         except ConfigError as exc:
             raise ValueError(in_python_terms(str(exc))) from None
+        # Once the search ran (a refused replay leaves the study as it was): what `load_model`
+        # builds a model without keras.Input from, in a process that did not search.
+        shape = example_shape(prepared.data)
+        if shape is not None and study.input_shape() != shape:
+            study.record_input_shape(shape)
+        return summary
 
 
 # What the study's own messages (written for `hpo search`) say, as a tuner's user says it.

@@ -28,6 +28,7 @@ class TrialMetrics(dict):
         return self.get(name)
 
     def get_last_value(self, name: str) -> float | None:
+        """The scored epoch's value too: the study keeps that epoch's metrics for the trial."""
         return self.get(name)
 
 
@@ -40,6 +41,9 @@ class ObjectiveName(str):
         objective.name = str(name)
         objective.direction = "max" if direction == "maximize" else "min"
         return objective
+
+    def __getnewargs__(self) -> tuple[str, str]:      # copy and pickle rebuild it from these
+        return self.name, "maximize" if self.direction == "max" else "minimize"
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,7 @@ def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_h
             if finished:
                 fired.append(True)
                 os.kill(os.getpid(), signal.SIGINT)
-        return mlp(hp)
+        return wide(hp)
 
     tuner = kt.RandomSearch(interrupted_in_its_second_trial, objective="val_accuracy", max_trials=4,
                             **folder(tmp_path))
@@ -254,9 +254,14 @@ def test_ctrl_c_raises_keyboard_interrupt_once_the_study_is_safe_and_says_once_h
     assert lines[0].startswith(f"[hpo] search interrupted: the study in {tmp_path / 'p'} is saved; run search "
                                f"again (or the script) to resume it; trial 1 will run again")
     # Safe: the study resumes, and the interrupted trial runs again.
-    resumed = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=4, **folder(tmp_path))
+    resumed = kt.RandomSearch(wide, objective="val_accuracy", max_trials=4, **folder(tmp_path))
     resumed.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
     assert sorted(t.status for t in resumed.oracle.trials.values()) == ["COMPLETED"] * 4
+
+
+def wide(hp):
+    """`mlp` with four configs, so that a random search of four trials runs four."""
+    return mlp(hp, units=(8, 12, 16, 24))
 
 
 def closes_over_a_lock():

@@ -18,13 +18,18 @@ def executor_with(shares: dict):
     return executor
 
 
-def test_a_share_lost_with_its_worker_never_sends_the_next_share_to_that_address():
+def test_a_share_whose_worker_died_never_sends_the_next_share_to_that_address():
     """The scheduler never places a task restricted to a dead worker's address, loosely or
-    not: the retry would wait for ever (a worker SIGKILLed mid-trial hung the search)."""
-    executor = executor_with({"lost": ([0, 1], "tcp://dead:1"), "done": ([2], "tcp://alive:2")})
+    not: the retry would wait for ever (a worker SIGKILLed mid-trial hung the search). A share
+    lost otherwise (a result that would not unpickle) leaves its live worker free."""
+    executor = executor_with({"lost": ([0, 1], "tcp://dead:1"), "done": ([2], "tcp://alive:2"),
+                              "unreported": ([3], "tcp://alive:3")})
+    executor._shares["lost"].worker_died = True
+    unreported = executor._on_event(TrialDone(trial_id=3, epochs_trained=0, lost=True, error="not reported"))
+    assert unreported.lost and executor._free_workers == ["tcp://alive:3"]
     first = executor._on_event(TrialDone(trial_id=0, epochs_trained=1, lost=True, error="the worker died"))
     second = executor._on_event(TrialDone(trial_id=1, epochs_trained=0, lost=True, error="the worker died"))
     finished = executor._on_event(TrialDone(trial_id=2, epochs_trained=3))
     assert [first.trial_id, second.trial_id, finished.trial_id] == [0, 1, 2]
-    assert executor._free_workers == ["tcp://alive:2"]
+    assert executor._free_workers == ["tcp://alive:3", "tcp://alive:2"]
     assert executor._shares == {}

@@ -136,7 +136,7 @@ def test_an_objective_that_breaks_midway_stops_the_search_and_the_result_keeps_w
 
 
 def test_a_search_space_object_and_a_time_limit():
-    space = SearchSpace.from_dict({"x": {"type": "int", "low": 0, "high": 100}})
+    space = SearchSpace.from_dict({"x": {"type": "int", "low": 0, "high": 100_000}})   # not run through in 1 s
     result = hpo.optimize(lambda c, b: (c["x"] - 42) ** 2, space, "random", min_budget=1, max_budget=1,
                           time_limit=1.0)
     assert result.stopped_because == "time_limit" and result.best_value is not None
@@ -415,3 +415,17 @@ def test_hpo_tensorboard_on_a_study_of_optimize_says_it_has_no_logs(tmp_path, ca
     done = hpo_here(capsys, "tensorboard", tmp_path / "s")
     assert done.returncode == 2 and "this study has no TensorBoard logs" in done.stdout + done.stderr
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == before
+
+
+def test_random_search_runs_each_config_of_a_finite_space_once_then_finishes(tmp_path):
+    """As Keras Tuner's random search: 2 x 3 configs, asked for 10, run 6 distinct and stop;
+    a rerun of the study resumes by replay and has nothing left."""
+    space = {"kind": {"type": "choice", "values": ["a", "b"]}, "n": {"type": "int", "low": 1, "high": 3}}
+    result = hpo.optimize(lambda config, budget: config["n"], space, "random", min_budget=1, max_budget=1,
+                          max_trials=10, study_dir=tmp_path / "study")
+    configs = [(t.config["kind"], t.config["n"]) for t in result.trials]
+    assert sorted(configs) == [(k, n) for k in "ab" for n in (1, 2, 3)]
+    assert result.stopped_because == "searcher finished"
+    again = hpo.optimize(lambda config, budget: config["n"], space, "random", min_budget=1, max_budget=1,
+                         max_trials=10, study_dir=tmp_path / "study")
+    assert len(again.trials) == 6 and again.stopped_because == "searcher finished"

@@ -171,6 +171,9 @@ class LostCluster:
     def free_slots(self):
         return 1 - len(self.running_ids)
 
+    def idle_workers(self):
+        return self.free_slots()
+
     def running(self):
         return list(self.running_ids)
 
