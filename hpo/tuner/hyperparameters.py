@@ -186,9 +186,11 @@ class HyperParameters:
             self.asked.append(declared.name)
         if not self._active(declared.conditions):
             return None
-        if declared.kind == "fixed":
-            return declared.default
-        return self.values.get(declared.name, declared.default)
+        value = declared.default if declared.kind == "fixed" else self.values.get(declared.name, declared.default)
+        # As in Keras Tuner, `values` holds every active parameter once asked for: a
+        # HyperParameters that built a model lists the values it built with.
+        self.values.setdefault(declared.name, value)
+        return value
 
     def _active(self, conditions) -> bool:
         for parent, allowed in conditions:

@@ -65,6 +65,11 @@ class HyperModel:
     def build(self, hp: HyperParameters):
         raise NotImplementedError("define build(hp) in your HyperModel subclass")
 
+    def fit(self, hp: HyperParameters, model, *args, **kwargs):
+        """Keras Tuner's default, `model.fit(*args, **kwargs)`: for training a model by hand
+        (the best config again, say); the search trains with hpo's engine."""
+        return model.fit(*args, **kwargs)
+
 
 class Tuner:
     """hpo's native tuner; see the module docstring. Constructing it does no work: the space

@@ -57,6 +57,31 @@ def test_hyperparameters_answer_with_the_config_and_defaults_for_what_it_lacks()
     inactive.Choice("optimizer", ["adam", "sgd"])
     with inactive.conditional_scope("optimizer", ["sgd"]):
         assert inactive.Float("momentum", 0.0, 0.9) is None                # Keras Tuner's rule
+    # As Keras Tuner's: `values` lists what the build used, defaults and fixed ones included,
+    # inactive ones not.
+    fresh = HyperParameters()
+    fresh.Int("units", 16, 64, step=16)
+    fresh.Fixed("rate", 0.1)
+    with fresh.conditional_scope("units", [32]):
+        fresh.Choice("activation", ["relu", "tanh"])
+    assert fresh.values == {"units": 16, "rate": 0.1}
+
+
+def test_a_hypermodel_fits_a_model_as_keras_tuners_default_does(digits):
+    import keras
+
+    from hpo.keras_tuner import HyperModel
+    x, y, _, _ = digits
+
+    class Small(HyperModel):
+        def build(self, hp):
+            model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10)])
+            model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            return model
+    hypermodel = Small()
+    history = hypermodel.fit(HyperParameters(), hypermodel.build(HyperParameters()), x[:64], y[:64], epochs=1,
+                             verbose=0)
+    assert len(history.history["loss"]) == 1
 
 
 def test_numpy_numbers_given_to_hp_read_as_python_numbers():
