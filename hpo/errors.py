@@ -15,6 +15,12 @@ class UserInputError(Exception):
     """Bad input: a config file, a key, a value, a path. Exit code 2."""
 
 
+class NotOffered(ImportError):
+    """Keras Tuner API the face does not offer, named on `from ... import X` and on attribute
+    access alike: an ImportError that is no AttributeError, which `from ... import` would
+    replace with its own bare message."""
+
+
 class ConfigError(UserInputError, ValueError):
     """A problem at one key of one file, with what was expected. A ValueError, so that
     library callers (`hpo.optimize`) catch it as they catch scikit-learn's and Optuna's."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import tempfile
 import time
 import traceback
@@ -148,6 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`hpo export ... | head`): nothing more to write, and nothing
+        # wrong. Python would report the pipe again as it flushes stdout on exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141      # as a shell reports a process stopped by SIGPIPE
     except Exception as exc:
         where = _write_traceback(args)
         _print_error(f"{type(exc).__name__}: {exc}")

@@ -14,6 +14,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 console = Console(stderr=True)
 stdout = Console(soft_wrap=True)
 
+
+def _reader_gone() -> None:
+    """Rich's default for a closed pipe exits 1 (an error, by hpo's exit codes); the CLI ends
+    such a command quietly instead (`hpo ... | head`)."""
+    raise BrokenPipeError
+
+
+stdout.on_broken_pipe = _reader_gone
+
 _FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

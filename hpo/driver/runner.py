@@ -23,7 +23,7 @@ from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDon
 from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names
 from hpo.registry import MODEL_MEASURES
 from hpo.search import make_searcher, option_names
-from hpo.search.base import Searcher
+from hpo.search.base import GoalsRefused, Searcher
 from hpo.study import Study, TrialRow, ranking
 from hpo.study.pareto import current_hypervolume
 from hpo.study.resume import replay
@@ -471,6 +471,8 @@ def searcher_for(experiment: Experiment) -> Searcher:
                              initial_configs=search.initial_configs,
                              objectives=search.goals().objectives if ranked else None,
                              constraints=list(search.constraints) or None)
+    except GoalsRefused as exc:
+        raise ConfigError(str(exc), key=f"search.{exc.argument}", source=experiment.source) from None
     except (TypeError, ValueError) as exc:
         # Python's own TypeError for a name the searcher lacks; any other is a value it refused.
         unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc)) if isinstance(exc, TypeError) else None

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hpo.errors import NotOffered
 from hpo.keras_tuner import errors
 from hpo.search import SEARCHERS as _SEARCHERS
 from hpo.tuner.hyperparameters import HyperParameters
@@ -184,7 +185,7 @@ assert all(cls.algorithm_name == name for name, cls in CLASSES.items())
 
 def __getattr__(name: str):
     if name in ("Tuner", "Oracle", "GridSearch", "SklearnTuner", "oracles", "tuners", "engine", "applications"):
-        raise AttributeError(f"keras_tuner.{name} is Keras Tuner API that hpo.keras_tuner does not offer: use "
+        raise NotOffered(f"keras_tuner.{name} is Keras Tuner API that hpo.keras_tuner does not offer: use "
                              f"kt.Hyperband, kt.RandomSearch, kt.BayesianOptimization, kt.BOHB, kt.ASHA, "
                              f"kt.AsyncHyperband, kt.AsyncBOHB or kt.FreezeThaw (or, for our searchers inside "
                              f"Keras Tuner's own loop, hpo.keras_tuner.oracles.OracleTuner with its oracles)")

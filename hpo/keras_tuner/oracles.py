@@ -34,6 +34,7 @@ from typing import Any
 
 import keras_tuner as kt
 
+from hpo.errors import NotOffered
 from hpo.search import make_searcher
 from hpo.space import SearchSpace
 from hpo.trial import Job, TrialResult, TrialState
@@ -185,11 +186,11 @@ def __getattr__(name: str):
     # The tuner classes of hpo.keras_tuner's names (BOHB, Hyperband, ASHA) are the face's only.
     oracle = {"BOHB": "BOHBOracle", "Hyperband": "HyperbandOracle", "ASHA": "ASHAOracle"}.get(name)
     if oracle is not None:
-        raise AttributeError(f"hpo.keras_tuner.oracles has no {name}: for hpo's engine use hpo.keras_tuner.{name}; "
+        raise NotOffered(f"hpo.keras_tuner.oracles has no {name}: for hpo's engine use hpo.keras_tuner.{name}; "
                              f"for our searcher inside Keras Tuner's loop, "
                              f"OracleTuner(hypermodel, oracle={oracle}(objective, max_epochs=..., ...), ...)")
     if name == "Tuner":
-        raise AttributeError("hpo.keras_tuner.oracles has no Tuner: the kt.Tuner for these oracles is OracleTuner "
+        raise NotOffered("hpo.keras_tuner.oracles has no Tuner: the kt.Tuner for these oracles is OracleTuner "
                              "(hpo.Tuner is hpo's own)")
     raise AttributeError(f"module 'hpo.keras_tuner.oracles' has no attribute {name!r}")
 

@@ -50,7 +50,8 @@ ARGUMENT_KEYS = {"search.algorithm": "searcher", "search.min_budget": "min_budge
                  "search.direction": "direction", "search.objective": "metric",
                  "search.options": "options", "seed": "seed", "execution.workers": "workers",
                  "output.dir": "study_dir", "search.max_consecutive_failures": "max_consecutive_failures",
-                 "search.initial_configs": "initial_configs"}
+                 "search.initial_configs": "initial_configs", "search.objectives": "objectives",
+                 "search.constraints": "constraints"}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 """
 
 import inspect
+import re
 
 from hpo.search.asha import ASHA
 from hpo.search.async_bohb import AsyncBOHB
@@ -45,7 +46,14 @@ def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budge
     common = dict(seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget, eta=eta)
     if algorithm not in SEARCHERS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(SEARCHERS)}")
-    searcher = SEARCHERS[algorithm](space, **common, **options)
+    try:
+        searcher = SEARCHERS[algorithm](space, **common, **options)
+    except TypeError as exc:
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if unknown is None:
+            raise
+        raise TypeError(f"{algorithm} got an unexpected keyword argument {unknown.group(1)!r}; it takes "
+                        f"{', '.join(option_names(algorithm, options))}") from None
     for config in initial_configs or ():
         searcher.enqueue(config)
     return searcher

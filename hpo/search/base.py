@@ -220,6 +220,14 @@ def unseen_sample(space: SearchSpace, rng: np.random.Generator, seen: set[str],
     return config
 
 
+class GoalsRefused(ValueError):
+    """A searcher does not take these objectives or constraints; `argument` says which."""
+
+    def __init__(self, message: str, argument: str):
+        super().__init__(message)
+        self.argument = argument      # 'objectives' or 'constraints'
+
+
 def check_schedule_kinds(min_budget: Any, max_budget: Any, eta: Any, seed: Any) -> None:
     """The schedule's numbers and the seed of the right kind, refused by name: a searcher that
     plans its brackets from them before `Searcher.__init__` calls this first."""

@@ -87,7 +87,7 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.base import Searcher, config_key, latin_hypercube
+from hpo.search.base import GoalsRefused, Searcher, config_key, latin_hypercube
 from hpo.search.bohb import BOHB
 from hpo.search.schedule import rung_budgets
 from hpo.search.surrogates.config_gp import (
@@ -213,10 +213,11 @@ class FreezeThaw(Searcher):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget, max_budget=max_budget,
                          eta=eta, objectives=objectives, constraints=constraints, tie_break=tie_break)
         if self.goals.multi:
-            raise ValueError(f"FreezeThaw optimises one objective; objectives={objectives!r} names "
-                             f"{len(self.goals.objectives)}")
+            raise GoalsRefused(f"FreezeThaw optimises one objective; objectives={objectives!r} names "
+                               f"{len(self.goals.objectives)}", "objectives")
         if self.goals.constraints:
-            raise ValueError(f"FreezeThaw does not support constraints; got constraints={constraints!r}")
+            raise GoalsRefused(f"FreezeThaw does not support constraints; got constraints={constraints!r}",
+                               "constraints")
         if growth is not None and not growth > 1:
             raise ValueError(f"growth must be > 1, got {growth}")
         if num_samples < 1:

@@ -76,11 +76,14 @@ def test_what_the_face_refuses_the_oracles_refuse_with_the_same_words(declare, m
 
 def test_the_tuner_classes_of_the_faces_names_are_the_faces_only():
     for name, oracle in (("BOHB", "BOHBOracle"), ("Hyperband", "HyperbandOracle"), ("ASHA", "ASHAOracle")):
-        with pytest.raises(AttributeError, match=rf"for hpo's engine use hpo.keras_tuner.{name}; .*"
-                                                 rf"OracleTuner\(hypermodel, oracle={oracle}\("):
+        with pytest.raises(ImportError, match=rf"for hpo's engine use hpo.keras_tuner.{name}; .*"
+                                              rf"OracleTuner\(hypermodel, oracle={oracle}\("):
             getattr(hkt, name)
-    with pytest.raises(AttributeError, match="is OracleTuner"):
+    with pytest.raises(ImportError, match="is OracleTuner"):
         hkt.Tuner  # noqa: B018
+    # `from ... import` keeps the message (an AttributeError would become Python's bare one).
+    with pytest.raises(ImportError, match="for hpo's engine use hpo.keras_tuner.BOHB"):
+        from hpo.keras_tuner.oracles import BOHB  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

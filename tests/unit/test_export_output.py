@@ -177,3 +177,27 @@ def test_best_export_into_the_study_folder_is_refused_before_tensorflow(exportab
         target = link
     output = _refused(capsys, exportable, "best", exportable, "--trial", "2", "--export", target)
     assert "inside the study folder" in output
+
+
+@pytest.mark.slow       # a study of 1,500 trials, so that a status table outgrows the pipe's buffer
+def test_a_reader_that_stops_early_ends_a_read_only_command_quietly(tmp_path):
+    """`hpo status ... | head -1`: the reader closes the pipe; the command ends with 141, as a
+    shell reports SIGPIPE, with no message and no traceback file (exit 1 means an error)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    import hpo
+    from tests.support.cli import ROOT, cli_env
+
+    study = tmp_path / "study"
+    hpo.optimize(lambda config, budget: config["x"], {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random",
+                 min_budget=1, max_budget=1, max_trials=1500, study_dir=study)
+    tracebacks = set(Path(tempfile.gettempdir()).glob("hpo-error-*"))
+    reader = subprocess.Popen([sys.executable, "-m", "hpo", "status", str(study), "--all"], cwd=ROOT, env=cli_env(80),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout.readline()
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 141
+    assert reader.stderr.read() == b""
+    assert set(Path(tempfile.gettempdir()).glob("hpo-error-*")) == tracebacks

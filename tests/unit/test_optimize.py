@@ -429,3 +429,12 @@ def test_random_search_runs_each_config_of_a_finite_space_once_then_finishes(tmp
     again = hpo.optimize(lambda config, budget: config["n"], space, "random", min_budget=1, max_budget=1,
                          max_trials=10, study_dir=tmp_path / "study")
     assert len(again.trials) == 6 and again.stopped_because == "searcher finished"
+
+
+@pytest.mark.parametrize("goals, argument", [({"objectives": ["error", "params"]}, "objectives"),
+                                             ({"constraints": ["params <= 3"]}, "constraints")])
+def test_a_searcher_refusing_the_goals_names_the_goal_argument_not_options(tmp_path, goals, argument):
+    with pytest.raises(ConfigError, match=rf"hpo.optimize\(\), argument '{argument}': FreezeThaw"):
+        hpo.optimize(lambda config, budget: {"error": 1.0, "params": 2.0}, SPACE, "freeze_thaw", min_budget=1,
+                     max_budget=9, study_dir=tmp_path / "study", **goals)
+    assert not (tmp_path / "study").exists()

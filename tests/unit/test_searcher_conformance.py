@@ -107,6 +107,20 @@ def test_a_schedule_or_seed_of_the_wrong_kind_is_refused_by_name(name, arguments
         make(name, **arguments)
 
 
+def test_an_option_the_searcher_does_not_take_is_refused_with_those_it_takes():
+    from hpo.search import make_searcher, option_names
+    for algorithm in REGISTERED:
+        with pytest.raises(TypeError, match=rf"{algorithm} got an unexpected keyword argument 'zz'; it takes "
+                                            rf"{re.escape(', '.join(option_names(algorithm)))}$"):
+            make_searcher(algorithm, SPACE, seed=0, direction="minimize", options={"zz": 1}, **BUDGETS)
+
+
+def test_a_told_dict_missing_a_name_lists_each_name_it_must_hold_once():
+    searcher = ASHA(SPACE, objectives=["error", "params"], constraints=["params <= 20000"], **BUDGETS)
+    with pytest.raises(ValueError, match=r"the told dict has no 'params'.*it must hold error, params$"):
+        searcher.tell(searcher.ask(), {"error": 0.1})
+
+
 def test_telling_an_unknown_job_is_an_error(name):
     searcher = make(name)
     job = searcher.ask()

@@ -207,10 +207,11 @@ class Goals:
                 if not isinstance(key, str):
                     raise TypeError(f"a told dict must have string keys, got {key!r}")
                 metrics[key] = _number(value, key)
-            missing = [n for n in self.names + tuple(c.name for c in self.constraints) if n not in metrics]
+            needed = list(dict.fromkeys(self.names + tuple(c.name for c in self.constraints)))
+            missing = [n for n in needed if n not in metrics]
             if missing:
                 raise ValueError(f"the told dict has no {missing[0]!r}{suggest(missing[0], metrics)}; "
-                                 f"it must hold {', '.join(self.names + tuple(c.name for c in self.constraints))}")
+                                 f"it must hold {', '.join(needed)}")
             return self._completed(TrialResult(value=metrics[self.names[0]], metrics=metrics))
         if (isinstance(told, Sequence) and not isinstance(told, (str, bytes))) or \
                 (isinstance(told, np.ndarray) and told.ndim > 0):
