@@ -16,9 +16,11 @@ log = logging.getLogger("hpo.cli")
 
 def cmd_search(args: argparse.Namespace) -> int:
     from hpo.config import load_experiment
+    from hpo.config.yaml_source import from_override
     from hpo.driver.console import console, search_progress, stdout
     from hpo.driver.preflight import preflight
     from hpo.driver.runner import SearchAborted, budget_given, build_keras_runner
+    from hpo.errors import ConfigError
     from hpo.native_logs import import_tensorflow
     from hpo.study import ranking
     from hpo.study.resume import check_study_dir
@@ -29,7 +31,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     study_dir = Path(args.study_dir) if args.study_dir else experiment.study_dir
     check_study_dir(study_dir, "--study-dir" if args.study_dir else experiment.source)
     import_tensorflow()
-    findings = preflight(experiment)
+    try:
+        findings = preflight(experiment)
+    except ConfigError as err:
+        raise from_override(err, args.experiment, args.overrides) from None
     # 2. The lock, then 3. create, move aside or resume (hpo.study.resume), logging to hpo.log.
     with open_for_search(experiment, study_dir, fresh=args.fresh, log_file=_log_file) as study:
         args.resolved_study_dir = study_dir

@@ -199,6 +199,13 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
         raise err.located(source=str(path), line=_line_for(err.key, lines)) from None
 
 
+def from_override(err: ConfigError, path: str | Path, overrides: Sequence[str]) -> ConfigError:
+    """A later check's error (the pre-flight's) at a key a `--set` gave: named as that
+    `--set`, not as the file, as the experiment's own checks name it."""
+    given = _override_of(err.key, overrides)
+    return err if given is None else type(err)(err.message, key=err.key, source=f"{path} (--set {given})")
+
+
 def _override_of(key: str | None, overrides: Sequence[str]) -> str | None:
     """The last `--set KEY=VALUE` that set `key` (or a mapping holding it, or a key inside it)."""
     if not key:

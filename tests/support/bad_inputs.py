@@ -243,7 +243,8 @@ CASES = [
     case("re-exported stdlib function", CONFIG, ["data.dataset={mod}:rmtree"],
          ["shutil.rmtree", "standard library"]),
     # --- the pre-flight: devices, objective, loader, builder, space keys -------------------------------
-    case("no such device", PREFLIGHT, ["training.device=gpu"], ["key 'training.device'", "not available"]),
+    case("no such device", PREFLIGHT, ["training.device=gpu"],
+         ["(--set training.device=gpu), key 'training.device'", "not available"]),
     case("objective the trainer does not report", PREFLIGHT, ["search.objective=val_auc"],
          ["key 'search.objective'", "val_accuracy"]),
     case("loader lengths differ", PREFLIGHT, ["data.dataset={mod}:mismatched"],
