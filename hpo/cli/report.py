@@ -30,7 +30,7 @@ from hpo.cli.tables import state_counts
 from hpo.search.multiobjective.hypervolume import NORMALISED_REFERENCE
 from hpo.search.multiobjective.objectives import Goals
 from hpo.space import ChoiceParam, FloatParam, IntParam, Param, SearchSpace
-from hpo.study import Study, TrialRow
+from hpo.study import Study, TrialRow, ranking
 from hpo.study.pareto import stored_goals
 from hpo.study.ranking import top_configurations, violation
 from hpo.trial import TrialState, config_text
@@ -140,23 +140,22 @@ def _save(fig, path: Path) -> str:
 # --- the plots ------------------------------------------------------------------------------
 
 def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
-    """The best value so far, by epochs spent and by time; with constraints, of feasible
-    trials alone (an infeasible one ranks after every feasible one: hpo.study.ranking)."""
+    """The best value so far, by epochs spent and by time: the value of the trial `hpo best`
+    would have named then (hpo.study.ranking: the largest budget reached first, then the
+    objective), so the curve ends at `hpo best`'s value; with constraints, while that trial
+    is feasible (an infeasible one ranks after every feasible one)."""
     import matplotlib.pyplot as plt
 
     ordered = sorted(done, key=lambda t: t.finished_at or 0)
-    better = max if goals.objectives[0].direction == "maximize" else min
     epochs, seconds, best = [], [], []
     spent, start = 0.0, min(t.started_at or t.created_at for t in ordered)
+    leader = None
     for t in ordered:
         spent += t.epochs_trained
         epochs.append(spent)
         seconds.append((t.finished_at or start) - start)
-        counted = violation(t, goals) == 0
-        if not best or math.isnan(best[-1]):
-            best.append(t.value if counted else math.nan)
-        else:
-            best.append(better(best[-1], t.value) if counted else best[-1])
+        leader = ranking.best([t] if leader is None else [leader, t], goals)
+        best.append(leader.value if leader is not None and violation(leader, goals) == 0 else math.nan)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"), (axes[1], seconds, "wall time (s)")):
         ax.step(x, best, where="post", color="C0", label="best so far")

@@ -141,9 +141,14 @@ def _print_summary(study, objective: str, goals, summary) -> None:
         from hpo.study.pareto import pareto_set
         front = pareto_set(trials, goals)
         names = ", ".join(o.name for o in goals.objectives)
-        stdout.print(f"Pareto front ({names}): {len(front)} trial(s), "
-                     f"{', '.join(str(m.trial_id) for m in front[:10])}{', ...' if len(front) > 10 else ''}; "
-                     f"`hpo best` lists them", highlight=False)
+        if not front:
+            stdout.print(f"Pareto front ({names}): no trial has completed", highlight=False)
+        else:
+            # With no feasible trial the front holds the least violating: said, as for one objective.
+            infeasible = "" if any(m.feasible for m in front) else " (infeasible: no trial meets the constraints)"
+            stdout.print(f"Pareto front ({names}): {len(front)} trial(s), "
+                         f"{', '.join(str(m.trial_id) for m in front[:10])}{', ...' if len(front) > 10 else ''}"
+                         f"{infeasible}; `hpo best` lists them", highlight=False)
     elif summary.best is not None:
         b = summary.best
         # The runner's best ranks feasible trials first: an infeasible one means none is feasible.

@@ -114,7 +114,8 @@ def pareto_table(trials: Sequence[TrialRow], goals: Goals, title: str, width: in
         columns.append("feasible")
     rows = []
     for m in pareto_set(trials, goals):
-        row = [str(m.trial_id), f"{m.budget:g}", *(f"{m.objectives[n]:.4g}" for n in goals.names)]
+        # Six digits: members a few units apart in a count such as params must read apart.
+        row = [str(m.trial_id), f"{m.budget:g}", *(f"{m.objectives[n]:.6g}" for n in goals.names)]
         if goals.constraints:
             row.append("yes" if m.feasible else "no")
         rows.append([*row, config_text(m.config)])

@@ -41,9 +41,19 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
         log.info("running: %s", " ".join(command))
         if logdir == own:
             return subprocess.call(command)
-        with subprocess.Popen(command) as board:
+        board = subprocess.Popen(command)
+        try:
             while True:
                 try:
                     return board.wait(timeout=VIEW_REFRESH_SECONDS)
                 except subprocess.TimeoutExpired:
                     link_new_files(own, logdir)
+        finally:
+            # Stopped (Ctrl-C, kill): TensorBoard stops with it, as `subprocess.call` stops it for
+            # a study at rest; the view it serves is deleted with the scratch folder.
+            if board.poll() is None:
+                board.terminate()
+                try:
+                    board.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    board.kill()

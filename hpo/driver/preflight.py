@@ -20,6 +20,7 @@ so a corrected file then runs without `--fresh`.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -107,6 +108,11 @@ def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
                       min_budget=search.min_budget, max_budget=search.max_budget, eta=search.eta,
                       options=search.options, objectives=goals.objectives, constraints=list(search.constraints))
     except (TypeError, ValueError) as exc:
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if unknown is not None and unknown.group(1) in search.options:
+            # An option the searcher lacks, not the goals: said as with one objective.
+            from hpo.driver.runner import searcher_for
+            searcher_for(experiment)
         what = "several objectives" if goals.multi else "constraints"
         raise ConfigError(f"the searcher {search.algorithm!r} cannot take {what} as given: {exc}",
                           key="search.objectives" if goals.multi else "search.constraints") from None

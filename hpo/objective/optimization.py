@@ -87,7 +87,7 @@ class OptimizeResult:
 def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: SearchSpace | Mapping[str, Any],
              searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
              max_trials: int | None = None, time_limit: float | None = None, total_budget: float | None = None,
-             direction: str = "minimize",
+             direction: str | None = None,
              seed: int = 0, study_dir: str | Path | None = None, fresh: bool = False, workers: int = 1,
              metric: str = "objective", options: Mapping[str, Any] | None = None,
              initial_configs: list[Mapping[str, Any]] | None = None, objectives: Sequence[Any] | None = None,
@@ -134,6 +134,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     goals = _goals(objectives, constraints, metric, direction, options)
     if objectives is not None:
         metric, direction = goals.objectives[0].name, goals.objectives[0].direction
+    direction = direction or "minimize"      # one objective: minimised unless told, whatever its name
     space_dict = space.to_dict() if isinstance(space, SearchSpace) else dict(space)
     name = getattr(objective, "__name__", "objective")
     raw = {
@@ -247,13 +248,13 @@ def _clock_of(executor) -> dict[str, Any]:
     return {"clock": clock} if clock is not None else {}
 
 
-def _goals(objectives, constraints, metric: str, direction: str, options) -> Goals:
+def _goals(objectives, constraints, metric: str, direction: str | None, options) -> Goals:
     """The objectives and constraints, checked: errors name the argument of `optimize`."""
     if objectives is not None:
         if metric != "objective":
             raise ConfigError("pass either metric (one objective) or objectives, not both",
                               source="hpo.optimize(), argument 'objectives'")
-        if direction != "minimize":
+        if direction is not None:     # None, the default, is 'minimize' for one objective
             raise ConfigError("with objectives, give each its direction ({'name': ..., 'direction': ...}) "
                               "instead of the direction argument", source="hpo.optimize(), argument 'direction'")
     taken = sorted({"objectives", "constraints"} & set(options or {}))
@@ -266,7 +267,7 @@ def _goals(objectives, constraints, metric: str, direction: str, options) -> Goa
     # Built in steps, so that an error names the argument it came from.
     if objectives is None:
         try:
-            objectives = [Objective(metric, direction)]
+            objectives = [Objective(metric, direction or "minimize")]
         except (TypeError, ValueError) as exc:      # Objective: a bad name is a TypeError, a bad direction not
             raise refused(exc, "metric" if isinstance(exc, TypeError) else "direction") from None
         argument = "metric"

@@ -71,11 +71,8 @@ def test_hpo_tensorboard_shows_a_dead_drivers_running_trials_as_interrupted(tmp_
             self.logdir = Path(command[command.index("--logdir") + 1])
             self.waits = 0
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
+        def poll(self):
+            return 0 if self.waits > 1 else None
 
         def wait(self, timeout=None):
             self.waits += 1
@@ -179,3 +176,35 @@ def test_an_interrupted_search_counts_its_trials_interrupted_in_the_search_run(t
     step = counts["complete"][0]
     assert counts == {"running": (step, 0.0), "complete": (step, 2.0), "failed": (step, 0.0),
                       "interrupted": (step, 1.0)}
+
+
+def test_stopping_hpo_tensorboard_on_a_view_stops_the_server_too(tmp_path, monkeypatch):
+    """On a dead driver's study TensorBoard serves a view built outside it; Ctrl-C or a kill
+    stops the command, and the server with it (it was left serving an emptied folder)."""
+    import hpo.cli.tensorboard_command as command
+
+    study_dir = tmp_path / "study"
+    dead_driver_study(study_dir)
+    started = []
+
+    class Server:
+        def __init__(self, args):
+            self.args, self.stopped = args, None
+            started.append(self)
+
+        def wait(self, timeout=None):
+            if self.stopped is None:
+                raise KeyboardInterrupt         # the user stops `hpo tensorboard` meanwhile
+            return self.stopped
+
+        def poll(self):
+            return self.stopped
+
+        def terminate(self):
+            self.stopped = -15
+
+        def kill(self):
+            self.stopped = -9
+    monkeypatch.setattr(command.subprocess, "Popen", Server)
+    assert main(["tensorboard", str(study_dir)]) == 130
+    assert [server.stopped for server in started] == [-15]

@@ -438,3 +438,12 @@ def test_a_searcher_refusing_the_goals_names_the_goal_argument_not_options(tmp_p
         hpo.optimize(lambda config, budget: {"error": 1.0, "params": 2.0}, SPACE, "freeze_thaw", min_budget=1,
                      max_budget=9, study_dir=tmp_path / "study", **goals)
     assert not (tmp_path / "study").exists()
+
+
+def test_a_direction_beside_objectives_is_refused_even_the_default_one(tmp_path):
+    """direction='minimize' beside objectives=['accuracy'] was silently ignored (accuracy then
+    maximised): the argument is refused whatever its value, as API.md says."""
+    with pytest.raises(ConfigError, match=r"argument 'direction': with objectives, give each its direction"):
+        hpo.optimize(lambda config, budget: {"accuracy": 0.5}, SPACE, "random", min_budget=1, max_budget=1,
+                     objectives=["accuracy"], direction="minimize", study_dir=tmp_path / "study")
+    assert not (tmp_path / "study").exists()

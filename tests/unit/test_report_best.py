@@ -1,0 +1,59 @@
+"""The report's best-so-far curve ends where `hpo best` does: the study's one ranking (the
+largest budget reached first), not the lowest value at any budget."""
+
+import matplotlib
+
+import hpo
+from hpo.cli.report import best_so_far_figure
+from hpo.search.multiobjective.objectives import Goals
+from hpo.study import Study, ranking
+
+matplotlib.use("Agg")
+
+
+def test_the_best_so_far_curve_ends_at_hpo_bests_value(tmp_path):
+    # Low budgets look better than the top one, so the lowest value is a budget-1 trial's.
+    result = hpo.optimize(lambda config, budget: (config["x"] - 1) ** 2 - 1.0 / budget,
+                          {"x": {"type": "float", "low": -3.0, "high": 3.0}}, "hyperband", min_budget=1,
+                          max_budget=9, eta=3, max_trials=13, seed=0, study_dir=tmp_path / "study")
+    study = Study.open(tmp_path / "study", read_only=True)
+    try:
+        done = [t for t in study.trials() if t.state.finished and t.value is not None]
+    finally:
+        study.close()
+    goals = Goals.build()
+    assert min(t.value for t in done) < result.best_value         # the trap: a lower value at budget 1
+    figure = best_so_far_figure(done, "objective", goals)
+    curve = figure.axes[0].lines[0].get_ydata()
+    assert curve[-1] == result.best_value == ranking.best(done, goals).value
+
+
+def closing_line(tmp_path, capsys, objective, constraints):
+    from hpo.cli.search_command import _print_summary
+    from hpo.driver.runner import SearchSummary
+
+    goals = Goals.build(["error", "params"], constraints)
+    hpo.optimize(objective, {"u": {"type": "int", "low": 1, "high": 40}}, "random", min_budget=1, max_budget=1,
+                 max_trials=6, objectives=["error", "params"], constraints=constraints,
+                 max_consecutive_failures=100, study_dir=tmp_path / "study")
+    capsys.readouterr()
+    study = Study.open(tmp_path / "study", read_only=True)
+    try:
+        _print_summary(study, "error", goals, SearchSummary(trials_finished_now=6, stopped_because="max_trials",
+                                                            best=None, elapsed_seconds=1.0))
+    finally:
+        study.close()
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("Pareto front")]
+
+
+def test_the_closing_line_says_when_no_front_member_is_feasible_or_none_completed(tmp_path, capsys):
+    def model(config, budget):
+        return {"error": 1 / config["u"], "params": 100 + config["u"]}
+    infeasible = closing_line(tmp_path / "a", capsys, model, ["params <= 10"])
+    assert len(infeasible) == 1 and infeasible[0].endswith(
+        "(infeasible: no trial meets the constraints); `hpo best` lists them")
+
+    def broken(config, budget):
+        raise RuntimeError("no model")
+    assert closing_line(tmp_path / "b", capsys, broken, None) == [
+        "Pareto front (error, params): no trial has completed"]
