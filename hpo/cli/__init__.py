@@ -69,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="table of a study's trials")
     status.add_argument("study_dir", help=STUDY_DIR_HELP)
-    status.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
     rows = status.add_mutually_exclusive_group()
+    rows.add_argument("--trial", type=int, metavar="N", help="one trial in full: config, metrics, error")
     rows.add_argument("--top", type=_at_least_one, metavar="N",
                       help="only the N best configurations, each at its deepest budget, ranked as `hpo best` ranks")
     rows.add_argument("--all", action="store_true",

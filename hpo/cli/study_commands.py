@@ -160,6 +160,9 @@ def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
     record = pareto_record(trials, goals)
     if not record["pareto"]:
         raise UserInputError(f"{args.study_dir}: no trial has completed yet")
+    if args.trial is not None and not args.export:
+        raise UserInputError(f"best --trial {args.trial} chooses the front member to export: add --export "
+                             f"MODEL.keras (`hpo status {args.study_dir} --trial {args.trial}` shows that trial)")
     if args.export:
         if args.trial is None:
             ids = ", ".join(str(m["trial_id"]) for m in record["pareto"])

@@ -1,9 +1,12 @@
-"""The report's best-so-far curve ends where `hpo best` does: the study's one ranking (the
-largest budget reached first), not the lowest value at any budget."""
+"""What the readers of a study say: the report's best-so-far curve ends where `hpo best` does
+(the study's one ranking, the largest budget reached first), the closing line of several
+objectives, and the options that read nothing when combined with one that does."""
 
 import matplotlib
+import pytest
 
 import hpo
+import hpo.cli
 from hpo.cli.report import best_so_far_figure
 from hpo.search.multiobjective.objectives import Goals
 from hpo.study import Study, ranking
@@ -57,3 +60,17 @@ def test_the_closing_line_says_when_no_front_member_is_feasible_or_none_complete
         raise RuntimeError("no model")
     assert closing_line(tmp_path / "b", capsys, broken, None) == [
         "Pareto front (error, params): no trial has completed"]
+
+
+def test_options_that_would_be_ignored_together_are_refused(tmp_path, capsys):
+    from tests.support.cli import hpo_here
+
+    hpo.optimize(lambda config, budget: {"error": 1 / config["u"], "params": config["u"]},
+                 {"u": {"type": "int", "low": 1, "high": 40}}, "random", min_budget=1, max_budget=1, max_trials=4,
+                 objectives=["error", "params"], study_dir=tmp_path / "study")
+    with pytest.raises(SystemExit) as both:           # argparse: one of --trial, --top, --all
+        hpo.cli.main(["status", str(tmp_path / "study"), "--trial", "1", "--top", "2"])
+    assert both.value.code == 2 and "not allowed with argument --trial" in capsys.readouterr().err
+    chosen = hpo_here(capsys, "best", str(tmp_path / "study"), "--trial", "1")
+    assert chosen.returncode == 2 and "best --trial 1 chooses the front member to export: add --export" \
+        in chosen.stderr
