@@ -107,8 +107,16 @@ def _pareto_sections(experiment, trials: list[TrialRow], out: Path) -> list["Sec
     if not is_ranked(experiment):
         return []
     goals = stored_goals(experiment)
-    if not goals.multi or not pareto_set(trials, goals):
+    front = pareto_set(trials, goals)
+    if not goals.multi or not front:
         return []
+    if not any(m.feasible for m in front):
+        # No trial meets the constraints: the front shown is the least violating, and a
+        # hypervolume (of feasible trials) has nothing to measure.
+        return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
+                        "No trial meets the constraints: the members shown (red, labelled with their trial ids) "
+                        "are the least violating at the largest budget reached, as hpo best lists them; there "
+                        "is no dominated hypervolume until a trial is feasible.")]
     return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
                     "Front members (red, labelled with their trial ids) are the feasible trials no other "
                     "dominates, at the largest budget reached: as hpo best lists them."),

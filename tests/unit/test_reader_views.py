@@ -74,3 +74,21 @@ def test_options_that_would_be_ignored_together_are_refused(tmp_path, capsys):
     chosen = hpo_here(capsys, "best", str(tmp_path / "study"), "--trial", "1")
     assert chosen.returncode == 2 and "best --trial 1 chooses the front member to export: add --export" \
         in chosen.stderr
+
+
+def test_a_report_of_a_study_where_nothing_is_feasible_says_so_and_draws_no_hypervolume(tmp_path):
+    from hpo.cli.report import _pareto_sections
+
+    hpo.optimize(lambda config, budget: {"error": 1 / config["u"], "params": 100 + config["u"]},
+                 {"u": {"type": "int", "low": 1, "high": 40}}, "random", min_budget=1, max_budget=1, max_trials=5,
+                 objectives=["error", "params"], constraints=["params <= 10"], study_dir=tmp_path / "study")
+    study = Study.open(tmp_path / "study", read_only=True)
+    try:
+        experiment, trials = study.experiment(), study.trials()
+    finally:
+        study.close()
+    (tmp_path / "report").mkdir()
+    sections = _pareto_sections(experiment, trials, tmp_path / "report")
+    assert [s.title for s in sections] == ["Pareto front"]
+    assert "No trial meets the constraints" in sections[0].note
+    assert not (tmp_path / "report" / "hypervolume.png").exists()
