@@ -20,7 +20,6 @@ so a corrected file then runs without `--fresh`.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -92,7 +91,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
     """Every objective and constraint names a logged value or a model measure, and the
     searcher takes them (built here once: searchers are cheap and import no TensorFlow)."""
-    from hpo.search import make_searcher
+    from hpo.search import UnknownOption, make_searcher
 
     search = experiment.search
     goals = search.goals()
@@ -108,11 +107,9 @@ def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:
                       min_budget=search.min_budget, max_budget=search.max_budget, eta=search.eta,
                       options=search.options, objectives=goals.objectives, constraints=list(search.constraints))
     except (TypeError, ValueError) as exc:
-        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-        if unknown is not None and unknown.group(1) in search.options:
-            # An option the searcher lacks, not the goals: said as with one objective.
-            from hpo.driver.runner import searcher_for
-            searcher_for(experiment)
+        if isinstance(exc, UnknownOption) and exc.name in search.options:    # an option it lacks, not the goals
+            from hpo.driver.runner import unknown_option_error
+            raise unknown_option_error(experiment, exc) from None
         what = "several objectives" if goals.multi else "constraints"
         raise ConfigError(f"the searcher {search.algorithm!r} cannot take {what} as given: {exc}",
                           key="search.objectives" if goals.multi else "search.constraints") from None

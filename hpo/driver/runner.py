@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import time
 import zlib
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from hpo.executors import make_executor
 from hpo.jobs import CompileChoiceMade, EpochDone, Executor, TrainTask, TrialDone
 from hpo.metric_names import beats, maybe_logged, model_measures_in, named_outputs, objective_names
 from hpo.registry import MODEL_MEASURES
-from hpo.search import make_searcher, option_names
+from hpo.search import UnknownOption, make_searcher
 from hpo.search.base import GoalsRefused, Searcher
 from hpo.study import Study, TrialRow, ranking
 from hpo.study.pareto import current_hypervolume
@@ -473,15 +472,17 @@ def searcher_for(experiment: Experiment) -> Searcher:
                              constraints=list(search.constraints) or None)
     except GoalsRefused as exc:
         raise ConfigError(str(exc), key=f"search.{exc.argument}", source=experiment.source) from None
-    except (TypeError, ValueError) as exc:
-        # Python's own TypeError for a name the searcher lacks; any other is a value it refused.
-        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc)) if isinstance(exc, TypeError) else None
-        if unknown is not None:
-            raise ConfigError(f"an option is not accepted by {search.algorithm}: {unknown.group(1)!r}; it takes "
-                              f"{', '.join(option_names(search.algorithm, search.options))}",
-                              key="search.options", source=experiment.source) from None
+    except UnknownOption as exc:
+        raise unknown_option_error(experiment, exc) from None
+    except (TypeError, ValueError) as exc:      # a value the searcher refused
         raise ConfigError(f"{search.algorithm} refused an option's value: {exc}", key="search.options",
                           source=experiment.source) from None
+
+
+def unknown_option_error(experiment: Experiment, exc: UnknownOption) -> ConfigError:
+    """An option in `search.options` the searcher does not take, and those it does."""
+    return ConfigError(f"an option is not accepted by {exc.algorithm}: {exc.name!r}; it takes "
+                       f"{', '.join(exc.accepted)}", key="search.options", source=experiment.source)
 
 
 def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:

@@ -23,13 +23,22 @@ from hpo.trial import Job, TrialResult, TrialState
 
 __all__ = ["ASHA", "AsyncBOHB", "AsyncHyperband", "BOHB", "KDESampler", "ConfigSampler", "FreezeThaw", "Hyperband",
            "Job", "RandomSearch", "Searcher", "TrialResult", "TrialState", "SEARCHERS", "hyperband_brackets",
-           "rung_budgets", "make_searcher", "option_names"]
+           "rung_budgets", "make_searcher", "option_names", "UnknownOption"]
 
 
 # `search.algorithm` names; config validation reads its choices from here.
 SEARCHERS: dict[str, type[Searcher]] = {"random": RandomSearch, "hyperband": Hyperband, "asha": ASHA,
                                         "async_hyperband": AsyncHyperband, "bohb": BOHB, "async_bohb": AsyncBOHB,
                                         "freeze_thaw": FreezeThaw}
+
+
+class UnknownOption(TypeError):
+    """A keyword `algorithm` (and its config model) does not take: `name`, and the names it
+    takes (`option_names`), for each face to say in its own terms."""
+
+    def __init__(self, algorithm: str, name: str, accepted: list[str]):
+        super().__init__(f"{algorithm} got an unexpected keyword argument {name!r}; it takes {', '.join(accepted)}")
+        self.algorithm, self.name, self.accepted = algorithm, name, accepted
 
 
 def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budget: float,
@@ -49,11 +58,11 @@ def make_searcher(algorithm: str, space, *, seed: int, direction: str, min_budge
     try:
         searcher = SEARCHERS[algorithm](space, **common, **options)
     except TypeError as exc:
+        # Python's own message for a name the searcher lacks (or the model's, `make_model`).
         unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
         if unknown is None:
             raise
-        raise TypeError(f"{algorithm} got an unexpected keyword argument {unknown.group(1)!r}; it takes "
-                        f"{', '.join(option_names(algorithm, options))}") from None
+        raise UnknownOption(algorithm, unknown.group(1), option_names(algorithm, options)) from None
     for config in initial_configs or ():
         searcher.enqueue(config)
     return searcher
