@@ -166,12 +166,18 @@ def low_config(space) -> dict[str, Any]:
     return space.from_unit([0.0] * len(space))
 
 
+def _several_inputs(input_shape) -> bool:
+    """Whether the loader's inputs are several arrays: `Dataset.input_shape` is then a dict or a
+    tuple of shapes rather than one shape."""
+    return isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape)
+
+
 def _wrapped_arrays_hint(experiment: Experiment, input_shape, num_classes) -> str:
     """Where a builder failed on inputs or targets the loader gave as several arrays: a builder
     then gets their shapes and class counts in that structure, which one written for a single
     input and output cannot read. Empty where the loader gave single arrays."""
     several = []
-    if isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape):
+    if _several_inputs(input_shape):
         several.append(f"its inputs as several arrays (input shapes {input_shape})")
     if is_nested(num_classes):
         several.append(f"its targets as several arrays (num_classes {num_classes})")
@@ -190,7 +196,7 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
     builder = get_builder(ref)
     config = experiment.trial_params(low_config(experiment.space))
     recorder = ReadRecorder(config)
-    if ref in BUILDERS and (isinstance(input_shape, dict) or any(isinstance(d, tuple) for d in input_shape)):
+    if ref in BUILDERS and _several_inputs(input_shape):
         raise ConfigError(f"the built-in model {ref!r} takes one input array, but the loader "
                           f"{experiment.data.dataset!r} returns several (input shapes {input_shape}); expected a "
                           f"builder of your own, 'package.module:function', for several inputs", key="model.builder")
