@@ -9,6 +9,7 @@ config dict and NaN in the unit vector.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -198,15 +199,23 @@ class SearchSpace:
     def __len__(self) -> int:
         return len(self.params)
 
+    def finite_values(self) -> list[tuple[Any, ...]] | None:
+        """Each parameter's values, in order, where the space is finite and plainly so: every
+        parameter an int or a choice, none conditional. None otherwise."""
+        if any(param.when or isinstance(param, FloatParam) for param in self.params):
+            return None
+        return [param.values if isinstance(param, ChoiceParam) else tuple(range(param.low, param.high + 1))
+                for param in self.params]
+
     def config_count(self) -> int | None:
-        """How many distinct configs the space holds, where that is finite and plain to count:
-        every parameter an int or a choice, none conditional. None otherwise."""
-        count = 1
-        for param in self.params:
-            if param.when or isinstance(param, FloatParam):
-                return None
-            count *= len(param.values) if isinstance(param, ChoiceParam) else param.high - param.low + 1
-        return count
+        """How many distinct configs a finite space holds (`finite_values`); None otherwise."""
+        values = self.finite_values()
+        return None if values is None else math.prod(len(v) for v in values)
+
+    def every_config(self) -> list[dict[str, Any]]:
+        """Every config of a finite space (`finite_values`), in the parameters' order."""
+        names = [param.name for param in self.params]
+        return [dict(zip(names, combo)) for combo in itertools.product(*self.finite_values())]
 
     def __iter__(self):
         return iter(self.params)

@@ -37,11 +37,5 @@ class RandomSearch(Searcher):
             if config_key(config) not in self._asked_configs:
                 return config
             config = self._propose(self.max_budget)
-        left = [c for c in self._every_config() if config_key(c) not in self._asked_configs]
+        left = [c for c in self.space.every_config() if config_key(c) not in self._asked_configs]
         return left[int(self.rng.integers(len(left)))]
-
-    def _every_config(self) -> list[dict[str, Any]]:
-        import itertools
-        axes = [[(p.name, v) for v in (p.values if hasattr(p, "values") else range(p.low, p.high + 1))]
-                for p in self.space.params]
-        return [dict(combo) for combo in itertools.product(*axes)]

@@ -134,3 +134,14 @@ def test_a_bound_that_is_not_finite_is_refused_naming_it(bound, value):
     from hpo.search import BOHB
     with pytest.raises(ConfigError, match="must be a finite number"):
         BOHB({"x": body}, min_budget=1, max_budget=9)
+
+
+def test_a_finite_space_counts_and_lists_its_configs_and_others_do_not():
+    finite = SearchSpace.from_dict({"kind": {"type": "choice", "values": ["a", "b"]},
+                                    "n": {"type": "int", "low": 1, "high": 3}})
+    assert finite.config_count() == 6
+    assert finite.every_config() == [{"kind": k, "n": n} for k in "ab" for n in (1, 2, 3)]
+    assert SearchSpace.from_dict({"x": {"type": "float", "low": 0.0, "high": 1.0}}).config_count() is None
+    conditional = {"kind": {"type": "choice", "values": ["a", "b"]},
+                   "n": {"type": "int", "low": 1, "high": 3, "when": {"kind": "b"}}}
+    assert SearchSpace.from_dict(conditional).config_count() is None
