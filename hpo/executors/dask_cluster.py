@@ -287,8 +287,6 @@ class DaskExecutor:
             return None
         share = self._shares[key]
         share.trial_ids.discard(event.trial_id)
-        if share.worker_died and share.worker in self._free_workers:
-            self._free_workers.remove(share.worker)
         if not share.trial_ids:
             del self._shares[key]
             # A share whose worker died must not send the next one there: the scheduler never
