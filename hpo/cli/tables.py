@@ -35,9 +35,11 @@ def _dash(value: Any) -> str:
 
 
 def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]], width: int,
-           config_header: str):
+           config_header: str, optional: Sequence[str] = ()):
     """A rich Table of `columns` (all kept whole) plus a wrapping config column when it gets
-    at least MIN_CONFIG_WIDTH characters of `width`; returns (table, whether config is shown)."""
+    at least MIN_CONFIG_WIDTH characters of `width`; returns (table, whether config is shown).
+    Where the columns alone are wider than `width`, the `optional` ones are left out: rich
+    would otherwise cut digits off the numbers."""
     from rich import box
     from rich.console import Console
     from rich.measure import Measurement
@@ -53,9 +55,16 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
             table.add_row(*row[:len(columns)], *(row[len(columns):] if with_config else ()))
         return table
 
-    plain = build(False)
     measure = Console(width=10_000)
+    plain = build(False)
     needed = Measurement.get(measure, measure.options, plain).maximum
+    if needed > width and optional:
+        kept = [i for i, name in enumerate(columns) if name not in optional]
+        kept += range(len(columns), max(map(len, rows), default=0))     # the config / error text
+        columns = [columns[i] for i in kept if i < len(columns)]
+        rows = [[row[i] for i in kept] for row in rows]
+        plain = build(False)
+        needed = Measurement.get(measure, measure.options, plain).maximum
     if width - needed - 3 < MIN_CONFIG_WIDTH:     # 3: the gap and the new column's padding
         return plain, False
     return build(True), True
@@ -83,7 +92,7 @@ def status_table(trials: Sequence[TrialRow], title: str, objective: str, width: 
         rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), _value(t.value),
                      detail or ""))
     return _table(title, ("trial", "state", "budget", "bracket", "rung", objective), rows, width,
-                  "config / error")
+                  "config / error", optional=("bracket", "rung"))
 
 
 def trial_lines(trial: TrialRow, objective: str) -> list[str]:

@@ -53,6 +53,20 @@ def test_status_all_lists_every_trial_and_top_is_unchanged(long_study, capsys):
         assert refused.value.code == 2 and "argument --top: expected a whole number >= 1" in capsys.readouterr().err
 
 
+def test_a_narrow_terminal_loses_the_bracket_and_rung_columns_not_digits(long_study, capsys, monkeypatch):
+    study = Study.open(long_study, read_only=True)
+    values = {t.trial_id: t.value for t in study.trials()}
+    study.close()
+    for columns, narrow in (("44", True), ("120", False)):
+        monkeypatch.setenv("COLUMNS", columns)
+        done = hpo_here(capsys, "status", long_study, "--top", "3")
+        table = [line for line in done.stdout.splitlines() if re.match(r"(\d+|trial|─)", line)]
+        assert done.returncode == 0 and len(table) == 5 and all(len(line) <= int(columns) for line in table)
+        assert "…" not in done.stdout and ("bracket" not in done.stdout) == narrow
+        shown = re.findall(r"^(\d+)\s+complete\s+1\s+(?:-\s+-\s+)?(\d+\.\d{4})\b", done.stdout, re.MULTILINE)
+        assert len(shown) == 3 and all(f"{values[int(i)]:.4f}" == v for i, v in shown)
+
+
 def test_one_trial_left_out_is_said_in_the_singular(long_study, capsys, monkeypatch):
     import hpo.cli.study_commands as commands
     monkeypatch.setattr(commands, "STATUS_ROWS", TRIALS - 1)
