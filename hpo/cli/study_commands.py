@@ -41,21 +41,27 @@ def cmd_status(args: argparse.Namespace) -> int:
             stdout.print(line, highlight=False, markup=False)
         return 0
     trials = study.trials()
-    title = f"{experiment['name']}: {search['algorithm']}, objective {objective} ({search['direction']})"
+    goals = stored_goals(experiment)
+    aims = ", ".join(f"{o.name} ({o.direction})" for o in goals.objectives)
+    title = f"{experiment['name']}: {search['algorithm']}, objective{'s' if goals.multi else ''} {aims}"
+    if goals.constraints:
+        title += f", subject to {', '.join(map(str, goals.constraints))}"
     if not trials:          # a search stopped before its first ask: no table to fit
         stdout.print(f"{title}\nno trials yet", highlight=False, markup=False)
         return 0
     left_out = []
     if args.top is not None:
-        goals = stored_goals(experiment)
         trials = top_configurations(trials, goals, args.top)
         if not trials:      # every trial failed, or none has finished
             stdout.print(f"{title}\nno trial has completed yet, so none ranks", highlight=False, markup=False)
             return 0
-        title += f"; the {len(trials)} best configurations" + (", feasible first" if goals.constraints else "")
+        # Several objectives rank by the first (`hpo.study.ranking`); `hpo best` has the front.
+        by_first = f" by {goals.objectives[0].name}, the first objective" if goals.multi else ""
+        feasible_first = ", feasible first" if goals.constraints else ""
+        title += f"; the {len(trials)} best configurations{by_first}{feasible_first}"
     elif not args.all:
         trials, left_out = newest_and_unfinished(trials, STATUS_ROWS)
-    table, config_shown = status_table(trials, title, objective, stdout.width)
+    table, config_shown = status_table(trials, title, goals, stdout.width)
     stdout.print(table)
     if left_out:     # below the table, where a terminal leaves the eye
         ones = "one is" if len(left_out) == 1 else "ones are"

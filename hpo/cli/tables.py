@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 from hpo.search.multiobjective.objectives import Goals
 from hpo.study import TrialRow
-from hpo.study.pareto import pareto_set
+from hpo.study.pareto import pareto_set, trial_goals
 from hpo.study.ranking import top_configurations
 from hpo.study.tensorboard_logs import run_name
 from hpo.trial import TrialState, config_text
@@ -82,16 +82,27 @@ def top_table(trials: Iterable[TrialRow], objective: str, goals: Goals, width: i
     return table
 
 
-def status_table(trials: Sequence[TrialRow], title: str, objective: str, width: int):
-    """Every trial of `trials`, one row each; returns (table, whether the config column fits)."""
+def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: int):
+    """Every trial of `trials`, one row each; returns (table, whether the config column fits).
+    With several objectives or a constraint, a column per objective (six digits, as the
+    Pareto table's) and whether the trial was feasible."""
+    goal_columns = ([f"{o.name} ({o.direction[:3]})" for o in goals.objectives] if goals.multi
+                    else [goals.objectives[0].name]) + (["feasible"] if goals.constraints else [])
     rows = []
     for t in trials:
         # An error's first line; its traceback is in `status --trial N`.
         detail = t.error.splitlines()[0] if t.error and t.state != TrialState.COMPLETE else config_text(t.config)
         state = t.state.value if t.attempts <= 1 else f"{t.state.value} ({t.attempts}x)"
-        rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), _value(t.value),
-                     detail or ""))
-    return _table(title, ("trial", "state", "budget", "bracket", "rung", objective), rows, width,
+        if goals.ranked:
+            values, feasible = trial_goals(t, goals)
+            shown = [f"{values[n]:.6g}" if n in values else "-" for n in goals.names] if goals.multi \
+                else [_value(t.value)]
+            if goals.constraints:
+                shown.append("-" if feasible is None else "yes" if feasible else "no")
+        else:
+            shown = [_value(t.value)]
+        rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), *shown, detail or ""))
+    return _table(title, ("trial", "state", "budget", "bracket", "rung", *goal_columns), rows, width,
                   "config / error", optional=("bracket", "rung"))
 
 

@@ -54,11 +54,12 @@ def test_status_all_lists_every_trial_and_top_is_unchanged(long_study, capsys):
 
 
 def test_a_narrow_terminal_loses_the_bracket_and_rung_columns_not_digits(long_study, capsys, monkeypatch):
+    from hpo.driver.console import stdout
     study = Study.open(long_study, read_only=True)
     values = {t.trial_id: t.value for t in study.trials()}
     study.close()
     for columns, narrow in (("44", True), ("120", False)):
-        monkeypatch.setenv("COLUMNS", columns)
+        monkeypatch.setattr(stdout, "_width", int(columns))     # as COLUMNS sets it when the console starts
         done = hpo_here(capsys, "status", long_study, "--top", "3")
         table = [line for line in done.stdout.splitlines() if re.match(r"(\d+|trial|─)", line)]
         assert done.returncode == 0 and len(table) == 5 and all(len(line) <= int(columns) for line in table)

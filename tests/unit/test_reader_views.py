@@ -2,6 +2,8 @@
 (the study's one ranking, the largest budget reached first), the closing line of several
 objectives, and the options that read nothing when combined with one that does."""
 
+import re
+
 import matplotlib
 import pytest
 
@@ -92,3 +94,28 @@ def test_a_report_of_a_study_where_nothing_is_feasible_says_so_and_draws_no_hype
     assert [s.title for s in sections] == ["Pareto front"]
     assert "No trial meets the constraints" in sections[0].note
     assert not (tmp_path / "report" / "hypervolume.png").exists()
+
+
+def test_status_shows_every_objective_and_feasibility_and_says_what_top_ranks_by(tmp_path, capsys, monkeypatch):
+    from hpo.driver.console import stdout
+    from tests.support.cli import hpo_here
+
+    monkeypatch.setattr(stdout, "_width", 200)
+    hpo.optimize(lambda config, budget: {"error": 1 / config["u"], "params": 100 + config["u"]},
+                 {"u": {"type": "int", "low": 1, "high": 40}}, "random", min_budget=1, max_budget=1, max_trials=5,
+                 objectives=["error", "params"], constraints=["params <= 120"], seed=0, study_dir=tmp_path / "study")
+    study = Study.open(tmp_path / "study", read_only=True)
+    try:
+        trials = {t.trial_id: t for t in study.trials()}
+    finally:
+        study.close()
+    listed = hpo_here(capsys, "status", tmp_path / "study").stdout
+    assert "objectives error (minimize), params (minimize), subject to params <= 120" in listed
+    assert "error (min)" in listed and "params (min)" in listed and "feasible" in listed
+    for trial_id, t in trials.items():
+        params = t.metrics["params"]
+        feasible = "yes" if params <= 120 else "no"
+        assert re.search(rf"^{trial_id}\s+complete\s+1\s+-\s+-\s+{t.metrics['error']:.6g}\s+{params:.6g}\s+"
+                         rf"{feasible}\s+u=", listed, re.MULTILINE), listed
+    top = hpo_here(capsys, "status", tmp_path / "study", "--top", "2").stdout
+    assert "the 2 best configurations by error, the first objective, feasible first" in top
