@@ -36,7 +36,7 @@ class Param:
     prior_confidence: str = "medium"
 
     def is_active(self, config: Mapping[str, Any]) -> bool:
-        return all(parent in config and config[parent] in allowed
+        return all(parent in config and any(choice_key(config[parent]) == choice_key(a) for a in allowed)
                    for parent, allowed in self.when.items())
 
     # Subclasses implement these four.
@@ -123,6 +123,13 @@ class IntParam(Param):
         return {"type": "int", "low": self.low, "high": self.high, "log": self.log, **self._when_dict()}
 
 
+def choice_key(value: Any) -> tuple[bool, Any]:
+    """What a choice value is compared by: Python has True == 1 and False == 0, but as
+    choices they are apart (a model that merged them would credit one with the other's
+    results); 1 and 1.0 stay one number, as do numpy's scalars and Python's."""
+    return isinstance(value, (bool, np.bool_)), value
+
+
 @dataclass(frozen=True)
 class ChoiceParam(Param):
     """One of `values` (strings, numbers or booleans), unordered."""
@@ -133,13 +140,18 @@ class ChoiceParam(Param):
         return self.values[min(index, len(self.values) - 1)]
 
     def index(self, value: Any) -> int:
-        return self.values.index(value)
+        key = choice_key(value)
+        for i, candidate in enumerate(self.values):
+            if choice_key(candidate) == key:
+                return i
+        raise ValueError(f"{value!r} is not one of {list(self.values)!r}")
 
     def to_unit(self, value: Any) -> float:
         return (self.index(value) + 0.5) / len(self.values)
 
     def contains(self, value: Any) -> bool:
-        return value in self.values
+        key = choice_key(value)
+        return any(choice_key(candidate) == key for candidate in self.values)
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML / `from_dict` form."""
@@ -148,7 +160,7 @@ class ChoiceParam(Param):
     def sample_prior(self, u: float, z: float) -> Any:
         if u < PRIOR_KEEP[self.prior_confidence] or len(self.values) == 1:
             return self.prior
-        others = [v for v in self.values if v != self.prior]
+        others = [v for v in self.values if choice_key(v) != choice_key(self.prior)]
         return others[min(int(z * len(others)), len(others) - 1)]
 
 
@@ -383,8 +395,13 @@ def _param_from_dict(name: str, body: Any) -> Param:
         values = body.get("values")
         if not isinstance(values, (list, tuple)) or len(values) == 0:
             raise ConfigError(f"'values' must be a non-empty list, got {values!r}", key=f"{key}.values")
-        if len(set(map(repr, values))) != len(values):
-            raise ConfigError(f"'values' has duplicates: {list(values)!r}", key=f"{key}.values")
+        keys = [choice_key(v) for v in values]
+        for i, value in enumerate(values):      # 1 and 1.0 are one value; True and 1 are two (`choice_key`)
+            if keys[i] in keys[:i]:
+                earlier = values[keys.index(keys[i])]
+                same = f"{value!r} is listed twice" if repr(earlier) == repr(value) \
+                    else f"{earlier!r} and {value!r} are equal once typed"
+                raise ConfigError(f"'values' has duplicates: {same} in {list(values)!r}", key=f"{key}.values")
         return _with_prior(ChoiceParam(name=name, when=when, values=tuple(values)), body, key)
 
     body = dict(body)
@@ -403,6 +420,8 @@ def _param_from_dict(name: str, body: Any) -> Param:
         raise ConfigError(f"'log' must be true or false, got {log!r}", key=f"{key}.log")
     if low >= high:
         raise ConfigError(f"expected low < high, got low={low} and high={high}", key=key)
+    if not math.isfinite(float(high) - float(low)):      # sampling would overflow to inf
+        raise ConfigError(f"expected a range narrower than the largest float, got low={low} and high={high}", key=key)
     if log and low <= 0:
         raise ConfigError(f"a log-scale parameter needs low > 0, got low={low}", key=f"{key}.low")
     if kind == "int":

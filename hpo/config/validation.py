@@ -495,7 +495,8 @@ def _check_space_values(space: SearchSpace) -> None:
         values = list(getattr(param, "values", ()))
         for i, a in enumerate(values):
             for b in values[:i]:
-                # YAML types [1, 1.0, true] as three equal values: one config, counted thrice.
+                # The space keeps True and 1 apart (`space.choice_key`); the trainer reads true as
+                # 1, so for it they would be one setting, counted twice.
                 if a == b:
                     raise ConfigError(f"expected distinct values, but {b!r} and {a!r} are equal once typed",
                                       key=f"space.{param.name}.values")

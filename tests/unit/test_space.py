@@ -145,3 +145,37 @@ def test_a_finite_space_counts_and_lists_its_configs_and_others_do_not():
     conditional = {"kind": {"type": "choice", "values": ["a", "b"]},
                    "n": {"type": "int", "low": 1, "high": 3, "when": {"kind": "b"}}}
     assert SearchSpace.from_dict(conditional).config_count() is None
+
+
+def test_a_range_wider_than_the_largest_float_is_refused():
+    with pytest.raises(ConfigError, match=r"key 'space.x': expected a range narrower than the largest float"):
+        SearchSpace.from_dict({"x": {"type": "float", "low": -1e308, "high": 1e308}})
+    assert SearchSpace.from_dict({"x": {"type": "float", "low": -1e307, "high": 1e307}}).params[0].high == 1e307
+
+
+def test_true_and_1_are_two_choices_and_1_and_1_0_one():
+    """Python has True == 1: a model keyed by `==` would credit one with the other's results."""
+    space = SearchSpace.from_dict({"c": {"type": "choice", "values": ["x", 0, False, 1, True]},
+                                   "d": {"type": "choice", "values": [1, 2], "when": {"c": True}}})
+    c = space["c"]
+    assert [c.index(v) for v in ("x", 0, False, 1, True)] == [0, 1, 2, 3, 4]
+    assert c.index(1.0) == c.index(np.int64(1)) == 3 and c.index(np.bool_(True)) == 4
+    assert len({c.to_unit(v) for v in c.values}) == 5
+    assert space["d"].is_active({"c": True}) and not space["d"].is_active({"c": 1})
+    only_one = SearchSpace.from_dict({"c": {"type": "choice", "values": [0, 1]}})
+    assert only_one.why_not({"c": True}) and not only_one.why_not({"c": 1.0})
+    with pytest.raises(ConfigError, match=r"duplicates: 1 and 1.0 are equal once typed"):
+        SearchSpace.from_dict({"c": {"type": "choice", "values": [1, 1.0, True]}})
+    with pytest.raises(ConfigError, match=r"duplicates: 8 is listed twice in \[8, 16, 8\]"):
+        SearchSpace.from_dict({"c": {"type": "choice", "values": [8, 16, 8]}})
+
+
+def test_bohb_learns_which_of_false_and_0_is_good():
+    from hpo.search import BOHB
+    searcher = BOHB({"c": {"type": "choice", "values": ["x", 0, False, 1, True]},
+                     "y": {"type": "float", "low": 0, "high": 1}}, seed=0, min_budget=1, max_budget=1)
+    for _ in range(80):
+        job = searcher.ask()
+        searcher.tell(job, (0.0 if job.config["c"] is False else 1.0) + job.config["y"])
+    late = [job.config["c"] for job, _ in searcher.history[40:]]
+    assert sum(value is False for value in late) >= 30, late
