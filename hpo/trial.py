@@ -113,6 +113,23 @@ class TrialResult:
     values: tuple[float, ...] = ()
     curve: tuple[float, ...] = ()
 
+    def __post_init__(self):
+        # Checked here, where a bad one is made, not where a searcher first does arithmetic
+        # on it: by then `tell` would have half-recorded it.
+        if self.value is not None and not is_number(self.value):
+            raise TypeError(f"TrialResult's value must be a number or None, got {type(self.value).__name__} "
+                            f"{self.value!r}")
+        if not isinstance(self.state, TrialState):
+            try:
+                object.__setattr__(self, "state", TrialState(self.state))
+            except ValueError:
+                raise ValueError(f"TrialResult's state must be one of {[s.value for s in TrialState]}, "
+                                 f"got {self.state!r}") from None
+        for name in ("values", "curve"):
+            bad = [v for v in getattr(self, name) if not is_number(v)]
+            if bad:
+                raise TypeError(f"TrialResult's {name} must be numbers, got {bad[0]!r}")
+
     @classmethod
     def coerce(cls, result: "TrialResult | float | int | None") -> "TrialResult":
         if isinstance(result, TrialResult):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,15 +53,22 @@ class _AshaBracket:
 
 
 class ASHA(Searcher):
-    """`brackets=1` is ASHA proper; more brackets give asynchronous Hyperband."""
+    """ASHA (Li et al., MLSys 2020): every new config starts at the lowest rung, and a worker
+    that asks gets the promotion of a config in the top 1/`eta` of its rung where there is
+    one, else a new config; nobody waits for a rung to fill. `brackets=1` is ASHA proper;
+    more (up to the number of rungs) give asynchronous Hyperband (`AsyncHyperband`).
+    `seed`, `direction`, `min_budget`, `max_budget`, `eta`, `objectives`, `constraints` as
+    `Searcher`'s; `sampler`: where new configs come from (uniform by default)."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, brackets: int = 1, sampler=None, **goals):
         super().__init__(space, seed=seed, direction=direction, min_budget=min_budget,
                          max_budget=max_budget, eta=eta, sampler=sampler, **goals)
         budgets = rung_budgets(self.min_budget, self.max_budget, self.eta)
-        if not 1 <= brackets <= len(budgets):
-            raise ValueError(f"brackets must be between 1 and {len(budgets)} for these budgets, got {brackets}")
+        whole = isinstance(brackets, numbers.Integral) and not isinstance(brackets, bool)
+        if not whole or not 1 <= brackets <= len(budgets):
+            raise ValueError(f"brackets must be a whole number between 1 and {len(budgets)} for these budgets, "
+                             f"got {brackets!r}")
         self._brackets = [_AshaBracket(index=b, budgets=budgets[b:]) for b in range(brackets)]
 
     def _next_job(self) -> Job:

@@ -31,7 +31,9 @@ class AsyncBOHB(AsyncHyperband):
     every one by a Thompson draw from THOMPSON_FROM configs pending on; `batch="argmax"` turns
     both off; `thompson_from=None` keeps the penalty at every count). `resumes` as for
     `BOHB`: with False (each budget trains afresh, so a promotion costs its whole budget) the
-    model starts no random probes at the budgets few configs reached; the schedule is the same."""
+    model starts no random probes at the budgets few configs reached; the schedule is the same.
+    `seed`, `direction`, `min_budget`, `max_budget`, `eta`, `objectives`, `constraints` and
+    `tie_break` as `Searcher`'s."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, model: str = "gp", objectives=None, constraints=None,

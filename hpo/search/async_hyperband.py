@@ -10,7 +10,8 @@ from hpo.search.schedule import rung_budgets
 
 
 class AsyncHyperband(ASHA):
-    """Asynchronous Hyperband: every Hyperband bracket as an ASHA bracket, in round-robin."""
+    """Asynchronous Hyperband: every Hyperband bracket as an ASHA bracket, the next job going
+    to the bracket that has spent least. Keyword arguments as `ASHA`'s, without `brackets`."""
 
     def __init__(self, space, *, seed: int = 0, direction: str = "minimize", min_budget: float = 1.0,
                  max_budget: float = 27.0, eta: float = 3.0, sampler=None, **goals):

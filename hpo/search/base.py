@@ -29,7 +29,7 @@ from hpo.search.multiobjective.objectives import Goals
 from hpo.search.multiobjective.pareto import TIE_BREAKS, constrained_order, pareto_mask
 from hpo.search.surrogates.blas import one_blas_thread
 from hpo.search.surrogates.failure_neighbours import FailureNeighbours
-from hpo.space import SearchSpace
+from hpo.space import SearchSpace, python_values
 from hpo.trial import Job, TrialResult
 from hpo.trial import config_identity as config_key  # the searchers' name for the one config identity
 
@@ -162,6 +162,15 @@ def win_rate(a: np.ndarray, b: np.ndarray) -> float:
     return wins / (len(a) * len(b))
 
 
+def optional_count(name: str, value: Any, least: int) -> int | None:
+    """`value` as an int if it is an integer >= `least`, None if None; else a ValueError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least} or None, got {value!r}")
+    return int(value)
+
+
 def check_model_options(top_n_percent: float, random_fraction: float, num_samples: int) -> None:
     """The options BOHB's models share, checked the same way for both."""
     if not 0 < top_n_percent < 100:
@@ -243,7 +252,18 @@ def check_schedule_kinds(min_budget: Any, max_budget: Any, eta: Any, seed: Any) 
 
 
 class Searcher(abc.ABC):
-    """Base class: trial ids, pending jobs, direction handling and the finished history."""
+    """Base class: trial ids, pending jobs, direction handling and the finished history.
+
+    Every searcher takes these keyword arguments: `seed` (a whole number >= 0: the same seed
+    and the same results told give the same jobs), `direction` ('minimize' or 'maximize'),
+    `min_budget`, `max_budget` and `eta` (the rung budgets are `max_budget * eta**-k`, so
+    the lowest lies in [min_budget, min_budget * eta) and budgets are floats: 1, 27, eta 2
+    gives 1.6875, 3.375, ... 27), `objectives`, `constraints` and `tie_break` (several
+    objectives; see `hpo.search.multiobjective`). `ask()` returns the next `Job`, or None:
+    with jobs pending, wait for one of their results; with none pending, the search is
+    finished (a finite space used up, a schedule run through). `tell(job, result)` takes the
+    job `ask` returned and a float, None (a failure), a `TrialResult`, or with several
+    objectives a sequence or dict of their values; what it refuses leaves the job pending."""
 
     # A searcher that reads learning curves (`TrialResult.curve`: the objective after each
     # epoch of a job) says so; the runner then sends them, and the study stores them with the
@@ -320,14 +340,17 @@ class Searcher(abc.ABC):
         constraints' values, any other metric)."""
         if job.trial_id not in self.pending:
             raise KeyError(f"trial {job.trial_id} was not asked by this searcher or was already told")
+        asked = self.pending[job.trial_id]
+        if job != asked:    # another searcher's job of the same id, or one edited since
+            raise ValueError(f"trial {job.trial_id} was asked as {asked}, and is told as {job}")
         result = self.goals.result_of(result)
         with one_blas_thread():
-            self._record(job, result)
+            self._record(asked, result)
 
     def _record(self, job: Job, result: TrialResult) -> None:
+        loss = self.loss_of(result)     # before anything changes: a result it refuses leaves the job pending
         del self.pending[job.trial_id]
         self.history.append((job, result))
-        loss = self.loss_of(result)
         if self.goals.ranked:
             point = (self.goals.losses(result), self.goals.violation(result))
             self.points[job.trial_id] = point
@@ -345,7 +368,7 @@ class Searcher(abc.ABC):
         """Run `config` before any proposed one, at the budgets the schedule gives new
         configs (a known-good starting point). Enqueue before the first ask, and in the same
         order when a study is rebuilt by replay."""
-        config = dict(config)
+        config = python_values(dict(config))     # numpy's scalars, as `hpo.optimize`'s initial_configs take them
         problem = self.space.why_not(config)
         if problem:
             raise ValueError(f"cannot enqueue {config!r}: {problem}")

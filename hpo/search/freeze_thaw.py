@@ -87,7 +87,7 @@ from typing import Any
 
 import numpy as np
 
-from hpo.search.base import GoalsRefused, Searcher, config_key, latin_hypercube
+from hpo.search.base import GoalsRefused, Searcher, config_key, latin_hypercube, optional_count
 from hpo.search.bohb import BOHB
 from hpo.search.schedule import rung_budgets
 from hpo.search.surrogates.config_gp import (
@@ -238,7 +238,7 @@ class FreezeThaw(Searcher):
         self.probes = int(probes)
         self.growth = self.eta if growth is None else float(growth)
         self.steps = step_budgets(self.min_budget, self.max_budget, self.growth)
-        self.n_startup = max(10, len(self.space) + 2) if n_startup is None else int(n_startup)
+        self.n_startup = optional_count("n_startup", n_startup, least=1) or max(10, len(self.space) + 2)
         self.num_samples = int(num_samples)
         self.top_n_percent = float(top_n_percent)
         self.min_bandwidth = float(min_bandwidth)

@@ -14,7 +14,9 @@ REDRAWS = 200
 
 
 class RandomSearch(Searcher):
-    """Uniform sampling at `max_budget` (Bergstra and Bengio, JMLR 2012)."""
+    """Uniform sampling at `max_budget` (Bergstra and Bengio, JMLR 2012). Keyword arguments
+    as `Searcher`'s; `max_budget` defaults to 1 here (a budget-free objective), where the
+    multi-fidelity searchers default to 27."""
 
     def __init__(self, space, **kwargs):
         super().__init__(space, **kwargs)

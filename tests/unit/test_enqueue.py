@@ -39,6 +39,14 @@ def test_enqueue_refuses_a_config_outside_the_space():
         searcher.enqueue({"x": 1.0})
 
 
+def test_enqueue_takes_numpy_scalars_as_initial_configs_does():
+    import numpy as np
+    searcher = make("bohb")
+    searcher.enqueue({"x": np.float32(2.0), "lr": np.float64(0.003), "n": np.int64(1), "opt": np.str_("adam")})
+    job = searcher.ask()
+    assert job.config == KNOWN[0] and all(type(v) in (float, int, str) for v in job.config.values())
+
+
 def test_make_searcher_enqueues_initial_configs():
     searcher = make_searcher("hyperband", SPACE, seed=0, direction="minimize", min_budget=1, max_budget=27,
                              eta=3, initial_configs=KNOWN)

@@ -95,6 +95,21 @@ def test_text_or_a_bool_told_as_a_result_is_refused_and_the_job_stays_pending(na
     assert searcher.history[-1][1].value == 0.25
 
 
+def test_a_job_told_is_the_one_asked_and_a_refused_one_stays_pending(name):
+    """An edited job, or another searcher's of the same id, would be recorded as given."""
+    import dataclasses
+    searcher = make(name)
+    job = searcher.ask()
+    for other in (dataclasses.replace(job, budget=1000.0), make(name, seed=5).ask()):
+        if other == job:
+            continue
+        with pytest.raises(ValueError, match=f"trial {job.trial_id} was asked as"):
+            searcher.tell(other, 0.5)
+        assert searcher.pending == {job.trial_id: job} and not searcher.history
+    searcher.tell(job, 0.5)
+    assert searcher.history == [(job, TrialResult(0.5))]
+
+
 @pytest.mark.parametrize("arguments, kind, message", [
     ({"min_budget": "1"}, TypeError, "min_budget must be a number, got str '1'"),
     ({"max_budget": float("inf")}, ValueError, "max_budget must be a finite number, got inf"),
@@ -105,6 +120,19 @@ def test_text_or_a_bool_told_as_a_result_is_refused_and_the_job_stays_pending(na
 def test_a_schedule_or_seed_of_the_wrong_kind_is_refused_by_name(name, arguments, kind, message):
     with pytest.raises(kind, match=re.escape(message)):
         make(name, **arguments)
+
+
+@pytest.mark.parametrize("make_one, message", [
+    (lambda: BOHB(SPACE, model="kde", min_points_in_model=0), "min_points_in_model must be an integer >= 1"),
+    (lambda: BOHB(SPACE, n_startup=-2), "n_startup must be an integer >= 1"),
+    (lambda: BOHB(SPACE, model="tpe", n_startup=2.5), "n_startup must be an integer >= 1 or None, got 2.5"),
+    (lambda: SEARCHERS["freeze_thaw"](SPACE, n_startup=0), "n_startup must be an integer >= 1"),
+    (lambda: ASHA(SPACE, brackets=1.5), "brackets must be a whole number between 1 and 4"),
+])
+def test_a_model_count_out_of_range_is_refused_when_the_searcher_is_made(make_one, message):
+    """Not on the third ask, as a ZeroDivisionError."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_one()
 
 
 def test_an_option_the_searcher_does_not_take_is_refused_with_those_it_takes():
@@ -312,3 +340,16 @@ def test_every_option_a_refusal_lists_is_one_the_searcher_takes(name):
             assert "unexpected keyword argument" not in str(exc), (algorithm, option)
         except ValueError:
             pass
+
+
+def test_a_trial_result_of_the_wrong_kind_is_refused_where_it_is_made():
+    """Not later, inside `tell`, after the searcher had half-recorded it."""
+    with pytest.raises(TypeError, match="value must be a number or None, got str '0.5'"):
+        TrialResult("0.5")
+    with pytest.raises(TypeError, match="got bool True"):
+        TrialResult(True)
+    assert TrialResult(1.0, state="complete").state is TrialState.COMPLETE
+    with pytest.raises(ValueError, match="state must be one of"):
+        TrialResult(1.0, state="done")
+    with pytest.raises(TypeError, match="values must be numbers, got '2'"):
+        TrialResult(1.0, values=(1.0, "2"))

@@ -61,11 +61,11 @@ only when the rows it could be fitted on have grown by a quarter since the last 
 from __future__ import annotations
 
 import math
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 
+from hpo.search.base import optional_count
 from hpo.search.surrogates.config_gp import (
     REFIT_GROWTH,
     ConfigGP,
@@ -146,15 +146,6 @@ THOMPSON_KEEP = 128
 GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from", "thompson_from"})
 
 
-def _optional_count(name: str, value: Any, least: int) -> int | None:
-    """`value` as an int if it is an integer >= `least`, None if None; else a ValueError."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least} or None, got {value!r}")
-    return int(value)
-
-
 def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
     """Unit-cube rows with each dimension that its row's parents make inactive set to NaN,
     and each active one that was NaN (a neighbour that switched its parent) set to 0.5, as
@@ -189,14 +180,14 @@ class GPSampler(MultiFidelityTPESampler):
                  candidates: str = "tpe", explore_from: int | None = EXPLORE_FROM,
                  thompson_from: int | None = None, **options):
         super().__init__(space, **options)
-        self.thompson_from = _optional_count("thompson_from", thompson_from, least=1)
+        self.thompson_from = optional_count("thompson_from", thompson_from, least=1)
         if thompson_from is not None and self.batch == "argmax":
             raise ValueError(f"thompson_from={thompson_from!r} takes the place of batch='penalty' from that many "
                              f"pending configs on, and needs it: got batch='argmax'")
         if candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {list(CANDIDATES)}, got {candidates!r}")
         self.candidates = candidates
-        self.explore_from = _optional_count("explore_from", explore_from, least=0)
+        self.explore_from = optional_count("explore_from", explore_from, least=0)
         if fit_on not in FIT_ON:
             raise ValueError(f"fit_on must be one of {list(FIT_ON)}, got {fit_on!r}")
         if noise is not None and not noise > 0:

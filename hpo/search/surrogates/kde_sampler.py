@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hpo.search.base import ConfigSampler, check_model_options, config_key, spread_over_ranking
+from hpo.search.base import ConfigSampler, check_model_options, config_key, optional_count, spread_over_ranking
 from hpo.search.surrogates.kde import KDE, dimensions_of, impute
 from hpo.space import SearchSpace
 
@@ -26,7 +26,8 @@ class KDESampler(ConfigSampler):
                  min_bandwidth: float = 1e-3):
         super().__init__(space)
         check_model_options(top_n_percent, random_fraction, num_samples)
-        self.min_points_in_model = len(space) + 1 if min_points_in_model is None else int(min_points_in_model)
+        self.min_points_in_model = (optional_count("min_points_in_model", min_points_in_model, least=1)
+                                    or len(space) + 1)
         self.top_n_percent = top_n_percent
         self.num_samples = num_samples
         self.random_fraction = random_fraction

@@ -77,6 +77,7 @@ from hpo.search.base import (
     check_model_options,
     config_key,
     latin_hypercube,
+    optional_count,
     spread_over_ranking,
     unseen_sample,
     win_rate,
@@ -357,7 +358,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         self.num_samples = num_samples
         self.random_fraction = random_fraction
         self.min_bandwidth = min_bandwidth
-        self.n_startup = max(10, len(space) + 2) if n_startup is None else int(n_startup)
+        self.n_startup = optional_count("n_startup", n_startup, least=1) or max(10, len(space) + 2)
         if kernels not in KERNELS:
             raise ValueError(f"kernels must be one of {list(KERNELS)}, got {kernels!r}")
         self.kernels = kernels
