@@ -170,6 +170,10 @@ class SearchSpace:
     def __init__(self, params: Sequence[Param]):
         self.params: tuple[Param, ...] = _parents_first(list(params))
         self._by_name = {p.name: p for p in self.params}
+        if len(self._by_name) != len(self.params):      # `from_dict`'s mapping cannot repeat a name; a list can
+            names = [p.name for p in self.params]
+            raise ConfigError(f"parameter {next(n for n in names if names.count(n) > 1)!r} is listed twice",
+                              key="space")
 
     # --- construction -------------------------------------------------------------------
     @classmethod

@@ -179,3 +179,8 @@ def test_bohb_learns_which_of_false_and_0_is_good():
         searcher.tell(job, (0.0 if job.config["c"] is False else 1.0) + job.config["y"])
     late = [job.config["c"] for job, _ in searcher.history[40:]]
     assert sum(value is False for value in late) >= 30, late
+
+
+def test_a_space_built_from_a_list_refuses_a_name_listed_twice():
+    with pytest.raises(ConfigError, match="parameter 'x' is listed twice"):
+        SearchSpace([FloatParam(name="x", low=0, high=1), FloatParam(name="x", low=5, high=6)])
