@@ -262,7 +262,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _csv_text(rows: list[dict]) -> str:
-    """One line per trial epoch (a trial without epochs still gets one line)."""
+    """One line per trial epoch (a trial without epochs still gets one line). The epoch's
+    metrics are `metric.<name>` columns, as `hpo.optimize`'s `to_rows()` names them: a
+    metric called `error`, `state` or `value` would otherwise write over the trial's own."""
     params = sorted({k for r in rows for k in r["config"]})
     metrics = sorted({k for r in rows for e in r["epochs"] for k in e if k != "epoch"})
     fixed = ["trial_id", "lineage", "state", "budget", "bracket", "rung", "continues", "value", "error",
@@ -276,7 +278,7 @@ def _csv_text(rows: list[dict]) -> str:
         goal_columns = [f"objective.{n}" for n in names] + [f"measure.{n}" for n in kept] + ["feasible"]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=fixed + goal_columns + [f"config.{p}" for p in params] + ["epoch"]
-                            + metrics)
+                            + [f"metric.{m}" for m in metrics])
     writer.writeheader()
     for r in rows:
         base = {k: r[k] for k in fixed}
@@ -286,7 +288,7 @@ def _csv_text(rows: list[dict]) -> str:
             base["feasible"] = "" if r["feasible"] is None else r["feasible"]
         base.update({f"config.{p}": r["config"].get(p, "") for p in params})
         for epoch in r["epochs"] or [{}]:
-            writer.writerow({**base, **epoch})
+            writer.writerow({**base, **{k if k == "epoch" else f"metric.{k}": v for k, v in epoch.items()}})
     return out.getvalue()
 
 

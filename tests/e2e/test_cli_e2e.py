@@ -78,7 +78,7 @@ def test_export_json_and_csv(smoke_study, tmp_path, capsys):
     assert len(rows) == SMOKE_STUDY_TRIALS and all(r["epochs"] for r in rows)
     csv = hpo_here(capsys, "export", study_dir, "--format", "csv")
     header = csv.stdout.splitlines()[0].split(",")
-    assert {"trial_id", "config.units", "epoch", "val_accuracy"} <= set(header)
+    assert {"trial_id", "config.units", "epoch", "metric.val_accuracy"} <= set(header)
     assert len(csv.stdout.splitlines()) - 1 == sum(len(r["epochs"]) for r in rows)
 
 

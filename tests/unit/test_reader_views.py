@@ -119,3 +119,20 @@ def test_status_shows_every_objective_and_feasibility_and_says_what_top_ranks_by
                          rf"{feasible}\s+u=", listed, re.MULTILINE), listed
     top = hpo_here(capsys, "status", tmp_path / "study", "--top", "2").stdout
     assert "the 2 best configurations by error, the first objective, feasible first" in top
+
+
+def test_csv_export_keeps_a_metric_named_as_a_trial_column_apart(tmp_path, capsys):
+    """Several objectives named `error` (as the docs' example) wrote over the trial's error text."""
+    import csv
+    import io
+
+    from tests.support.cli import hpo_here
+
+    hpo.optimize(lambda config, budget: {"error": 0.5, "state": 3.0, "value": 99.0, "objective": config["x"]},
+                 {"x": {"type": "float", "low": 0, "high": 1}}, "random", min_budget=1, max_budget=1, max_trials=3,
+                 seed=0, study_dir=tmp_path / "study")
+    rows = list(csv.DictReader(io.StringIO(hpo_here(capsys, "export", tmp_path / "study", "--format", "csv").stdout)))
+    assert len(rows) == 3
+    for row in rows:
+        assert row["state"] == "complete" and row["error"] == "" and row["value"] == row["metric.objective"]
+        assert (row["metric.error"], row["metric.state"], row["metric.value"]) == ("0.5", "3.0", "99.0")
