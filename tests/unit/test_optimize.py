@@ -328,6 +328,32 @@ def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resume
     assert [t.config for t in result.trials] == [t.config for t in straight.trials]
 
 
+def test_ctrl_c_while_a_resume_replays_the_study_stops_it_saying_so_and_a_rerun_resumes(tmp_path, monkeypatch):
+    """The replay of thousands of results takes seconds; Ctrl-C then is no crash."""
+    import hpo.driver.runner
+    import hpo.objective.optimization
+    study = tmp_path / "study"
+    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
+    said = []
+    for module in (hpo.driver.runner, hpo.objective.optimization):
+        monkeypatch.setattr(module.log, "warning", lambda message, *args: said.append(message % args))
+        monkeypatch.setattr(module.log, "info", lambda message, *args: said.append(message % args))
+    replay = hpo.driver.runner.replay
+
+    def interrupted_replay(study, searcher):
+        replay(study, searcher)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(hpo.driver.runner, "replay", interrupted_replay)
+    with pytest.raises(KeyboardInterrupt):
+        hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=12, study_dir=study)
+    assert "resuming: telling bohb the study's 8 finished trial(s) again" in said
+    assert said[-1] == f"search interrupted: the study in {study} is saved; the same call resumes it"
+    monkeypatch.setattr(hpo.driver.runner, "replay", replay)
+    resumed = hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=12, study_dir=study)
+    straight = hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=12)
+    assert [t.config for t in resumed.trials] == [t.config for t in straight.trials]
+
+
 def test_a_renamed_objective_resumes_its_study_and_a_reordered_space_is_refused_before_the_search(tmp_path):
     study = tmp_path / "study"
     hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=6, study_dir=study)
