@@ -30,8 +30,9 @@ from typing import Iterator
 
 # An Abseil/glog record: severity letter, MMDD, then a space ("I0000 00:00:17953...").
 _RECORD = re.compile(rb"^([IWEF])\d{4} ")
-# Python's own stderr output (a warning, a traceback) is never a record's continuation.
-_PYTHON_OUTPUT = re.compile(rb"^(Traceback |\S+\.py:\d+: )")
+# Python's own stderr output (a warning, a traceback, a program's "ERROR: ..." such as
+# TensorBoard's when its port is taken) is never a record's continuation.
+_PYTHON_OUTPUT = re.compile(rb"^(Traceback |\S+\.py:\d+: |ERROR: )")
 _ABSL_NOTICE = b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 _SEVERITY = {b"I": 0, b"W": 1, b"E": 2, b"F": 3}
 

@@ -40,12 +40,12 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
         command = [sys.executable, "-m", "hpo.cli.tensorboard_server", "--logdir", str(logdir), *args.extra]
         log.info("running: %s", " ".join(command))
         if logdir == own:
-            return subprocess.call(command)
+            return _said(subprocess.call(command))
         board = subprocess.Popen(command)
         try:
             while True:
                 try:
-                    return board.wait(timeout=VIEW_REFRESH_SECONDS)
+                    return _said(board.wait(timeout=VIEW_REFRESH_SECONDS))
                 except subprocess.TimeoutExpired:
                     link_new_files(own, logdir)
         finally:
@@ -57,3 +57,12 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
                     board.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     board.kill()
+
+
+def _said(code: int) -> int:
+    """TensorBoard's exit status as one of hpo's: a server that could not start (its port
+    taken: its own "ERROR: ..." line is above) is 1, not its -1 read as 255."""
+    if code == 0:
+        return 0
+    log.error("TensorBoard stopped with exit status %d; its message is above", code)
+    return 1

@@ -29,8 +29,9 @@ def test_records_below_the_level_are_dropped_with_their_continuation_lines():
 
 def test_python_warnings_and_tracebacks_right_after_a_dropped_record_are_kept():
     lines = [NOISE[1], b"/x/y.py:12: UserWarning: careful\n", b"  warnings.warn(\n", NOISE[2],
-             b"Traceback (most recent call last):\n"]
-    assert list(kept_lines(iter(lines), 2)) == [lines[1], lines[2], lines[4]]
+             b"Traceback (most recent call last):\n", ERROR,
+             b"ERROR: TensorBoard could not bind to port 6006, it was already in use\n"]
+    assert list(kept_lines(iter(lines), 3)) == [lines[1], lines[2], lines[4], lines[6]]
 
 
 def _run(code: str, level: str) -> subprocess.CompletedProcess:
@@ -82,3 +83,22 @@ def test_hpo_tensorboard_serves_without_importing_tensorflow(tmp_path):
         assert done.returncode == 0 and done.stdout.strip() == tensorboard.__version__, done.stderr[-3000:]
         assert not startup_lines(done), done.stderr[-3000:]
         assert "TensorFlow installation not found" not in done.stderr, done.stderr[-3000:]
+
+
+def test_hpo_tensorboard_on_a_port_in_use_says_so_and_exits_1(tmp_path):
+    """TensorBoard's own "ERROR: ..." line followed its ERROR record, and went with it."""
+    import socket
+
+    from hpo.study import Study
+    study = Study.create(tmp_path / "study", {"name": "empty"})
+    study.tensorboard_dir.mkdir(parents=True)
+    study.close()
+    with socket.socket() as taken:
+        taken.bind(("localhost", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = user_cli("tensorboard", str(tmp_path / "study"), "--port", str(port), "--host", "localhost",
+                        cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert f"could not bind to port {port}, it was already in use" in done.stderr
+    assert "TensorBoard stopped with exit status" in done.stderr
