@@ -1,7 +1,9 @@
 """The CLI's tables of trials: `hpo status`, the summary after `hpo search`, `status --trial N`.
 
 Tables fit the terminal: numbers never wrap or lose digits; the config column wraps, and
-where fewer than `MIN_CONFIG_WIDTH` columns are left for it, it moves to `status --trial N`.
+where fewer than `MIN_CONFIG_WIDTH` columns (or its longest config's, if fewer) are left for
+it, even without the optional columns (status's bracket and rung), it moves to
+`status --trial N`.
 Rankings are `hpo.study.ranking`'s.
 """
 
@@ -38,8 +40,9 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
            config_header: str, optional: Sequence[str] = ()):
     """A rich Table of `columns` (all kept whole) plus a wrapping config column when it gets
     at least MIN_CONFIG_WIDTH characters of `width`; returns (table, whether config is shown).
-    Where the columns alone are wider than `width`, the `optional` ones are left out: rich
-    would otherwise cut digits off the numbers."""
+    Where the config column would not fit, the `optional` columns are left out to make room
+    for it, and so where the columns alone are wider than `width` (rich would otherwise cut
+    digits off the numbers)."""
     from rich import box
     from rich.console import Console
     from rich.measure import Measurement
@@ -58,14 +61,17 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
     measure = Console(width=10_000)
     plain = build(False)
     needed = Measurement.get(measure, measure.options, plain).maximum
-    if needed > width and optional:
+    # A config column narrower than MIN_CONFIG_WIDTH is a column of fragments, unless no config is wider.
+    longest = max((len(text) for row in rows for text in row[len(columns):]), default=0)
+    wanted = max(min(MIN_CONFIG_WIDTH, longest), len(config_header))
+    if optional and width - needed - 3 < wanted:     # 3: the gap and the config column's padding
         kept = [i for i, name in enumerate(columns) if name not in optional]
         kept += range(len(columns), max(map(len, rows), default=0))     # the config / error text
         columns = [columns[i] for i in kept if i < len(columns)]
         rows = [[row[i] for i in kept] for row in rows]
         plain = build(False)
         needed = Measurement.get(measure, measure.options, plain).maximum
-    if width - needed - 3 < MIN_CONFIG_WIDTH:     # 3: the gap and the new column's padding
+    if width - needed - 3 < wanted:
         return plain, False
     return build(True), True
 

@@ -119,6 +119,10 @@ def test_status_shows_every_objective_and_feasibility_and_says_what_top_ranks_by
                          rf"{feasible}\s+u=", listed, re.MULTILINE), listed
     top = hpo_here(capsys, "status", tmp_path / "study", "--top", "2").stdout
     assert "the 2 best configurations by error, the first objective, feasible first" in top
+    # Narrower: bracket and rung make room for configs as short as these.
+    monkeypatch.setattr(stdout, "_width", 84)
+    narrow = hpo_here(capsys, "status", tmp_path / "study").stdout
+    assert "bracket" not in narrow and re.search(r"^\d+\s+complete\s.*\bu=\d+\s*$", narrow, re.MULTILINE), narrow
 
 
 def test_csv_export_keeps_a_metric_named_as_a_trial_column_apart(tmp_path, capsys):
