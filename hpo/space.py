@@ -36,8 +36,13 @@ class Param:
     prior_confidence: str = "medium"
 
     def is_active(self, config: Mapping[str, Any]) -> bool:
-        return all(parent in config and any(choice_key(config[parent]) == choice_key(a) for a in allowed)
-                   for parent, allowed in self.when.items())
+        for parent, allowed in self.when.items():
+            if parent not in config:
+                return False
+            key = choice_key(config[parent])
+            if not any(choice_key(a) == key for a in allowed):
+                return False
+        return True
 
     # Subclasses implement these four.
     def from_unit(self, u: float) -> Any: raise NotImplementedError

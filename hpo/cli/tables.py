@@ -37,12 +37,13 @@ def _dash(value: Any) -> str:
 
 
 def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]], width: int,
-           config_header: str, optional: Sequence[str] = ()):
+           config_header: str, optional: Sequence[int] = ()):
     """A rich Table of `columns` (all kept whole) plus a wrapping config column when it gets
     at least MIN_CONFIG_WIDTH characters of `width`; returns (table, whether config is shown).
-    Where the config column would not fit, the `optional` columns are left out to make room
-    for it, and so where the columns alone are wider than `width` (rich would otherwise cut
-    digits off the numbers)."""
+    Where the config column would not fit, the `optional` columns (their indices) are left
+    out to make room for it, and so where the columns alone are wider than `width`; where they
+    still are, the table keeps its own width and the terminal wraps its lines (rich would
+    otherwise cut words and digits)."""
     from rich import box
     from rich.console import Console
     from rich.measure import Measurement
@@ -65,13 +66,15 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
     longest = max((len(text) for row in rows for text in row[len(columns):]), default=0)
     wanted = max(min(MIN_CONFIG_WIDTH, longest), len(config_header))
     if optional and width - needed - 3 < wanted:     # 3: the gap and the config column's padding
-        kept = [i for i, name in enumerate(columns) if name not in optional]
+        kept = [i for i in range(len(columns)) if i not in optional]
         kept += range(len(columns), max(map(len, rows), default=0))     # the config / error text
         columns = [columns[i] for i in kept if i < len(columns)]
         rows = [[row[i] for i in kept] for row in rows]
         plain = build(False)
         needed = Measurement.get(measure, measure.options, plain).maximum
     if width - needed - 3 < wanted:
+        if needed > width:
+            plain.width = needed
         return plain, False
     return build(True), True
 
@@ -101,15 +104,18 @@ def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: in
         state = t.state.value if t.attempts <= 1 else f"{t.state.value} ({t.attempts}x)"
         if goals.ranked:
             values, feasible = trial_goals(t, goals)
-            shown = [f"{values[n]:.6g}" if n in values else "-" for n in goals.names] if goals.multi \
-                else [_value(t.value)]
+            # A value the study stored as None (non-finite) or never got reads "-".
+            if goals.multi:
+                shown = ["-" if values.get(n) is None else f"{values[n]:.6g}" for n in goals.names]
+            else:
+                shown = [_value(t.value)]
             if goals.constraints:
                 shown.append("-" if feasible is None else "yes" if feasible else "no")
         else:
             shown = [_value(t.value)]
         rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), *shown, detail or ""))
     return _table(title, ("trial", "state", "budget", "bracket", "rung", *goal_columns), rows, width,
-                  "config / error", optional=("bracket", "rung"))
+                  "config / error", optional=(3, 4))
 
 
 def trial_lines(trial: TrialRow, objective: str) -> list[str]:

@@ -296,8 +296,8 @@ def _experiment_from_dict(raw: Any, source: str, needs_data: bool) -> Experiment
                           key="training.keep_best_epoch")
     if training.early_stopping is not None:
         _check_monitor(training)
-    _check_space_values(space)
     if needs_data:      # hpo's trainer trains it (an objective of hpo.optimize reads its config itself)
+        _check_space_values(space)
         _check_trainer_values(space, model.params)
 
     o = _Section(raw.get("output"), "output", OutputConfig)
@@ -498,7 +498,8 @@ def _check_space_values(space: SearchSpace) -> None:
                 # The space keeps True and 1 apart (`space.choice_key`); the trainer reads true as
                 # 1, so for it they would be one setting, counted twice.
                 if a == b:
-                    raise ConfigError(f"expected distinct values, but {b!r} and {a!r} are equal once typed",
+                    raise ConfigError(f"expected distinct values, but {b!r} and {a!r} are one setting for the "
+                                      f"trainer, which reads true as 1 and false as 0",
                                       key=f"space.{param.name}.values")
     if "optimizer" in space.names:
         param = space["optimizer"]

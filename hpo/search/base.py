@@ -163,10 +163,12 @@ def win_rate(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def optional_count(name: str, value: Any, least: int) -> int | None:
-    """`value` as an int if it is an integer >= `least`, None if None; else a ValueError."""
+    """`value` as an int if it is a whole number >= `least` (12.0 too, as YAML may write it),
+    None if None; else a ValueError."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < least:
         raise ValueError(f"{name} must be an integer >= {least} or None, got {value!r}")
     return int(value)
 
@@ -348,11 +350,13 @@ class Searcher(abc.ABC):
             self._record(asked, result)
 
     def _record(self, job: Job, result: TrialResult) -> None:
-        loss = self.loss_of(result)     # before anything changes: a result it refuses leaves the job pending
+        # Read before anything changes: a result they refuse (a constraint's value given as
+        # text) leaves the job pending.
+        loss = self.loss_of(result)
+        point = (self.goals.losses(result), self.goals.violation(result)) if self.goals.ranked else None
         del self.pending[job.trial_id]
         self.history.append((job, result))
-        if self.goals.ranked:
-            point = (self.goals.losses(result), self.goals.violation(result))
+        if point is not None:
             self.points[job.trial_id] = point
             if hasattr(self.sampler, "observe_point"):
                 self.sampler.observe_point(job.config, job.budget, *point)

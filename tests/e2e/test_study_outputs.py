@@ -292,19 +292,23 @@ def _cli_at(columns: int, *args):
 
 
 def test_status_fits_80_columns_with_every_figure_whole_and_configs_one_command_away(study_dir):
-    done = _cli_at(80, "status", str(study_dir))
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
-    command = f"  hpo status {study_dir} --trial N"                  # a path as long as it is, unwrapped
-    assert command in lines and "…" not in done.stdout
-    assert max(len(line) for line in lines if line != command) <= 80
     trials = Study.open(study_dir).trials()
-    rows = {int(line.split()[0]): line.split() for line in lines if line.split() and line.split()[0].isdigit()}
-    assert sorted(rows) == [t.trial_id for t in trials]
-    for t in trials:
-        assert rows[t.trial_id][1] == t.state.value
-        if t.value is not None:
-            assert f"{t.value:.4f}" in rows[t.trial_id]
+    for width, configs_shown in ((80, True), (50, False)):
+        # 80: the bracket and rung columns make room for the configs, wrapped; 50: they move out.
+        done = _cli_at(width, "status", str(study_dir))
+        assert done.returncode == 0, done.stderr[-2000:]
+        lines = done.stdout.splitlines()
+        command = f"  hpo status {study_dir} --trial N"                  # a path as long as it is, unwrapped
+        assert (command in lines) != configs_shown and "…" not in done.stdout and "bracket" not in done.stdout
+        assert ("learning_rate=" in done.stdout) == configs_shown
+        table = [line for line in lines if line[:1].isdigit() or line.startswith(("trial ", "─", " "))]
+        assert max(len(line) for line in table if line != command) <= width
+        rows = {int(line.split()[0]): line.split() for line in lines if line.split() and line.split()[0].isdigit()}
+        assert sorted(rows) == [t.trial_id for t in trials]
+        for t in trials:
+            assert rows[t.trial_id][1] == t.state.value
+            if t.value is not None:
+                assert f"{t.value:.4f}" in rows[t.trial_id]
     best = Study.open(study_dir).best("maximize")
     detail = _cli_at(80, "status", str(study_dir), "--trial", str(best.trial_id))
     assert detail.returncode == 0, detail.stderr[-2000:]

@@ -227,6 +227,8 @@ CASES = [
     case("choice values equal once typed", CONFIG, ["space.units={type: choice, values: [1, 1.0, true]}"],
          ["key 'space.units.values'", "equal once typed"]),
     case("repeated choice", CONFIG, ["space.units={type: choice, values: [8, 16, 8]}"], ["duplicates"]),
+    case("true beside 1 for the trainer", CONFIG, ["space.units={type: choice, values: [1, true]}"],
+         ["key 'space.units.values'", "one setting for the trainer"]),
     # --- names --------------------------------------------------------------------------------------------
     case("name .", CONFIG, ["name=."], ["key 'name'", "not '.' or '..'"]),
     case("name ..", CONFIG, ["name=.."], ["key 'name'"]),

@@ -140,3 +140,22 @@ def test_csv_export_keeps_a_metric_named_as_a_trial_column_apart(tmp_path, capsy
     for row in rows:
         assert row["state"] == "complete" and row["error"] == "" and row["value"] == row["metric.objective"]
         assert (row["metric.error"], row["metric.state"], row["metric.value"]) == ("0.5", "3.0", "99.0")
+
+
+def test_status_of_long_objective_names_on_a_narrow_terminal_keeps_every_word_and_a_missing_value_reads_dash(
+        tmp_path, capsys, monkeypatch):
+    from hpo.driver.console import stdout
+    from tests.support.cli import hpo_here
+
+    def model(config, budget):
+        error = float("nan") if config["u"] % 3 == 0 else 1 / config["u"]
+        return {"validation_error": error, "parameter_count": 100000 + config["u"], "latency_ms": 3.14 * config["u"]}
+    hpo.optimize(model, {"u": {"type": "int", "low": 1, "high": 40}}, "random", min_budget=1, max_budget=1,
+                 max_trials=12, objectives=["validation_error", "parameter_count", "latency_ms"],
+                 constraints=["parameter_count <= 100020"], seed=0, study_dir=tmp_path / "study")
+    monkeypatch.setattr(stdout, "_width", 60)
+    listed = hpo_here(capsys, "status", tmp_path / "study")
+    assert listed.returncode == 0 and "…" not in listed.stdout
+    assert "validation_error (min)   parameter_count (min)   latency_ms (min)   feasible" in listed.stdout
+    rows = [line.split() for line in listed.stdout.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 12 and any(row[1] == "failed" and row[3] == "-" and row[6] == "-" for row in rows), rows

@@ -353,3 +353,14 @@ def test_a_trial_result_of_the_wrong_kind_is_refused_where_it_is_made():
         TrialResult(1.0, state="done")
     with pytest.raises(TypeError, match="values must be numbers, got '2'"):
         TrialResult(1.0, values=(1.0, "2"))
+
+
+def test_a_constraint_value_of_the_wrong_kind_leaves_the_job_pending():
+    from hpo.search import Hyperband
+    searcher = Hyperband(SPACE, seed=0, constraints=["params <= 10"], **BUDGETS)
+    job = searcher.ask()
+    with pytest.raises(TypeError):
+        searcher.tell(job, TrialResult(0.5, metrics={"params": "3"}))
+    assert searcher.pending == {job.trial_id: job} and not searcher.history and not searcher.points
+    searcher.tell(job, TrialResult(0.5, metrics={"params": 3.0}))
+    assert searcher.points[job.trial_id][1] == 0

@@ -184,3 +184,16 @@ def test_bohb_learns_which_of_false_and_0_is_good():
 def test_a_space_built_from_a_list_refuses_a_name_listed_twice():
     with pytest.raises(ConfigError, match="parameter 'x' is listed twice"):
         SearchSpace([FloatParam(name="x", low=0, high=1), FloatParam(name="x", low=5, high=6)])
+
+
+def test_hpo_optimize_takes_0_and_false_as_two_choices():
+    """Only hpo's trainer reads false as 0; a function's own config keeps them apart."""
+    import hpo
+    seen = set()
+
+    def objective(config, budget):
+        seen.add(repr(config["c"]))
+        return 0.0
+    hpo.optimize(objective, {"c": {"type": "choice", "values": [0, False]}}, "random", min_budget=1, max_budget=1,
+                 max_trials=2, seed=0)
+    assert seen == {"0", "False"}
