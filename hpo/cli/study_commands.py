@@ -17,6 +17,9 @@ from hpo.trial import TrialState, trial_ids_text
 STATUS_ROWS = 100
 
 
+# `best --export` without --trial on a front of hundreds lists its first ids, not a screenful.
+FRONT_IDS_LISTED = 20
+
 def open_study(study_dir: str):
     """Read-only: inspecting a study can neither create nor change a database."""
     from hpo.study import Study
@@ -170,10 +173,14 @@ def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
         raise UserInputError(f"best --trial {args.trial} chooses the front member to export: add --export "
                              f"MODEL.keras (`hpo status {args.study_dir} --trial {args.trial}` shows that trial)")
     if args.export:
+        _no_model_to_export(args, experiment)      # before asking for a member that could not be exported
         if args.trial is None:
-            ids = ", ".join(str(m["trial_id"]) for m in record["pareto"])
+            ids = [str(m["trial_id"]) for m in record["pareto"]]
+            listed = ", ".join(ids[:FRONT_IDS_LISTED]) + (f", ... ({len(ids)} in all: `hpo best "
+                                                          f"{args.study_dir}` lists them)"
+                                                          if len(ids) > FRONT_IDS_LISTED else "")
             raise UserInputError(f"{args.study_dir}: the study has several objectives, so there is no single best "
-                                 f"trial; choose one with --trial N (the Pareto front: trials {ids})")
+                                 f"trial; choose one with --trial N (the Pareto front: trials {listed})")
         record["export"] = _export(args, experiment, _chosen_trial(args, study).trial_id)
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))
@@ -190,6 +197,12 @@ def _best_pareto(args: argparse.Namespace, study, experiment: dict) -> int:
     return 0
 
 
+def _no_model_to_export(args: argparse.Namespace, stored: dict) -> None:
+    if stored.get("data") is None:
+        raise UserInputError(f"{args.study_dir}: this study's trials called a Python function (hpo.optimize), "
+                             f"so there is no Keras model to export; `hpo best {args.study_dir}` shows its best config")
+
+
 def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
     """Import a stored loader or builder that is not built in only with the user's consent:
     a study folder names code but carries none, and one received from someone else must
@@ -197,9 +210,7 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
     from hpo.config import load_experiment, registered_names
     from hpo.references import is_built_in
 
-    if stored.get("data") is None:
-        raise UserInputError(f"{args.study_dir}: this study's trials called a Python function (hpo.optimize), "
-                             f"so there is no Keras model to export; `hpo best {args.study_dir}` shows its best config")
+    _no_model_to_export(args, stored)
     names = registered_names()
     named = {"data.dataset": (stored["data"]["dataset"], names["datasets"]),
              "model.builder": (stored["model"]["builder"], names["builders"])}

@@ -76,6 +76,9 @@ def test_options_that_would_be_ignored_together_are_refused(tmp_path, capsys):
     chosen = hpo_here(capsys, "best", str(tmp_path / "study"), "--trial", "1")
     assert chosen.returncode == 2 and "best --trial 1 chooses the front member to export: add --export" \
         in chosen.stderr
+    # A function's study has no model to export: said first, not after choosing a member.
+    exported = hpo_here(capsys, "best", str(tmp_path / "study"), "--export", str(tmp_path / "m.keras"))
+    assert exported.returncode == 2 and "no Keras model to export" in exported.stderr
 
 
 def test_a_report_of_a_study_where_nothing_is_feasible_says_so_and_draws_no_hypervolume(tmp_path):
