@@ -40,7 +40,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if trial is None:
             raise UserInputError(f"{args.study_dir}: there is no trial {args.trial} "
                                  f"(the study has {len(study.trials())})")
-        for line in trial_lines(trial, objective):
+        for line in trial_lines(trial, objective, of_function=experiment.get("data") is None):
             stdout.print(line, highlight=False, markup=False)
         return 0
     trials = study.trials()

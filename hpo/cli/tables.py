@@ -118,11 +118,16 @@ def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: in
                   "config / error", optional=(3, 4))
 
 
-def trial_lines(trial: TrialRow, objective: str) -> list[str]:
-    """`hpo status DIR --trial N`: one trial in full, one fact a line."""
+def trial_lines(trial: TrialRow, objective: str, of_function: bool = False) -> list[str]:
+    """`hpo status DIR --trial N`: one trial in full, one fact a line. `of_function`: a study
+    of `hpo.optimize`, whose budget is the function's, not epochs, and which logs no
+    TensorBoard runs."""
+    spent = (f"{trial.epochs_trained:g} of it charged here" if of_function
+             else f"{trial.epochs_trained:g} epochs trained here")
+    run = "" if of_function else f" (its TensorBoard run {run_name(trial.lineage)})"
     lines = [f"trial {trial.trial_id}: {trial.state.value}, {objective}={_value(trial.value)} "
-             f"at budget {trial.budget:g} ({trial.epochs_trained:g} epochs trained here)",
-             f"  configuration: lineage {trial.lineage} (its TensorBoard run {run_name(trial.lineage)})"
+             f"at budget {trial.budget:g} ({spent})",
+             f"  configuration: lineage {trial.lineage}{run}"
              + (f", continues trial {trial.continues}" if trial.continues is not None else ""),
              f"  bracket {_dash(trial.bracket)}, rung {_dash(trial.rung)}, attempts {trial.attempts}"]
     if trial.duration is not None:

@@ -162,3 +162,16 @@ def test_status_of_long_objective_names_on_a_narrow_terminal_keeps_every_word_an
     assert "validation_error (min)   parameter_count (min)   latency_ms (min)   feasible" in listed.stdout
     rows = [line.split() for line in listed.stdout.splitlines() if line[:1].isdigit()]
     assert len(rows) == 12 and any(row[1] == "failed" and row[3] == "-" and row[6] == "-" for row in rows), rows
+
+
+def test_one_trial_of_a_function_study_speaks_of_its_budget_not_of_epochs_or_tensorboard(tmp_path, capsys):
+    from tests.support.cli import hpo_here
+
+    result = hpo.optimize(lambda config, budget: (config["x"] - 1) ** 2 + 1 / budget,
+                          {"x": {"type": "float", "low": -5, "high": 5}}, "hyperband", min_budget=1, max_budget=9,
+                          max_trials=13, seed=0, study_dir=tmp_path / "study")
+    promoted = next(t for t in result.trials if t.continues is not None)
+    parent = next(t for t in result.trials if t.trial_id == promoted.continues)
+    shown = hpo_here(capsys, "status", tmp_path / "study", "--trial", promoted.trial_id).stdout.splitlines()
+    assert shown[0].endswith(f"at budget {promoted.budget:g} ({promoted.budget - parent.budget:g} of it charged here)")
+    assert shown[1] == f"  configuration: lineage {promoted.lineage}, continues trial {parent.trial_id}"
