@@ -143,6 +143,17 @@ def trial_lines(trial: TrialRow, objective: str, of_function: bool = False) -> l
     return lines
 
 
+def _digits_apart(values: Sequence[float], least: int = 6, most: int = 15) -> int:
+    """Significant digits that show `values` apart (at least `least`, as many as needed up
+    to `most`): a front's members differ in some objective, and 1000.006 and 1000.014 both
+    read 1000.01 at six, so that one member would look dominated."""
+    distinct = len(set(values))
+    for digits in range(least, most + 1):
+        if len({f"{v:.{digits}g}" for v in values}) == distinct:
+            return digits
+    return most
+
+
 def pareto_table(trials: Sequence[TrialRow], goals: Goals, title: str, width: int):
     """One row per front member: trial, budget, its objectives, feasibility, then its config
     (the config column wraps, or moves out where the terminal is too narrow)."""
@@ -150,9 +161,10 @@ def pareto_table(trials: Sequence[TrialRow], goals: Goals, title: str, width: in
     if goals.constraints:
         columns.append("feasible")
     rows = []
-    for m in pareto_set(trials, goals):
-        # Six digits: members a few units apart in a count such as params must read apart.
-        row = [str(m.trial_id), f"{m.budget:g}", *(f"{m.objectives[n]:.6g}" for n in goals.names)]
+    front = pareto_set(trials, goals)
+    digits = {n: _digits_apart([m.objectives[n] for m in front]) for n in goals.names}
+    for m in front:
+        row = [str(m.trial_id), f"{m.budget:g}", *(f"{m.objectives[n]:.{digits[n]}g}" for n in goals.names)]
         if goals.constraints:
             row.append("yes" if m.feasible else "no")
         rows.append([*row, config_text(m.config)])

@@ -175,3 +175,14 @@ def test_one_trial_of_a_function_study_speaks_of_its_budget_not_of_epochs_or_ten
     shown = hpo_here(capsys, "status", tmp_path / "study", "--trial", promoted.trial_id).stdout.splitlines()
     assert shown[0].endswith(f"at budget {promoted.budget:g} ({promoted.budget - parent.budget:g} of it charged here)")
     assert shown[1] == f"  configuration: lineage {promoted.lineage}, continues trial {parent.trial_id}"
+
+
+def test_the_pareto_table_shows_members_apart_that_six_digits_would_merge(tmp_path, capsys):
+    from tests.support.cli import hpo_here
+
+    measured = {0: (1.0, 1000.014), 1: (2.0, 1000.006)}      # both on the front; 1000.01 both at six digits
+    hpo.optimize(lambda config, budget: dict(zip(("error", "params"), measured[config["u"]])),
+                 {"u": {"type": "choice", "values": [0, 1]}}, "random", min_budget=1, max_budget=1, max_trials=2,
+                 objectives=["error", "params"], study_dir=tmp_path / "study")
+    shown = hpo_here(capsys, "best", tmp_path / "study").stdout
+    assert "1000.014" in shown and "1000.006" in shown, shown
