@@ -36,13 +36,7 @@ class Param:
     prior_confidence: str = "medium"
 
     def is_active(self, config: Mapping[str, Any]) -> bool:
-        for parent, allowed in self.when.items():
-            if parent not in config:
-                return False
-            key = choice_key(config[parent])
-            if not any(choice_key(a) == key for a in allowed):
-                return False
-        return True
+        return all(parent in config and is_among(config[parent], allowed) for parent, allowed in self.when.items())
 
     # Subclasses implement these four.
     def from_unit(self, u: float) -> Any: raise NotImplementedError
@@ -135,6 +129,12 @@ def choice_key(value: Any) -> tuple[bool, Any]:
     return isinstance(value, (bool, np.bool_)), value
 
 
+def is_among(value: Any, values: Sequence[Any]) -> bool:
+    """Whether `value` is one of `values`, compared by `choice_key`."""
+    key = choice_key(value)
+    return any(choice_key(v) == key for v in values)
+
+
 @dataclass(frozen=True)
 class ChoiceParam(Param):
     """One of `values` (strings, numbers or booleans), unordered."""
@@ -155,8 +155,7 @@ class ChoiceParam(Param):
         return (self.index(value) + 0.5) / len(self.values)
 
     def contains(self, value: Any) -> bool:
-        key = choice_key(value)
-        return any(choice_key(candidate) == key for candidate in self.values)
+        return is_among(value, self.values)
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML / `from_dict` form."""

@@ -20,6 +20,7 @@ STATUS_ROWS = 100
 # `best --export` without --trial on a front of hundreds lists its first ids, not a screenful.
 FRONT_IDS_LISTED = 20
 
+
 def open_study(study_dir: str):
     """Read-only: inspecting a study can neither create nor change a database."""
     from hpo.study import Study

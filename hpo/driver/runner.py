@@ -217,13 +217,13 @@ class Runner:
         """The study's history told to the searcher again (`hpo.study.resume.replay`), said
         where there is one: a model-based searcher takes seconds over thousands of trials."""
         told = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
-        if not told:
-            return replay(self.study, self.searcher)
-        log.info("resuming: telling %s the study's %d finished trial(s) again", self.experiment.search.algorithm,
-                 told)
+        if told:
+            log.info("resuming: telling %s the study's %d finished trial(s) again",
+                     self.experiment.search.algorithm, told)
         began = time.perf_counter()      # real seconds, whatever the search's clock
         queue = replay(self.study, self.searcher)
-        log.debug("replayed the study in %.1fs", time.perf_counter() - began)
+        if told:
+            log.debug("replayed the study in %.1fs", time.perf_counter() - began)
         return queue
 
     def _asked(self) -> int:

@@ -27,9 +27,9 @@ class RandomSearch(Searcher):
         if self._count is not None and len(self._asked_configs) >= self._count:
             return None       # every config of the space has been asked: the search is finished
         config = self._propose(self.max_budget)
-        if self._count is not None:
+        if self._count is not None:     # only a finite space is ever used up
             config = self._unasked(config)
-        self._asked_configs.add(config_key(config))
+            self._asked_configs.add(config_key(config))
         return self._new_job(config, self.max_budget)
 
     def _unasked(self, config: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from hpo.driver.runner import build_keras_runner
 from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
 from hpo.study.searching import open_for_search
-from hpo.tuner.data import LOADER, SearchData, example_shape
+from hpo.tuner.data import LOADER, SearchData
 from hpo.tuner.keras_tuner_terms import iteration_jobs
 from hpo.tuner.trainer import HypermodelBuilder, TrainerFactory
 
@@ -74,6 +74,7 @@ class Prepared:
     experiment: Any
     factory: TrainerFactory
     data: SearchData
+    input_shape: tuple[int, ...] | None = None     # one example's (`tuner.data.example_shape`)
 
 
 def budgets(max_epochs: int | None, min_epochs: int, epochs: int) -> tuple[int, int]:
@@ -172,7 +173,7 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
             raise ValueError(in_python_terms(str(exc))) from None
         # Once the search ran (a refused replay leaves the study as it was): what `load_model`
         # builds a model without keras.Input from, in a process that did not search.
-        shape = example_shape(prepared.data)
+        shape = prepared.input_shape
         if shape is not None and study.input_shape() != shape:
             study.record_input_shape(shape)
         return summary

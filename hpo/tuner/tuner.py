@@ -340,8 +340,9 @@ class Tuner:
         threads = max(1, (os.cpu_count() or 1) // max(1, self.workers)) if parallel else None
         factory = driver.TrainerFactory(self.hp_build, names, tunable, data=data if parallel else None,
                                         threads=threads)
-        self._training = {"loss": loss, "metrics": metrics, "names": names, "input_shape": example_shape(data)}
-        return driver.Prepared(experiment, factory, data)
+        shape = example_shape(data)
+        self._training = {"loss": loss, "metrics": metrics, "names": names, "input_shape": shape}
+        return driver.Prepared(experiment, factory, data, shape)
 
     def _workers_text(self) -> str:
         return f"scheduler={self.scheduler!r}" if self.scheduler is not None else f"workers={self.workers}"
