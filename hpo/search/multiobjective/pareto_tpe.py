@@ -165,4 +165,6 @@ def make_pareto_model(space: SearchSpace, model: str, options: Mapping[str, Any]
     if model != "tpe":
         raise ValueError(f"model {model!r} takes one objective without constraints; with several objectives "
                          "or constraints BOHB's model is 'tpe'")
-    return ParetoTPESampler(space, goals=goals, tie_break=tie_break, **options)
+    # l(x) uncapped: the cap (`tpe.MAX_GOOD`) was measured on one objective only, and a Pareto
+    # front's good set is what spreads its proposals along the front.
+    return ParetoTPESampler(space, goals=goals, tie_break=tie_break, **{"max_good": None, **options})

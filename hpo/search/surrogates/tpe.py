@@ -96,6 +96,13 @@ AUC_MIN = 0.25       # promoted configs winning fewer pairs than this: the budge
 SPREAD_CANDIDATES = 8  # uniform draws a probe is picked from (the one with the rarest choices)
 MIN_TOP_RESULTS = 6  # results a budget needs before the budgets below are judged against it
 RHO_MIN = 0.6        # a budget whose ranking agrees less than this with the top budget's misleads
+# The most configs l(x) holds (Optuna's TPE caps its good set at 25 too). Uncapped, l(x) grows
+# with the search, and its prior component's weight and its kernels' width floor (both 1 / (n + 1))
+# shrink with it, so a long search keeps the int level or the choice its first winners had: on a
+# 4-parameter function (an int of 8 levels, a choice of 3), after 2,000 asks AsyncBOHB was within
+# 0.1 of the optimum in 1 of 12 seeds uncapped and 12 of 12 capped at 25 (BOHB 5 and 12; at 50
+# or 100 neither escaped reliably: benchmarks/notes/published_bohb.md, "l(x) in long searches").
+MAX_GOOD = 25
 
 
 def _real(value: Any) -> bool:
@@ -266,16 +273,19 @@ class JointParzenEstimator:
 
 
 class _SplitModel:
-    """l(x) and g(x): the points split by loss (the best `gamma` are good; past
-    MAX_DENSITY_ROWS points, that many spread over their ranking, `spread_over_ranking`). `kernels`:
+    """l(x) and g(x): the points split by loss (the best `gamma` are good, at most `max_good` of
+    them where it is set; past MAX_DENSITY_ROWS points, that many spread over their ranking,
+    `spread_over_ranking`). `kernels`:
     "joint" (one product kernel per point, `JointParzenEstimator`) or "independent" (one
     estimator per dimension, each drawn from and scored on its own)."""
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float,
-                 kernels: str = "independent"):
+                 kernels: str = "independent", max_good: int | None = None):
         order = np.argsort(losses, kind="stable")
         order = order[spread_over_ranking(len(order))]      # bounded rows: a bounded ask
         n_good = max(1, int(math.ceil(gamma * len(order))))
+        if max_good is not None:
+            n_good = min(n_good, max_good)
         self.dims = dims
         self.kernels = kernels
         estimator = _joint if kernels == "joint" else _estimators
@@ -340,7 +350,7 @@ class MultiFidelityTPESampler(ConfigSampler):
                  random_fraction: float = 0.0, min_bandwidth: float = 0.01, n_startup: int | None = None,
                  rungs: str = "reliable", probe_budgets: bool = True, kernels: str = "auto",
                  initial_design: str = "latin", batch: str = "argmax", batch_scale: float = 3.0,
-                 batch_share: float = 0.5):
+                 batch_share: float = 0.5, max_good: int | None = MAX_GOOD):
         super().__init__(space)
         if batch not in BATCH_MODES:
             raise ValueError(f"batch must be one of {list(BATCH_MODES)}, got {batch!r}")
@@ -355,6 +365,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         if rungs not in RUNG_MODES:
             raise ValueError(f"rungs must be one of {list(RUNG_MODES)}, got {rungs!r}")
         self.top_n_percent = top_n_percent
+        self.max_good = optional_count("max_good", max_good, least=1)
         self.num_samples = num_samples
         self.random_fraction = random_fraction
         self.min_bandwidth = min_bandwidth
@@ -527,7 +538,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             succeeded = order[~np.isin(order, failed_rows)]
             ranked = np.concatenate([vectors[succeeded], failed])
         model = _SplitModel(ranked, np.arange(len(ranked), dtype=float), gamma, self.dims, self.min_bandwidth,
-                            kernels)
+                            kernels, self.max_good)
         self._model = (key, model)
         return model
 
