@@ -34,8 +34,9 @@ class BOHB(Hyperband):
     learns from every budget, `hpo.search.surrogates.tpe`) or 'kde' (the paper's KDE on the largest
     budget with enough results). `model_options`
     go to it: for 'kde' min_points_in_model, top_n_percent, num_samples, random_fraction,
-    bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent,
-    num_samples, random_fraction, min_bandwidth, n_startup, rungs ('reliable' or 'deepest'),
+    bandwidth_factor, min_bandwidth; for 'tpe' top_n_percent, max_good (25: the most configs
+    l(x) holds; None: uncapped), num_samples, random_fraction, min_bandwidth, n_startup,
+    rungs ('reliable' or 'deepest'),
     probe_budgets, kernels ('auto', 'joint' or 'independent'), initial_design ('latin' or
     'uniform'); for 'gp' those and fit_on ('joint', the default, every trusted budget's
     results with the budget as an input; 'top'; or 'ranking'), noise (the

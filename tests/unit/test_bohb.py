@@ -179,6 +179,44 @@ def test_tpe_ranks_each_config_at_its_deepest_budget():
     assert sampler.stats() == {"model_observations": 11.0, "model_budget": 9.0}
 
 
+@pytest.mark.parametrize("max_good, good_rows", [(25, 25), (None, 75)])
+def test_a_long_search_keeps_exploring_levels_its_first_winners_did_not_have(max_good, good_rows):
+    # 500 configs, the best 75 all at k=1 and opt="b": uncapped, l(x) is those 75, and its prior
+    # component and kernel widths (what draws another level or choice) shrink to 1/76; capped,
+    # the best 25 and 1/26.
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1},
+                                   "k": {"type": "int", "low": 1, "high": 8},
+                                   "opt": {"type": "choice", "values": ["a", "b", "c"]}})
+    sampler = MultiFidelityTPESampler(space, max_good=max_good)
+    rng = np.random.default_rng(0)
+    for i in range(500):
+        if i < 75:
+            config, loss = {"x": float(rng.random()), "k": 1, "opt": "b"}, 0.01 * rng.random()
+        else:
+            config, loss = space.sample(rng), 1 + rng.random()
+        sampler.observe(config, 27.0, loss)
+    model = sampler._fit()
+    assert len(model.good_points) == good_rows
+    draws = np.array([[space.from_unit(row)[name] for name in ("k", "opt")]
+                      for row in model.sample_good(np.random.default_rng(1), 4000)], dtype=object)
+    other_k, other_opt = (draws[:, 0] != 1).mean(), (draws[:, 1] != "b").mean()
+    if max_good is None:
+        assert other_k < 0.04 and other_opt < 0.04          # 0.022 and 0.024
+    else:
+        assert other_k > 0.06 and other_opt > 0.06          # 0.126 and 0.071
+
+
+def test_max_good_takes_a_whole_number_of_at_least_one_or_none():
+    from hpo.search.surrogates.tpe import MultiFidelityTPESampler
+    space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})
+    for bad in (0, 2.5, True, "25"):
+        with pytest.raises(ValueError, match="max_good must be an integer >= 1 or None"):
+            MultiFidelityTPESampler(space, max_good=bad)
+    assert MultiFidelityTPESampler(space, max_good=30.0).max_good == 30
+    assert MultiFidelityTPESampler(space).max_good == 25
+
+
 def test_reliable_ranking_keeps_the_worse_half_of_a_deep_budget_out_of_the_good_set():
     from hpo.search.surrogates.tpe import MultiFidelityTPESampler
     space = SearchSpace.from_dict({"x": {"type": "float", "low": 0, "high": 1}})

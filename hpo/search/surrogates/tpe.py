@@ -8,11 +8,12 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
 
 - **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
   once, at the largest budget it reached; configurations are ordered by that budget (deeper
-  is better: the schedule promoted it) and then by loss. The best `top_n_percent` form l(x),
-  the rest g(x). Guards (`rungs="reliable"`, the default) keep a budget whose ranking
-  misleads (a learning rate that wins after one epoch and loses after thirty) from filling
-  l(x): a config in the worse half of the results at its deepest budget ranks after every
-  config in the better half, however deep it got; and a budget is left out of the model
+  is better: the schedule promoted it) and then by loss. The best `top_n_percent`, at most
+  `max_good` (MAX_GOOD) of them, form l(x), the rest g(x). Guards (`rungs="reliable"`, the
+  default) keep a budget whose ranking misleads (a learning rate that wins after one epoch
+  and loses after thirty) from filling l(x): a config in the worse half of the results at
+  its deepest budget ranks after every config in the better half, however deep it got; and
+  a budget is left out of the model
   (with every config whose deepest budget it is) where its ranking disagrees with the top
   budget's (`hpo.search.surrogates.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
   lower budget gives the top budget's configs, its own where they ran there and its nearest
@@ -50,7 +51,8 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   `n_startup` configs have reached (Hyperband's later brackets start higher): these
   probes are what shows a misleading lower budget up; where the space has choices, each
   probe is the draw (of 8) with the choices rarest at its budget, so a few probes cover
-  every branch. Then a `random_fraction` (default 0: the prior component already explores).
+  every branch. Then a `random_fraction` (default 0: the prior component, which the cap on l(x) keeps
+  at 1/26 or more, already explores).
   The first `n_startup` random configurations are the rows of a Latin hypercube
   (`initial_design="latin"`, the default): each parameter's range is cut into n_startup
   equal slices with one config in each (of a conditional parameter, those of the rows
