@@ -108,20 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stop_on_sigterm() -> None:
-    """`kill` (SIGTERM, what schedulers and container runtimes send) stops a search the way
-    Ctrl-C does: running trials are marked interrupted and rerun on resume."""
-    import signal
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:      # not the main thread (main() called from a library thread)
-        pass
-
-
 def _print_error(message: str) -> None:
     """Errors are printed unwrapped and unstyled inside, so paths and quoted keys stay intact
     (rich would otherwise wrap at the terminal width and read '[...]' in messages as markup)."""
@@ -135,10 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hpo.driver.console import console, setup_logging
     from hpo.native_logs import cli_native_logs
     from hpo.references import add_search_path
+    from hpo.termination import stop_on_sigterm
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
-    _stop_on_sigterm()
+    stop_on_sigterm()     # `kill` stops a search as Ctrl-C does (hpo.termination)
     add_search_path()   # the working folder, as `python -m hpo` has it, for the installed script too
     try:
         with cli_native_logs(args.verbose):

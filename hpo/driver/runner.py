@@ -36,6 +36,7 @@ from hpo.study.tensorboard_logs import (
     write_hparams_config,
     write_run_scalars,
 )
+from hpo.termination import Terminated
 from hpo.trial import Job, TrialResult, TrialState, config_text, trial_ids_text
 
 log = logging.getLogger("hpo.driver.runner")
@@ -193,9 +194,10 @@ class Runner:
                     if self._on_done(event):
                         finished_now += 1
                         self._report_progress(started)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             stopped = "interrupted"
-            self._interrupt_running("interrupted by the user (Ctrl-C)")
+            self._interrupt_running("terminated (SIGTERM)" if isinstance(exc, Terminated)
+                                    else "interrupted by the user (Ctrl-C)")
         except SearchAborted as exc:
             exc.summary = SearchSummary(trials_finished_now=finished_now, stopped_because="max_consecutive_failures",
                                         best=self._best, elapsed_seconds=self.clock() - started)

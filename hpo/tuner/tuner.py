@@ -188,7 +188,8 @@ class Tuner:
         Every check runs before the study folder is touched, and names this tuner's argument.
         A study that already ran all its trials says so (at `verbose=1`) and how to extend it.
         Ctrl-C marks the running trials interrupted, says in one line how to resume, and
-        raises `KeyboardInterrupt`, as Keras Tuner does; `max_consecutive_failed_trials`
+        raises `KeyboardInterrupt`, as Keras Tuner does (SIGTERM marks them too, then ends the
+        process: `hpo.termination`); `max_consecutive_failed_trials`
         failures in a row raise a RuntimeError (`hpo.driver.runner.SearchAborted`)."""
         unsupported = sorted(fit_kwargs)
         if unsupported:

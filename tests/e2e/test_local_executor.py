@@ -60,8 +60,10 @@ def test_sigterm_stops_the_search_cleanly_and_it_resumes(tmp_path, capsys):
     driver.send_signal(signal.SIGTERM)
     _, err = driver.communicate(timeout=60)
     assert driver.returncode == 130, err[-2000:]
-    states = [t.state.value for t in Study.open(study_dir).trials()]
+    trials = Study.open(study_dir).trials()
+    states = [t.state.value for t in trials]
     assert "complete" in states and "running" not in states
+    assert all(t.error == "terminated (SIGTERM)" for t in trials if t.state.value == "interrupted")
     wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), timeout=20,
              what="the workers to exit with the driver")
     # The execution section may change on resume; inline spares starting another worker.

@@ -105,3 +105,49 @@ def test_the_readme_python_snippet_runs_as_written_with_two_workers_and_no_main_
         assert study.trials() and all(t.state.value == "complete" for t in study.trials())
     finally:
         study.close()
+
+
+SLOW_OBJECTIVE_SCRIPT = '''
+import time
+
+import hpo
+
+
+def objective(config, budget):
+    time.sleep(0.3)
+    return (config["x"] - 0.3) ** 2 + 1 / budget
+
+
+result = hpo.optimize(objective, {"x": {"type": "float", "low": 0, "high": 1}}, "asha", min_budget=1,
+                      max_budget=9, max_trials=12, study_dir="study", workers=2)
+print("finished", len(result.trials), result.stopped_because)
+'''
+
+
+def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_script_resumes(tmp_path):
+    import signal
+
+    from tests.support.faults import query, wait_for
+    script = tmp_path / "search.py"
+    script.write_text(SLOW_OBJECTIVE_SCRIPT)
+    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    study_dir = tmp_path / "study"
+    wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'")
+             and query(study_dir, "SELECT 1 FROM trials WHERE state='running'"),
+             what="a finished trial and a running one", process=driver)
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=60)
+    # Ended by SIGTERM (as `kill` expects), once the running trials were marked.
+    assert driver.returncode == -signal.SIGTERM, err[-2000:]
+    study = Study.open(study_dir, read_only=True)
+    try:
+        trials = study.trials()
+    finally:
+        study.close()
+    assert "running" not in {t.state.value for t in trials}
+    interrupted = [t for t in trials if t.state.value == "interrupted"]
+    assert interrupted and all(t.error == "terminated (SIGTERM)" for t in interrupted), [t.error for t in trials]
+    done = run_script(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "finished 12 max_trials" in done.stdout, done.stdout

@@ -22,7 +22,7 @@ while not (ROOT / "hpo").is_dir():     # wherever this file sits under tests/
 # Lowest first. A module may import its own layer and those below it, never one above.
 LAYERS = [
     ("foundation", ["hpo.registry", "hpo.errors", "hpo.trial", "hpo.space", "hpo.metric_names",
-                    "hpo.references", "hpo.jobs", "hpo.native_logs", "hpo.clock"]),
+                    "hpo.references", "hpo.jobs", "hpo.native_logs", "hpo.clock", "hpo.termination"]),
     ("search models", ["hpo.search.base", "hpo.search.schedule", "hpo.search.surrogates",
                        "hpo.search.multiobjective"]),
     ("searchers", ["hpo.search"]),
