@@ -188,7 +188,13 @@ def test_told_values_become_a_typed_vector():
         goals.result_of(1.0)
     with pytest.raises(TypeError, match="expected a number"):
         goals.result_of({"a": "x", "b": 1, "c": 0})
+    with pytest.raises(TypeError, match="expected a number"):
+        goals.result_of({"a": True, "b": 1, "c": 0})
+    # What a single objective takes, several take too: 0-d arrays, numpy scalars.
+    told = goals.result_of({"a": np.array(0.5), "b": np.float32(2.0), "c": np.int64(1)})
+    assert told.values == (0.5, 2.0) and goals.violation(told) == 0.0
     two = Goals.build(["a", "b"])
+    assert two.result_of(np.array([1.0, 2.0])).values == two.result_of([np.array(1.0), np.array(2.0)]).values
     assert two.result_of((1, 2)).values == (1.0, 2.0)
     with pytest.raises(ValueError, match="told 3 values"):
         two.result_of([1, 2, 3])

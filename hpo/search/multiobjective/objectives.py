@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from hpo.registry import DIRECTIONS
-from hpo.trial import TrialResult, TrialState
+from hpo.trial import TrialResult, TrialState, is_number
 
 OPERATORS = ("<=", ">=", "<", ">")
 # A name, an operator, a number: "params <= 20000", "latency_ms<2.5", "val_accuracy >= 0.9".
@@ -276,6 +276,6 @@ class Goals:
 
 
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not is_number(value):
         raise TypeError(f"{what}: expected a number, got {type(value).__name__} {value!r}")
     return float(value)
