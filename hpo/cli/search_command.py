@@ -15,6 +15,8 @@ log = logging.getLogger("hpo.cli")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
     from hpo.config import load_experiment
     from hpo.config.yaml_source import from_override
     from hpo.driver.console import console, search_progress, stdout
@@ -58,7 +60,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             try:
                 summary = runner.run()
             except SearchAborted as exc:
-                console.print(f"[bold red]{exc}[/]")
+                console.print(Text(str(exc), style="bold red"))
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.goals(), summary)
         if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:

@@ -59,7 +59,7 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
             table.add_row(*row[:len(columns)], *(row[len(columns):] if with_config else ()))
         return table
 
-    measure = Console(width=10_000)
+    measure = Console(width=10_000, markup=False, emoji=False)     # as `stdout` reads the cells
     plain = build(False)
     needed = Measurement.get(measure, measure.options, plain).maximum
     # A config column narrower than MIN_CONFIG_WIDTH is a column of fragments, unless no config is wider.

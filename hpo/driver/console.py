@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-console = Console(stderr=True)
-stdout = Console(soft_wrap=True)
+# What the CLI prints is mostly the user's text (configs, errors, paths): rich would read
+# "[bold]" in it as a style and ":fire:" as an emoji, so neither is read; style goes in as Text.
+console = Console(stderr=True, markup=False, emoji=False)
+stdout = Console(soft_wrap=True, markup=False, emoji=False)
 
 
 def _reader_gone() -> None:

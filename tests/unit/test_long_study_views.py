@@ -129,3 +129,28 @@ def test_a_report_of_config_values_the_font_lacks_says_nothing_of_missing_glyphs
         assert hpo_here(capsys, "report", tmp_path / "s").returncode == 0
     assert not [w for w in caught if "missing from font" in str(w.message)]
     assert (tmp_path / "s" / "report" / "report.html").exists()
+
+
+def test_bracketed_and_colon_text_in_configs_and_errors_prints_as_written(tmp_path, capsys):
+    # Rich reads "[bold]" as a style and ":fire:" as an emoji; a config value or an error is
+    # the user's text, shown as written in every command that prints it.
+    space = {"tag": {"type": "choice", "values": ["[bold]", ":fire:"]}, "x": {"type": "float", "low": 0, "high": 1}}
+
+    def objective(config, budget):
+        if config["x"] > 0.8:
+            raise ValueError("bad [red]input[/red] :fire:")
+        return config["x"]
+    hpo.optimize(objective, space, "random", min_budget=1, max_budget=1, max_trials=12, study_dir=tmp_path / "s",
+                 seed=1)
+    study = Study.open(tmp_path / "s", read_only=True)
+    trials = study.trials()
+    study.close()
+    assert {t.config["tag"] for t in trials} == {"[bold]", ":fire:"} and any(t.error for t in trials)
+    status = hpo_here(capsys, "status", tmp_path / "s", "--all").stdout
+    assert "tag=[bold]" in status and "tag=:fire:" in status
+    assert "ValueError: bad [red]input[/red] :fire:" in status
+    best = hpo_here(capsys, "best", tmp_path / "s").stdout
+    assert re.search(r"tag: (\[bold\]|:fire:)$", best, re.MULTILINE), best
+    failed = next(t for t in trials if t.error)
+    one = hpo_here(capsys, "status", tmp_path / "s", "--trial", str(failed.trial_id)).stdout
+    assert "bad [red]input[/red] :fire:" in one
