@@ -54,10 +54,12 @@ class TrialState(str, enum.Enum):
 
 def is_number(value: Any) -> bool:
     """Whether `value` is a result's number: a Python or numpy number, a 0-d array or an eager
-    tensor (each converts itself, `__float__`). Text and booleans are not, though `float`
-    reads "0.3" and True."""
-    return not isinstance(value, (str, bytes, bool)) and getattr(getattr(value, "dtype", None), "kind", "") != "b" \
-        and hasattr(value, "__float__")
+    tensor of one value (each converts itself, `__float__`). Text, booleans and complex
+    numbers are not, though `float` reads "0.3" and True (and numpy's complex, with a
+    warning); nor is an array of several values, or of one along an axis."""
+    return not isinstance(value, (str, bytes, bool)) \
+        and getattr(getattr(value, "dtype", None), "kind", "") not in ("b", "c") \
+        and getattr(value, "ndim", 0) == 0 and hasattr(value, "__float__")
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from hpo.study.tensorboard_logs import (
     write_hparams_config,
     write_run_scalars,
 )
-from hpo.termination import Terminated
+from hpo.termination import Terminated, stops_on_sigterm
 from hpo.trial import Job, TrialResult, TrialState, config_text, trial_ids_text
 
 log = logging.getLogger("hpo.driver.runner")
@@ -65,6 +65,7 @@ class SearchSummary:
     stopped_because: str
     best: TrialRow | None
     elapsed_seconds: float     # by the runner's clock: real seconds, or simulated ones in a simulation (hpo.clock)
+    by_sigterm: bool = False   # stopped_because "interrupted": by SIGTERM (hpo.termination), not Ctrl-C
 
 
 def epochs_for(budget: float) -> int:
@@ -147,7 +148,7 @@ class Runner:
         started = self._started = self.clock()
         search = self.experiment.search
         finished_now = 0
-        stopped = "max_trials"
+        stopped, by_sigterm = "max_trials", False
         try:
             # Inside the try: a replay of thousands of results takes a while, and Ctrl-C
             # during it stops the command as it does mid-search.
@@ -196,8 +197,8 @@ class Runner:
                         self._report_progress(started)
         except KeyboardInterrupt as exc:
             stopped = "interrupted"
-            self._interrupt_running("terminated (SIGTERM)" if isinstance(exc, Terminated)
-                                    else "interrupted by the user (Ctrl-C)")
+            by_sigterm = isinstance(exc, Terminated)
+            self._interrupt_running("terminated (SIGTERM)" if by_sigterm else "interrupted by the user (Ctrl-C)")
         except SearchAborted as exc:
             exc.summary = SearchSummary(trials_finished_now=finished_now, stopped_because="max_consecutive_failures",
                                         best=self._best, elapsed_seconds=self.clock() - started)
@@ -213,7 +214,7 @@ class Runner:
             if self.board is not None:
                 self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
-                             best=self._best, elapsed_seconds=self.clock() - started)
+                             best=self._best, elapsed_seconds=self.clock() - started, by_sigterm=by_sigterm)
 
     def _replay(self) -> list[Job]:
         """The study's history told to the searcher again (`hpo.study.resume.replay`), said
@@ -502,6 +503,7 @@ def unknown_option_error(experiment: Experiment, exc: UnknownOption) -> ConfigEr
                        f"{', '.join(exc.accepted)}", key="search.options", source=experiment.source)
 
 
+@stops_on_sigterm
 def run_experiment(experiment: Experiment, study_dir=None, *, fresh: bool = False) -> tuple[SearchSummary, Study]:
     """Create or resume the study and train it with Keras to its stop condition, holding the
     driver lock (`hpo search` without the console); returns the summary and the study, open

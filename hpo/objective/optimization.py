@@ -39,6 +39,7 @@ from hpo.search.multiobjective.objectives import Goals, Objective, suggest
 from hpo.space import SearchSpace
 from hpo.study import TrialRow
 from hpo.study.pareto import ParetoMember, pareto_set
+from hpo.termination import interruption, stops_on_sigterm
 
 log = logging.getLogger("hpo.optimize")
 
@@ -84,6 +85,7 @@ class OptimizeResult:
         return rows
 
 
+@stops_on_sigterm
 def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: SearchSpace | Mapping[str, Any],
              searcher: str = "bohb", *, min_budget: float, max_budget: float, eta: float = 3,
              max_trials: int | None = None, time_limit: float | None = None, total_budget: float | None = None,
@@ -194,7 +196,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         # stops a script or a notebook cell that loops over searches.
         if study_dir is not None:
             log.warning("search interrupted: the study in %s is saved; the same call resumes it", study_dir)
-        raise KeyboardInterrupt
+        raise interruption(summary.by_sigterm)
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
     return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,

@@ -188,7 +188,7 @@ def check_model_options(top_n_percent: float, random_fraction: float, num_sample
 # the ranking. Its cost per ask grows with its rows (at 3,000 jobs of a 7-parameter space the
 # TPE's densities took 17 ms of a 29 ms ask; benchmarks/decision_time.py); a search of 132
 # full-budget evaluations with Hyperband's budgets (10 iterations, about 500 configurations)
-# stays below it, so the published figures are the uncapped model's.
+# stays below it, so the published figures never met this cap (l(x)'s own, `tpe.MAX_GOOD`, is another).
 MAX_DENSITY_ROWS = 1000
 
 

@@ -524,6 +524,9 @@ class FreezeThaw(Searcher):
         if self._model is None or self._model[0] != self._version:
             rows = np.flatnonzero(told)
             vectors = np.array([self.lineages[i].vector for i in rows])
+            # Uncapped (no `max_good`): by default FreezeThaw hands a search over to BOHB, whose
+            # TPE caps l(x), after HAND_OVER full-budget evaluations, while its lineages are few
+            # (with hand_over=None it never does, and l(x) grows with the search).
             self._model = (self._version, _SplitModel(vectors, mean[rows], self.top_n_percent / 100, self.dims,
                                                       self.min_bandwidth))
         model = self._model[1]

@@ -160,8 +160,9 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
                                      f"study's: name the values the study ran with in the searcher's options "
                                      f"(search.options; options= in Python), e.g. a default that changed "
                                      f"between versions such as BOHB's explore_from, async_bohb's batch "
-                                     f"(argmax before it became penalty) or async_bohb's model (tpe before it "
-                                     f"became gp), or start anew (--fresh; fresh=True in Python))")
+                                     f"(argmax before it became penalty), async_bohb's model (tpe before it "
+                                     f"became gp) or the BOHB family's max_good (null, uncapped, before it "
+                                     f"became 25), or start anew (--fresh; fresh=True in Python))")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
         elif kind == "total_budget" and searcher.plans_total_budget:

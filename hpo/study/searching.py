@@ -12,7 +12,6 @@ from typing import Callable, ContextManager, Iterator
 from hpo.config import Experiment
 from hpo.study.resume import prepare_study
 from hpo.study.store import Study
-from hpo.termination import sigterm_stops_search
 
 
 @contextlib.contextmanager
@@ -25,18 +24,16 @@ def open_for_search(experiment: Experiment, study_dir: str | Path, *, fresh: boo
     own way of writing `hpo.log`) is entered. On the way out, however the block ends, the
     lock is released first (another driver may take the study from then on), then the log
     file is left, then the study closed; `close=False` leaves it open for the caller to read
-    and close (`run_experiment` returns it). SIGTERM stops the search as Ctrl-C does, and
-    then ends the process (`hpo.termination.sigterm_stops_search`)."""
-    with sigterm_stops_search():
-        study = prepare_study(experiment, Path(study_dir), fresh=fresh)
-        try:
-            with contextlib.ExitStack() as stack:
-                if log_file is not None:
-                    stack.enter_context(log_file(study.log_path))
-                stack.callback(study.release_driver_lock)
-                yield study
-        except BaseException:
-            study.close()
-            raise
-        if close:
-            study.close()
+    and close (`run_experiment` returns it)."""
+    study = prepare_study(experiment, Path(study_dir), fresh=fresh)
+    try:
+        with contextlib.ExitStack() as stack:
+            if log_file is not None:
+                stack.enter_context(log_file(study.log_path))
+            stack.callback(study.release_driver_lock)
+            yield study
+    except BaseException:
+        study.close()
+        raise
+    if close:
+        study.close()

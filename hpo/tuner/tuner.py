@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 
 from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
+from hpo.termination import interruption, stops_on_sigterm
 from hpo.trial import trial_ids_text
 from hpo.tuner import driver
 from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
@@ -176,6 +177,7 @@ class Tuner:
         print("\n".join(lines))
 
     # --- the search ----------------------------------------------------------------------------
+    @stops_on_sigterm
     def search(self, x=None, y=None, *, validation_data=None, validation_split: float = 0.0,
                batch_size: int | None = None, epochs: int | None = None, callbacks=None, verbose: int = 1,
                **fit_kwargs) -> None:
@@ -222,7 +224,7 @@ class Tuner:
                     if trials else ""
                 log.warning("search interrupted: the study in %s is saved; run search again (or the script) to "
                             "resume it%s", self.folder, rerun)
-                raise KeyboardInterrupt
+                raise interruption(summary.by_sigterm)
             if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
                 log.info("%s", self._complete_note(prepared.experiment, summary.stopped_because))
             else:

@@ -188,8 +188,9 @@ def test_told_values_become_a_typed_vector():
         goals.result_of(1.0)
     with pytest.raises(TypeError, match="expected a number"):
         goals.result_of({"a": "x", "b": 1, "c": 0})
-    with pytest.raises(TypeError, match="expected a number"):
-        goals.result_of({"a": True, "b": 1, "c": 0})
+    for wrong in (True, np.array([1.0, 2.0]), np.complex128(1 + 2j)):      # named, not numpy's own error
+        with pytest.raises(TypeError, match="a: expected a number"):
+            goals.result_of({"a": wrong, "b": 1, "c": 0})
     # What a single objective takes, several take too: 0-d arrays, numpy scalars.
     told = goals.result_of({"a": np.array(0.5), "b": np.float32(2.0), "c": np.int64(1)})
     assert told.values == (0.5, 2.0) and goals.violation(told) == 0.0
@@ -401,3 +402,11 @@ def test_the_front_figure_joins_its_members_only_with_two_objectives(objectives,
         assert fronts and all((line.get_linestyle() != "None") == joined for line in fronts)
     finally:
         plt.close(figure)
+
+
+def test_several_objectives_keep_l_x_uncapped_unless_max_good_is_given():
+    from hpo.search.surrogates.model_choice import make_model
+    space = SearchSpace.from_dict(SPACE)
+    assert make_model(space, "gp", {}, objectives=["a", "b"]).max_good is None
+    assert make_model(space, "tpe", {"max_good": 10}, objectives=["a", "b"]).max_good == 10
+    assert make_model(space, "gp", {}).max_good == 25

@@ -212,3 +212,23 @@ def test_a_driver_failure_marks_its_running_trials_interrupted_even_when_cancell
         assert sum(t.state == TrialState.COMPLETE for t in resumed.trials()) == 30
     finally:
         resumed.close()
+
+
+def test_a_study_run_uncapped_resumes_once_it_names_max_good_null(tmp_path):
+    """Studies of the BOHB family from before l(x) was capped (`max_good`, 25 now) replay only
+    with the cap off; the refusal says so. A cap of 2 stands in for the new default here, as it
+    binds within this short search."""
+    import hpo
+    space = {"x": {"type": "float", "low": 0, "high": 1}, "k": {"type": "int", "low": 1, "high": 8}}
+
+    def bowl(config, budget):
+        return (config["x"] - 0.3) ** 2 + 0.1 * abs(config["k"] - 3) + 1 / budget
+    study = tmp_path / "study"
+    hpo.optimize(bowl, space, "bohb", min_budget=1, max_budget=9, max_trials=60, study_dir=study,
+                 options={"max_good": None})
+    with pytest.raises(hpo.errors.UserInputError, match=r"max_good \(null, uncapped, before it became 25\)"):
+        hpo.optimize(bowl, space, "bohb", min_budget=1, max_budget=9, max_trials=70, study_dir=study,
+                     options={"max_good": 2})
+    resumed = hpo.optimize(bowl, space, "bohb", min_budget=1, max_budget=9, max_trials=70, study_dir=study,
+                           options={"max_good": None})
+    assert len(resumed.trials) == 70

@@ -4,6 +4,7 @@ import functools
 import math
 import re
 
+import numpy as np
 import pytest
 
 from hpo.search import ASHA, BOHB
@@ -83,9 +84,9 @@ def test_tell_accepts_floats_and_unusable_values(name, bad):
     assert searcher.history[-1][1].value == 0.5
 
 
-@pytest.mark.parametrize("text", ["0.3", b"1", True])
-def test_text_or_a_bool_told_as_a_result_is_refused_and_the_job_stays_pending(name, text):
-    """float("0.3") and float(True) would rank them as values."""
+@pytest.mark.parametrize("text", ["0.3", b"1", True, np.complex128(1 + 2j)])
+def test_text_a_bool_or_no_single_real_told_as_a_result_is_refused_and_the_job_stays_pending(name, text):
+    """float("0.3") and float(True) would rank them as values; numpy reads a complex number as its real part."""
     searcher = make(name)
     job = searcher.ask()
     with pytest.raises(TypeError, match="expected a number"):

@@ -42,8 +42,10 @@ INFEASIBLE = 2.0        # scalarised feasible losses stay below 1 + PAREGO_RHO; 
 
 class ParetoTPESampler(MultiFidelityTPESampler):
     def __init__(self, space: SearchSpace, *, goals: Goals, split: str = "rank", tie_break: str = "hypervolume",
-                 **options):
-        super().__init__(space, **options)
+                 max_good: int | None = None, **options):
+        # l(x) uncapped by default: the cap (`tpe.MAX_GOOD`) was measured on one objective only,
+        # and a front's good set is what spreads the proposals along the front.
+        super().__init__(space, max_good=max_good, **options)
         if split not in SPLITS:
             raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
         self.goals = goals
@@ -165,6 +167,4 @@ def make_pareto_model(space: SearchSpace, model: str, options: Mapping[str, Any]
     if model != "tpe":
         raise ValueError(f"model {model!r} takes one objective without constraints; with several objectives "
                          "or constraints BOHB's model is 'tpe'")
-    # l(x) uncapped: the cap (`tpe.MAX_GOOD`) was measured on one objective only, and a Pareto
-    # front's good set is what spreads its proposals along the front.
-    return ParetoTPESampler(space, goals=goals, tie_break=tie_break, **{"max_good": None, **options})
+    return ParetoTPESampler(space, goals=goals, tie_break=tie_break, **options)

@@ -6,23 +6,24 @@ budget that has enough results. Early in a search that is budget 1 only, and lat
 handful of points; measured on our multi-fidelity benchmarks it trailed Optuna's TPE with a
 Hyperband pruner by 2-16x. This model learns from every result instead:
 
-- **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts
-  once, at the largest budget it reached; configurations are ordered by that budget (deeper
-  is better: the schedule promoted it) and then by loss. The best `top_n_percent`, at most
-  `max_good` (MAX_GOOD) of them, form l(x), the rest g(x). Guards (`rungs="reliable"`, the
-  default) keep a budget whose ranking misleads (a learning rate that wins after one epoch
-  and loses after thirty) from filling l(x): a config in the worse half of the results at
-  its deepest budget ranks after every config in the better half, however deep it got; and
-  a budget is left out of the model
-  (with every config whose deepest budget it is) where its ranking disagrees with the top
-  budget's (`hpo.search.surrogates.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
+- **Ranking across budgets** (as Optuna ranks pruned trials): every configuration counts once,
+  at the largest budget it reached; configurations are ordered by that budget (deeper is
+  better: the schedule promoted it) and then by loss. The best `top_n_percent`, at most
+  `max_good` (MAX_GOOD) of them, form l(x), the rest g(x) (past MAX_DENSITY_ROWS configs, of
+  the rows `spread_over_ranking` keeps: l(x) is then the best max_good of those). Guards
+  (`rungs="reliable"`, the default) keep a budget whose ranking misleads (a learning rate that
+  wins after one epoch and loses after thirty) from filling l(x): a config in the worse half
+  of the results at its deepest budget ranks after every config in the better half, however
+  deep it got; and a budget is left out of the model (with every config whose deepest budget
+  it is) where its ranking disagrees with the top budget's
+  (`hpo.search.surrogates.rung_agreement`: Spearman's rho under RHO_MIN between the ranks the
   lower budget gives the top budget's configs, its own where they ran there and its nearest
-  neighbours' otherwise, and their losses at the top), or where the configs promoted from
-  it lose most pairings (AUC < 0.25) against configs that started on the budget above
-  (left out where BOHB opens with a climbing bracket, whose configs climb every rung
-  whatever they score and so give every budget its own-rank pairs with the top).
-  `trusted_start` tells BOHB the same, and BOHB skips the brackets that would start new
-  configs on such a budget. `rungs="deepest"` is the plain deeper-first ranking.
+  neighbours' otherwise, and their losses at the top), or where the configs promoted from it
+  lose most pairings (AUC < 0.25) against configs that started on the budget above (left out
+  where BOHB opens with a climbing bracket, whose configs climb every rung whatever they score
+  and so give every budget its own-rank pairs with the top). `trusted_start` tells BOHB the
+  same, and BOHB skips the brackets that would start new configs on such a budget.
+  `rungs="deepest"` is the plain deeper-first ranking.
 - **Univariate Parzen estimators per dimension** (Bergstra et al., NeurIPS 2011): each
   observation gets a truncated Gaussian whose width is the larger gap to its neighbours
   (clipped to [min_bandwidth, 1]), plus one uniform prior component, so every region
@@ -52,7 +53,7 @@ Hyperband pruner by 2-16x. This model learns from every result instead:
   probes are what shows a misleading lower budget up; where the space has choices, each
   probe is the draw (of 8) with the choices rarest at its budget, so a few probes cover
   every branch. Then a `random_fraction` (default 0: the prior component, which the cap on l(x) keeps
-  at 1/26 or more, already explores).
+  at 1 / (max_good + 1) or more, already explores).
   The first `n_startup` random configurations are the rows of a Latin hypercube
   (`initial_design="latin"`, the default): each parameter's range is cut into n_startup
   equal slices with one config in each (of a conditional parameter, those of the rows
