@@ -165,10 +165,13 @@ def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
         leader = ranking.best([t] if leader is None else [leader, t], goals)
         best.append(leader.value if leader is not None and violation(leader, goals) == 0 else math.nan)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    # Thousands of trials would bury the curve: the dots shrink and fade as they grow in number,
+    # and the curve is drawn over them.
+    size, alpha = _dot_style(len(ordered))
     for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"), (axes[1], seconds, "wall time (s)")):
-        ax.step(x, best, where="post", color="C0", label="best so far")
+        ax.step(x, best, where="post", color="C3", lw=2, zorder=3, label="best so far")
         points = ax.scatter(x, [t.value for t in ordered], c=[t.budget for t in ordered], cmap="viridis",
-                            norm=_budget_norm(ordered), s=14, alpha=0.7, label="a trial")
+                            norm=_budget_norm(ordered), s=size, alpha=alpha, zorder=2, label="a trial")
         ax.set_xlabel(label)
         ax.set_ylabel(objective)
         ax.grid(alpha=0.3)
@@ -176,6 +179,13 @@ def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
     bar = fig.colorbar(points, ax=axes, label="trial's budget", pad=0.02)
     _plain_ticks(bar.ax.yaxis, sorted({t.budget for t in ordered}))
     return fig
+
+
+def _dot_style(points: int) -> tuple[float, float]:
+    """(marker size, alpha) of a scatter of `points` dots: 14 and 0.7 up to 500, then smaller
+    and fainter with the square root of the count, down to 2 and 0.25."""
+    shrink = math.sqrt(min(1.0, 500 / max(points, 1)))
+    return max(2.0, 14 * shrink), max(0.25, 0.7 * shrink)
 
 
 def _budget_norm(trials: list[TrialRow]):

@@ -15,6 +15,8 @@ from hpo.study import TrialRow
 from hpo.study.pareto import completed_results, pareto_set, trial_goals
 from hpo.trial import TrialState
 
+MAX_LABELLED = 20       # trial ids written beside a front's members, at most
+
 
 def _usable(trials: Sequence[TrialRow], goals: Goals) -> list[tuple[TrialRow, np.ndarray, bool]]:
     """Completed trials with every objective: (trial, losses, feasible)."""
@@ -52,14 +54,27 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
         # With two objectives the front is a curve; with more, a pair's projection of it is not
         # (members trade off through the others), so there the members are only marked.
         ax.plot(xs, ys, "-o" if m == 2 else "o", color="C3", markersize=5, label="Pareto front")
-        for mem, x, y in zip(ordered, xs, ys):
-            ax.annotate(str(mem.trial_id), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        for k in _labelled(len(ordered)):
+            ax.annotate(str(ordered[k].trial_id), (xs[k], ys[k]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=8)
         ax.set_xlabel(f"{names[i]} ({goals.objectives[i].direction})")
         ax.set_ylabel(f"{names[j]} ({goals.objectives[j].direction})")
         ax.grid(alpha=0.3)
     axes[0][0 if m == 2 else 1].legend(loc="best", fontsize=8)
-    fig.suptitle(f"Pareto front at budget {budget:g}" if budget is not None else "no front yet")
+    title = f"Pareto front at budget {budget:g}" if budget is not None else "no front yet"
+    if len(members) > MAX_LABELLED:
+        title += f"; {MAX_LABELLED} of its {len(members):,} members labelled, spread along it"
+    fig.suptitle(title)
     return fig
+
+
+def _labelled(members: int) -> list[int]:
+    """Which of a front's members, ordered along one objective, get their trial id: all of a
+    small front; of a large one (a long search's front holds hundreds, whose labels would merge
+    into one blot), MAX_LABELLED spread evenly along it, its two ends included."""
+    if members <= MAX_LABELLED:
+        return list(range(members))
+    return sorted({round(k * (members - 1) / (MAX_LABELLED - 1)) for k in range(MAX_LABELLED)})
 
 
 def hypervolume_curve(trials: Sequence[TrialRow], goals: Goals) -> tuple[list[float], list[float]]:

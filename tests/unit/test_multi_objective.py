@@ -404,6 +404,33 @@ def test_the_front_figure_joins_its_members_only_with_two_objectives(objectives,
         plt.close(figure)
 
 
+def test_a_front_of_hundreds_labels_twenty_members_spread_along_it_and_says_so():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hpo.cli.report_pareto import MAX_LABELLED, front_figure
+    from hpo.search.multiobjective.objectives import Goals
+
+    result = hpo.optimize(lambda config, budget: {"a": config["x"], "b": 1 - config["x"]},
+                          {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random", min_budget=1,
+                          max_budget=1, max_trials=60, objectives=["a", "b"], seed=0)
+    assert len(result.pareto) == 60                           # every trial trades a for b
+    for trials, labels in ((result.trials, MAX_LABELLED), (result.trials[:12], 12)):
+        figure = front_figure(trials, Goals.build(["a", "b"], None, "minimize"))
+        try:
+            ax = figure.axes[0]
+            ids = [int(text.get_text()) for text in ax.texts]
+            assert len(ids) == labels
+            xs = sorted(m.objectives["a"] for m in result.pareto if m.trial_id in {t.trial_id for t in trials})
+            labelled = sorted(text.xy[0] for text in ax.texts)
+            assert labelled[0] == xs[0] and labelled[-1] == xs[-1]         # both ends of the front
+            said = figure._suptitle.get_text()
+            assert (f"{MAX_LABELLED} of its 60 members labelled" in said) == (labels == MAX_LABELLED)
+        finally:
+            plt.close(figure)
+
+
 def test_several_objectives_keep_l_x_uncapped_unless_max_good_is_given():
     from hpo.search.surrogates.model_choice import make_model
     space = SearchSpace.from_dict(SPACE)

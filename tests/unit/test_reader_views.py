@@ -31,6 +31,12 @@ def test_the_best_so_far_curve_ends_at_hpo_bests_value(tmp_path):
     figure = best_so_far_figure(done, "objective", goals)
     curve = figure.axes[0].lines[0].get_ydata()
     assert curve[-1] == result.best_value == ranking.best(done, goals).value
+    # Drawn over the trials' dots, which shrink and fade once there are thousands of them.
+    dots = figure.axes[0].collections[0]
+    assert figure.axes[0].lines[0].get_zorder() > dots.get_zorder()
+    assert dots.get_sizes()[0] == 14 and dots.get_alpha() == 0.7
+    many = best_so_far_figure(done * 400, "objective", goals).axes[0].collections[0]
+    assert many.get_sizes()[0] < 5 and many.get_alpha() < 0.3
 
 
 def closing_line(tmp_path, capsys, objective, constraints):
