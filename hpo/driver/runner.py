@@ -68,6 +68,11 @@ class SearchSummary:
     by_sigterm: bool = False   # stopped_because "interrupted": by SIGTERM (hpo.termination), not Ctrl-C
 
 
+# How often a long replay says how far it got: at 10,000 finished trials a model-based
+# searcher's replay takes tens of seconds.
+REPLAY_PROGRESS_SECONDS = 10.0
+
+
 def epochs_for(budget: float) -> int:
     """Budgets are floats; Keras trains whole epochs."""
     return max(1, int(round(budget)))
@@ -223,8 +228,15 @@ class Runner:
         if told:
             log.info("resuming: telling %s the study's %d finished trial(s) again",
                      self.experiment.search.algorithm, told)
-        began = time.perf_counter()      # real seconds, whatever the search's clock
-        queue = replay(self.study, self.searcher)
+        began = last = time.perf_counter()      # real seconds, whatever the search's clock
+
+        def progress(done: int) -> None:
+            nonlocal last
+            now = time.perf_counter()
+            if now - last >= REPLAY_PROGRESS_SECONDS and done < told:
+                last = now
+                log.info("resuming: %s of %s told again (%.0fs)", f"{done:,}", f"{told:,}", now - began)
+        queue = replay(self.study, self.searcher, on_tell=progress)
         if told:
             log.debug("replayed the study in %.1fs", time.perf_counter() - began)
         return queue

@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 from hpo.config import Experiment, binding_differences, diff_experiments, with_added_keys
 from hpo.errors import ConfigError, UserInputError
@@ -145,8 +146,10 @@ def _create(experiment: Experiment, study_dir: Path) -> Study:
                           source=experiment.source) from None
 
 
-def replay(study: Study, searcher: Searcher) -> list[Job]:
-    """Feed the stored history to `searcher`; returns the asked-but-unfinished jobs."""
+def replay(study: Study, searcher: Searcher, on_tell: Callable[[int], None] | None = None) -> list[Job]:
+    """Feed the stored history to `searcher`; returns the asked-but-unfinished jobs.
+    `on_tell(n)`: called after the n-th result is told (progress over a long history)."""
+    told = 0
     for kind, trial_id, payload in study.events():
         if kind == "ask":
             job = searcher.ask()
@@ -165,6 +168,9 @@ def replay(study: Study, searcher: Searcher) -> list[Job]:
                                      f"became 25), or start anew (--fresh; fresh=True in Python))")
         elif kind == "tell":
             searcher.tell(searcher.pending[trial_id], TrialResult.from_dict(payload))
+            told += 1
+            if on_tell is not None:
+                on_tell(told)
         elif kind == "total_budget" and searcher.plans_total_budget:
             searcher.plan_total_budget(payload["total_budget"])
     return sorted(searcher.pending.values(), key=lambda j: j.trial_id)

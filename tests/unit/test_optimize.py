@@ -340,8 +340,8 @@ def test_ctrl_c_while_a_resume_replays_the_study_stops_it_saying_so_and_a_rerun_
         monkeypatch.setattr(module.log, "info", lambda message, *args: said.append(message % args))
     replay = hpo.driver.runner.replay
 
-    def interrupted_replay(study, searcher):
-        replay(study, searcher)
+    def interrupted_replay(study, searcher, on_tell=None):
+        replay(study, searcher, on_tell)
         raise KeyboardInterrupt
     monkeypatch.setattr(hpo.driver.runner, "replay", interrupted_replay)
     with pytest.raises(KeyboardInterrupt):
@@ -352,6 +352,18 @@ def test_ctrl_c_while_a_resume_replays_the_study_stops_it_saying_so_and_a_rerun_
     resumed = hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=12, study_dir=study)
     straight = hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=12)
     assert [t.config for t in resumed.trials] == [t.config for t in straight.trials]
+
+
+def test_a_long_replay_says_how_far_it_got(tmp_path, monkeypatch):
+    import hpo.driver.runner
+    study = tmp_path / "study"
+    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
+    said = []
+    monkeypatch.setattr(hpo.driver.runner.log, "info", lambda message, *args: said.append(message % args))
+    monkeypatch.setattr(hpo.driver.runner, "REPLAY_PROGRESS_SECONDS", 0.0)     # every result counts as slow
+    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=9, study_dir=study)
+    progress = [line.split(" told again")[0] for line in said if " told again (" in line]
+    assert progress == [f"resuming: {n} of 8" for n in range(1, 8)], said      # the last one is the end
 
 
 def test_a_renamed_objective_resumes_its_study_and_a_reordered_space_is_refused_before_the_search(tmp_path):
