@@ -114,11 +114,13 @@ def _pareto_sections(experiment, trials: list[TrialRow], out: Path) -> list["Sec
         # No trial meets the constraints: the front shown is the least violating, and a
         # hypervolume (of feasible trials) has nothing to measure.
         return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
-                        "No trial meets the constraints: the members shown (red, labelled with their trial ids) "
+                        "No trial meets the constraints: the members shown (red, labelled with their trial ids, 20 "
+                        "spread over a larger front) "
                         "are the least violating at the largest budget reached, as hpo best lists them; there "
                         "is no dominated hypervolume until a trial is feasible.")]
     return [Section("Pareto front", _save(front_figure(trials, goals), out / "pareto_front.png"),
-                    "Front members (red, labelled with their trial ids) are the feasible trials no other "
+                    "Front members (red, labelled with their trial ids, 20 spread over a larger front) are the "
+                    "feasible trials no other "
                     "dominates, at the largest budget reached: as hpo best lists them."),
             Section("Dominated hypervolume", _save(hypervolume_figure(trials, goals), out / "hypervolume.png"),
                     f"Of the front at the largest budget reached so far, against the epochs spent; each objective "

@@ -40,6 +40,7 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
     for i in range(m if m > 2 else 0):
         axes[i][i].text(0.5, 0.5, f"{names[i]}\n({goals.objectives[i].direction})", ha="center", va="center")
         axes[i][i].set_axis_off()
+    labelled = _labelled(members, names)      # the same members in every panel
     for i, j in pairs:
         ax = axes[0][0] if m == 2 else axes[j][i]
         feasible = [t for t in shown if trial_goals(t, goals)[1]]
@@ -54,27 +55,38 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
         # With two objectives the front is a curve; with more, a pair's projection of it is not
         # (members trade off through the others), so there the members are only marked.
         ax.plot(xs, ys, "-o" if m == 2 else "o", color="C3", markersize=5, label="Pareto front")
-        for k in _labelled(len(ordered)):
-            ax.annotate(str(ordered[k].trial_id), (xs[k], ys[k]), textcoords="offset points", xytext=(4, 4),
-                        fontsize=8)
+        for mem, x, y in zip(ordered, xs, ys):
+            if mem.trial_id in labelled:
+                ax.annotate(str(mem.trial_id), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(f"{names[i]} ({goals.objectives[i].direction})")
         ax.set_ylabel(f"{names[j]} ({goals.objectives[j].direction})")
         ax.grid(alpha=0.3)
     axes[0][0 if m == 2 else 1].legend(loc="best", fontsize=8)
     title = f"Pareto front at budget {budget:g}" if budget is not None else "no front yet"
     if len(members) > MAX_LABELLED:
-        title += f"; {MAX_LABELLED} of its {len(members):,} members labelled, spread along it"
+        title += f"\n{MAX_LABELLED} of its {len(members):,} members labelled, spread over it"
     fig.suptitle(title)
     return fig
 
 
-def _labelled(members: int) -> list[int]:
-    """Which of a front's members, ordered along one objective, get their trial id: all of a
-    small front; of a large one (a long search's front holds hundreds, whose labels would merge
-    into one blot), MAX_LABELLED spread evenly along it, its two ends included."""
-    if members <= MAX_LABELLED:
-        return list(range(members))
-    return sorted({round(k * (members - 1) / (MAX_LABELLED - 1)) for k in range(MAX_LABELLED)})
+def _labelled(members: Sequence, names: Sequence[str]) -> set[int]:
+    """The trial ids written beside a front's members: all of a small front's; of a large one
+    (a long search's front holds hundreds, whose labels would merge into one blot),
+    MAX_LABELLED spread over it: each objective's two extremes, then, one at a time, the member
+    farthest from every one chosen (objectives scaled to [0, 1]), so crowded stretches get no
+    more labels than sparse ones."""
+    if len(members) <= MAX_LABELLED:
+        return {mem.trial_id for mem in members}
+    points = np.array([[mem.objectives[name] for name in names] for mem in members], dtype=float)
+    span = points.max(axis=0) - points.min(axis=0)
+    points = (points - points.min(axis=0)) / np.where(span > 0, span, 1.0)
+    chosen = list(dict.fromkeys(int(k) for column in points.T for k in (column.argmin(), column.argmax())))
+    nearest = np.min(np.linalg.norm(points[:, None, :] - points[chosen][None, :, :], axis=2), axis=1)
+    while len(chosen) < MAX_LABELLED:
+        k = int(nearest.argmax())
+        chosen.append(k)
+        nearest = np.minimum(nearest, np.linalg.norm(points - points[k], axis=1))
+    return {members[k].trial_id for k in chosen[:MAX_LABELLED]}
 
 
 def hypervolume_curve(trials: Sequence[TrialRow], goals: Goals) -> tuple[list[float], list[float]]:

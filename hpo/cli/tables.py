@@ -67,7 +67,7 @@ def _table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[st
         # row of each column's widest cell: measuring that row, not every row, keeps `status
         # --all` on 10,000 trials from measuring them all twice before printing them.
         def line_width(text: str) -> int:
-            return max(map(cell_len, text.split("\n")))
+            return max(map(cell_len, text.splitlines() or [""]))
         widest = [max((row[i] for row in rows), key=line_width, default="") for i in range(len(columns))]
         return Measurement.get(measure, measure.options, build(False, [widest])).maximum
 

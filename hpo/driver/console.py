@@ -105,6 +105,7 @@ class _Forward(logging.Handler):
 def search_progress(unit: str = "trials") -> Progress:
     """The search's bar, counting `unit`: trials finished, or epochs given where
     `search.total_budget` is the limit."""
-    return Progress(TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("best {task.fields[best]}"), TextColumn("elapsed"), TimeElapsedColumn(),
+    # TextColumn reads markup of its own, whatever the console's: off, as for everything printed.
+    return Progress(TextColumn(unit, style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("best {task.fields[best]}", markup=False), TextColumn("elapsed"), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False)

@@ -229,16 +229,18 @@ class Runner:
             log.info("resuming: telling %s the study's %d finished trial(s) again",
                      self.experiment.search.algorithm, told)
         began = last = time.perf_counter()      # real seconds, whatever the search's clock
+        said = False
 
         def progress(done: int) -> None:
-            nonlocal last
+            nonlocal last, said
             now = time.perf_counter()
             if now - last >= REPLAY_PROGRESS_SECONDS and done < told:
-                last = now
+                last, said = now, True
                 log.info("resuming: %s of %s told again (%.0fs)", f"{done:,}", f"{told:,}", now - began)
         queue = replay(self.study, self.searcher, on_tell=progress)
         if told:
-            log.debug("replayed the study in %.1fs", time.perf_counter() - began)
+            # A replay long enough to report progress says that it is done, too.
+            (log.info if said else log.debug)("replayed the study in %.1fs", time.perf_counter() - began)
         return queue
 
     def _asked(self) -> int:

@@ -364,6 +364,7 @@ def test_a_long_replay_says_how_far_it_got(tmp_path, monkeypatch):
     hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=9, study_dir=study)
     progress = [line.split(" told again")[0] for line in said if " told again (" in line]
     assert progress == [f"resuming: {n} of 8" for n in range(1, 8)], said      # the last one is the end
+    assert said[said.index(next(line for line in said if "7 of 8" in line)) + 1].startswith("replayed the study in")
 
 
 def test_a_renamed_objective_resumes_its_study_and_a_reordered_space_is_refused_before_the_search(tmp_path):
