@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 # What the CLI prints is mostly the user's text (configs, errors, paths): rich would read
 # "[bold]" in it as a style and ":fire:" as an emoji, so neither is read; style goes in as Text.
@@ -28,12 +29,29 @@ stdout.on_broken_pipe = _reader_gone
 _FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class _WholeLinesHandler(RichHandler):
+    """RichHandler's level column, but a message one line long is printed whole and left to the
+    terminal to wrap: rich would fold it at the terminal's width and cut a path in the middle,
+    which a user then cannot copy. Records with several lines or a traceback keep RichHandler's
+    layout."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = self.format(record)
+        if record.exc_info or "\n" in message:
+            super().emit(record)
+            return
+        try:
+            self.console.print(Text.assemble(self.get_level_text(record), " ", message), soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
 def setup_logging(verbose: bool = False) -> None:
     root = logging.getLogger("hpo")
     root.setLevel(logging.DEBUG)
     root.propagate = False
     if not any(isinstance(h, RichHandler) for h in root.handlers):
-        handler = RichHandler(console=console, show_path=False, show_time=False, markup=False)
+        handler = _WholeLinesHandler(console=console, show_path=False, show_time=False, markup=False)
         handler.setLevel(logging.DEBUG if verbose else logging.INFO)
         root.addHandler(handler)
 

@@ -154,3 +154,16 @@ def test_bracketed_and_colon_text_in_configs_and_errors_prints_as_written(tmp_pa
     failed = next(t for t in trials if t.error)
     one = hpo_here(capsys, "status", tmp_path / "s", "--trial", str(failed.trial_id)).stdout
     assert "bad [red]input[/red] :fire:" in one
+
+
+def test_a_log_line_wider_than_the_terminal_keeps_its_path_whole(capsys, monkeypatch):
+    import logging
+
+    from hpo.driver.console import console, setup_logging
+    setup_logging()
+    monkeypatch.setattr(console, "_width", 60)
+    path = "/tmp/some/very/long/path/with/several/levels/study_folder_name_here"
+    capsys.readouterr()
+    logging.getLogger("hpo.test").warning("resumed the study in %s and went on", path)
+    err = capsys.readouterr().err
+    assert f"WARNING  resumed the study in {path} and went on" in err, err     # one line: the terminal wraps it
