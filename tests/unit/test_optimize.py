@@ -293,15 +293,28 @@ def test_a_changed_space_under_study_dir_says_to_pass_fresh_and_fresh_starts_ane
     assert said == [f"started afresh: the previous study was moved to {next(tmp_path.glob('study.old-*'))}"]
 
 
-@pytest.mark.parametrize("persisted", [True, False])
-def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resumes(tmp_path, monkeypatch, persisted):
-    import signal
-
+def logged(monkeypatch, *levels: str) -> list[str]:
+    """The lines the runner and `hpo.optimize` log at `levels` from here on."""
     import hpo.driver.runner
     import hpo.objective.optimization
     said = []
     for module in (hpo.driver.runner, hpo.objective.optimization):
-        monkeypatch.setattr(module.log, "warning", lambda message, *args: said.append(message % args))
+        for level in levels:
+            monkeypatch.setattr(module.log, level, lambda message, *args: said.append(message % args))
+    return said
+
+
+def bohb_study_of_eight(tmp_path):
+    study = tmp_path / "study"
+    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
+    return study
+
+
+@pytest.mark.parametrize("persisted", [True, False])
+def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resumes(tmp_path, monkeypatch, persisted):
+    import signal
+
+    said = logged(monkeypatch, "warning")
     calls = []
 
     def objective(config, budget):
@@ -331,13 +344,8 @@ def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resume
 def test_ctrl_c_while_a_resume_replays_the_study_stops_it_saying_so_and_a_rerun_resumes(tmp_path, monkeypatch):
     """The replay of thousands of results takes seconds; Ctrl-C then is no crash."""
     import hpo.driver.runner
-    import hpo.objective.optimization
-    study = tmp_path / "study"
-    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
-    said = []
-    for module in (hpo.driver.runner, hpo.objective.optimization):
-        monkeypatch.setattr(module.log, "warning", lambda message, *args: said.append(message % args))
-        monkeypatch.setattr(module.log, "info", lambda message, *args: said.append(message % args))
+    study = bohb_study_of_eight(tmp_path)
+    said = logged(monkeypatch, "warning", "info")
     replay = hpo.driver.runner.replay
 
     def interrupted_replay(study, searcher, on_tell=None):
@@ -356,10 +364,8 @@ def test_ctrl_c_while_a_resume_replays_the_study_stops_it_saying_so_and_a_rerun_
 
 def test_a_long_replay_says_how_far_it_got(tmp_path, monkeypatch):
     import hpo.driver.runner
-    study = tmp_path / "study"
-    hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=8, study_dir=study)
-    said = []
-    monkeypatch.setattr(hpo.driver.runner.log, "info", lambda message, *args: said.append(message % args))
+    study = bohb_study_of_eight(tmp_path)
+    said = logged(monkeypatch, "info")
     monkeypatch.setattr(hpo.driver.runner, "REPLAY_PROGRESS_SECONDS", 0.0)     # every result counts as slow
     hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=9, study_dir=study)
     progress = [line.split(" told again")[0] for line in said if " told again (" in line]
