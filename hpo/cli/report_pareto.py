@@ -41,10 +41,11 @@ def front_figure(trials: Sequence[TrialRow], goals: Goals):
         axes[i][i].text(0.5, 0.5, f"{names[i]}\n({goals.objectives[i].direction})", ha="center", va="center")
         axes[i][i].set_axis_off()
     labelled = _labelled(members, names)      # the same members in every panel
+    feasibility = [trial_goals(t, goals)[1] for t in shown]
+    feasible = [t for t, ok in zip(shown, feasibility) if ok]
+    infeasible = [t for t, ok in zip(shown, feasibility) if ok is False]
     for i, j in pairs:
         ax = axes[0][0] if m == 2 else axes[j][i]
-        feasible = [t for t in shown if trial_goals(t, goals)[1]]
-        infeasible = [t for t in shown if trial_goals(t, goals)[1] is False]
         for group, marker, label in ((feasible, "o", "feasible trial"), (infeasible, "x", "infeasible trial")):
             if group:
                 ax.scatter([t.metrics[names[i]] for t in group], [t.metrics[names[j]] for t in group],
