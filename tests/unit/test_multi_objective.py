@@ -142,7 +142,12 @@ def test_constraints_parse_and_measure_violation():
     assert Constraint.parse(" latency_ms<2.5 ").violation(2.5) > 0
     assert Constraint.parse("val_accuracy >= 9e-1").violation(0.8) == pytest.approx(0.1)
     assert math.isinf(c.violation(float("nan")))
-    for bad in ["params", "params <= ", "<= 3", "params == 3", "params <= abc", "params <= 3 4"]:
+    # A name is any text the objective reports under, kept whole and round-tripped by str().
+    for name in ["loss[val]", "mean loss (val)", "acc@5", "output_1/val_loss"]:
+        parsed = Constraint.parse(f" {name} >= -1.5 ")
+        assert (parsed.name, parsed.op, parsed.bound) == (name, ">=", -1.5)
+        assert Constraint.parse(str(parsed)) == parsed
+    for bad in ["params", "params <= ", "<= 3", "params == 3", "params <= abc", "params <= 3 4", "a=b <= 3", "a < b <= 3"]:
         with pytest.raises(ValueError, match="cannot parse"):
             Constraint.parse(bad)
     with pytest.raises(TypeError):

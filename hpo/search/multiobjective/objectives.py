@@ -27,8 +27,10 @@ from hpo.trial import TrialResult, TrialState, is_number
 
 OPERATORS = ("<=", ">=", "<", ">")
 # A name, an operator, a number: "params <= 20000", "latency_ms<2.5", "val_accuracy >= 0.9".
+# The name is whatever the objective reports, so any text without <, > or = (a Python objective's
+# dict may use "loss[val]" or "mean loss"); whether it names a reported value is checked later.
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./-]*)\s*(<=|>=|<|>)\s*(" + _NUMBER + r")\s*$")
+_CONSTRAINT = re.compile(r"^\s*([^<>=\s](?:[^<>=]*[^<>=\s])?)\s*(<=|>=|<|>)\s*(" + _NUMBER + r")\s*$")
 
 
 @dataclass(frozen=True)
