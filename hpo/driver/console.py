@@ -36,12 +36,12 @@ class _WholeLinesHandler(RichHandler):
     layout."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = self.format(record)
-        if record.exc_info or "\n" in message:
+        if record.exc_info or "\n" in record.getMessage():
             super().emit(record)
             return
         try:
-            self.console.print(Text.assemble(self.get_level_text(record), " ", message), soft_wrap=True)
+            self.console.print(Text.assemble(self.get_level_text(record), " ", self.format(record)),
+                               soft_wrap=True)
         except Exception:
             self.handleError(record)
 

@@ -167,3 +167,6 @@ def test_a_log_line_wider_than_the_terminal_keeps_its_path_whole(capsys, monkeyp
     logging.getLogger("hpo.test").warning("resumed the study in %s and went on", path)
     err = capsys.readouterr().err
     assert f"WARNING  resumed the study in {path} and went on" in err, err     # one line: the terminal wraps it
+    logging.getLogger("hpo.test").warning("two lines:\n%s", "second")     # rich's own layout
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "two lines:" in err and "second" in err, err
