@@ -57,3 +57,13 @@ def test_an_lcbench_problem_charges_the_rising_seconds_and_keys_its_runs_apart(m
     assert [s for _, s in problem.curve(config)] == pytest.approx(list(expected))
     assert surrogate.batches == [52]                             # one batch per config, then memoised
     assert problem.costs and not mw.mfh_problem("mfh3_moderate").costs
+
+
+def test_the_seed_interval_resamples_whole_seeds_around_the_geometric_mean():
+    same = {seed: [2.0, 8.0] for seed in range(6)}
+    assert mw.seed_interval(same) == pytest.approx((4.0, 4.0))         # no spread between seeds: none
+    spread = {0: [1.0, 4.0], 1: [4.0, 16.0], 2: [16.0, 64.0]}           # per-seed geomeans 2, 8 and 32
+    low, high = mw.seed_interval(spread)
+    assert 2.0 <= low < mw.geomean(sum(spread.values(), [])) < high <= 32.0
+    assert mw.seed_interval(spread) == (low, high)                      # seeded: the same every time
+    assert all(np.isnan(mw.seed_interval({0: [float("nan")], 1: [0.0]})))  # no usable run: no interval
