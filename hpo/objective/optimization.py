@@ -129,6 +129,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     from hpo.executors.function import FunctionExecutor
     from hpo.study.searching import open_for_search
 
+    _check_objective_and_fresh(objective, fresh, study_dir)
     _check_workers_and_simulate(workers, simulate)
     initial_configs = _check_containers(options, initial_configs, study_dir)
     if max_trials is None and time_limit is None and total_budget is None:
@@ -205,6 +206,21 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                           study_dir=Path(study_dir) if study_dir is not None else None,
                           objectives=goals.objectives if objectives is not None else (),
                           pareto=pareto, simulation=executor.report() if simulate is not None else None)
+
+
+def _check_objective_and_fresh(objective: Any, fresh: Any, study_dir: Any) -> None:
+    """Checked before anything runs: a value that is not callable would otherwise fail every
+    trial until the failure limit stops the search, and `fresh` without a study folder would
+    be silently meaningless (a search without one always starts anew)."""
+    if not callable(objective):
+        raise ConfigTypeError(f"expected a function objective(config, budget), got {type(objective).__name__} "
+                              f"{objective!r}", source="hpo.optimize(), argument 'objective'")
+    if not isinstance(fresh, bool):
+        raise ConfigTypeError(f"expected True or False, got {type(fresh).__name__} {fresh!r}",
+                              source="hpo.optimize(), argument 'fresh'")
+    if fresh and study_dir is None:
+        raise ConfigError("fresh=True moves a study in study_dir aside, and no study_dir was given "
+                          "(a search without one always starts anew)", source="hpo.optimize(), argument 'fresh'")
 
 
 def _check_workers_and_simulate(workers: Any, simulate: Any) -> None:

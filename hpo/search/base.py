@@ -345,6 +345,7 @@ class Searcher(abc.ABC):
         asked = self.pending[job.trial_id]
         if job != asked:    # another searcher's job of the same id, or one edited since
             raise ValueError(f"trial {job.trial_id} was asked as {asked}, and is told as {job}")
+        self.goals.check_told(result)
         result = self.goals.result_of(result)
         with one_blas_thread():
             self._record(asked, result)

@@ -24,6 +24,11 @@ class DamagedStudy(UserInputError):
     """The study database cannot be trusted; nothing was changed."""
 
 
+# How each face starts anew where a damaged study lies; a tuner says it in its own terms
+# (`hpo.tuner.driver.in_python_terms`).
+FRESH_ADVICE = "`hpo search EXPERIMENT --fresh`, or fresh=True in hpo.optimize()"
+
+
 def backup_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + BACKUP_SUFFIX)
 
@@ -34,8 +39,8 @@ def damaged(db_path: Path, what: str) -> DamagedStudy:
                f"cp {bak} {db_path}), or " if bak.exists() else "restore it from a backup, or ")
     return DamagedStudy(f"{db_path}: not a readable study database, it is damaged: {what}. It was left exactly as "
                         f"it is. "
-                        f"To go on, {restore}start a new study beside it with "
-                        f"`hpo search EXPERIMENT --fresh` (the damaged one is moved aside, not deleted).")
+                        f"To go on, {restore}start a new study beside it (the damaged one is moved aside, not "
+                        f"deleted): {FRESH_ADVICE}.")
 
 
 def check_files(db_path: Path) -> None:

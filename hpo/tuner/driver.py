@@ -22,6 +22,7 @@ from hpo.driver.console import library_log_file
 from hpo.driver.runner import build_keras_runner
 from hpo.errors import ConfigError, UserInputError
 from hpo.metric_names import objective_names
+from hpo.study.integrity import FRESH_ADVICE
 from hpo.study.searching import open_for_search
 from hpo.tuner.data import LOADER, SearchData
 from hpo.tuner.keras_tuner_terms import iteration_jobs
@@ -160,10 +161,8 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
 
     experiment = prepared.experiment
     with contextlib.ExitStack() as stack:
-        try:
+        with in_python_terms_on_refusal():
             study = stack.enter_context(open_for_search(experiment, folder, fresh=fresh, log_file=library_log_file))
-        except UserInputError as exc:
-            raise ValueError(in_python_terms(str(exc))) from None
         runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
         if on_progress is not None:
             runner.on_progress = on_progress
@@ -187,6 +186,7 @@ _PYTHON_TERMS = (
     ("choose another with --study-dir or output.dir", "choose another directory= or project_name="),
     ("--study-dir or output.dir", "directory= and project_name="),
     ("--study-dir", "directory= or project_name="),
+    (FRESH_ADVICE, "overwrite=True"),
     ("--fresh", "overwrite=True"),
     (", key 'output.dir'", ""),
 )
@@ -212,17 +212,37 @@ def check_folder(folder: Path, face: str) -> None:
                          f"another directory= or project_name=")
 
 
+@contextlib.contextmanager
+def in_python_terms_on_refusal():
+    """A study's refusal (damaged, newer schema, locked) as the ValueError a tuner raises, in
+    its own argument names rather than the CLI's."""
+    try:
+        yield
+    except UserInputError as exc:
+        raise ValueError(in_python_terms(str(exc))) from None
+
+
+@contextlib.contextmanager
+def stored_study(folder: Path):
+    """The study in `folder`, read-only, closed after; its refusals in the tuner's terms."""
+    from hpo.study import Study
+
+    with in_python_terms_on_refusal():
+        study = Study.open(folder, read_only=True)
+    try:
+        yield study
+    finally:
+        study.close()
+
+
 def stored_algorithm(folder: Path) -> str | None:
     """The algorithm of the study in `folder` (opened read-only); None where there is none."""
-    from hpo.study import DB_NAME, Study
+    from hpo.study import DB_NAME
 
     if not (folder / DB_NAME).exists():
         return None
-    study = Study.open(folder, read_only=True)
-    try:
+    with stored_study(folder) as study:
         return study.experiment().get("search", {}).get("algorithm")
-    finally:
-        study.close()
 
 
 def check_resumable(folder: Path, experiment, face: str) -> None:
@@ -230,7 +250,8 @@ def check_resumable(folder: Path, experiment, face: str) -> None:
     differences and what to do in the tuner's terms (`prepare_study` says it for the CLI)."""
     from hpo.study.resume import differences_blocking_resume
 
-    blocking = differences_blocking_resume(folder, experiment)
+    with in_python_terms_on_refusal():
+        blocking = differences_blocking_resume(folder, experiment)
     if blocking:
         raise ValueError(
             f"{face}: the study in {folder} was run with different settings, so resuming it would mix "

@@ -405,17 +405,14 @@ class Tuner:
 
     # --- results -------------------------------------------------------------------------------
     def _reload(self) -> None:
-        from hpo.study import DB_NAME, Study
+        from hpo.study import DB_NAME
         # With overwrite=True the study there is the one search() moves aside: until then this
         # tuner has no trials, as Keras Tuner's, which deletes the project when constructed.
         if not (self.folder / DB_NAME).exists() or (self.overwrite and not self._moved_aside):
             self._rows = []
             return
-        study = Study.open(self.folder, read_only=True)
-        try:
+        with driver.stored_study(self.folder) as study:
             self._rows = study.trials()
-        finally:
-            study.close()
 
     def _progress(self, progress) -> None:
         best = "" if progress.best_value is None else f", best {self.objective} {progress.best_value:.4f}"
@@ -466,12 +463,8 @@ class Tuner:
         return model
 
     def _stored_training(self) -> dict[str, Any]:
-        from hpo.study import Study
-        study = Study.open(self.folder, read_only=True)
-        try:
+        with driver.stored_study(self.folder) as study:
             stored, input_shape = study.experiment(), study.input_shape()
-        finally:
-            study.close()
         return {"loss": stored["training"]["loss"], "metrics": tuple(stored["training"]["metrics"]),
                 "names": list(stored["space"]), "input_shape": input_shape}
 

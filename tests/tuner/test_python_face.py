@@ -352,3 +352,16 @@ def test_max_consecutive_failed_trials_stops_the_search_as_in_keras_tuner(tmp_pa
         tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
     statuses = [t.status for _, t in sorted(tuner.oracle.trials.items())]
     assert statuses[-2:] == ["FAILED", "FAILED"] and len(statuses) < 30
+
+
+def test_a_damaged_study_is_refused_saying_overwrite_starts_anew_and_stays_as_it_was(tmp_path, tiny):
+    x, y = tiny
+    study = tmp_path / folder(tmp_path)["project_name"]
+    study.mkdir()
+    (study / DB_NAME).write_bytes(b"")
+    with pytest.raises(ValueError) as caught:
+        kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path)).search(
+            x, y, validation_data=(x, y), verbose=0)
+    assert "empty" in str(caught.value) and "not deleted): overwrite=True." in str(caught.value)
+    assert not any(word in str(caught.value) for word in CLI_WORDS + ("hpo.optimize",))
+    assert (study / DB_NAME).read_bytes() == b""

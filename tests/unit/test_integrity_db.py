@@ -425,3 +425,17 @@ def test_status_top_of_a_study_where_no_trial_completed_says_none_ranks(tmp_path
     folder = make_study(tmp_path / "s", trials=0, running=2)
     code, output = run(capsys, "status", folder, "--top", "3")
     assert code == 0 and "no trial has completed yet, so none ranks" in output and "the 0 best" not in output
+
+
+
+def test_a_damaged_study_tells_hpo_optimize_how_to_start_anew(tmp_path):
+    import hpo
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / DB_NAME).write_bytes(b"")
+    with pytest.raises(hpo.errors.UserInputError) as caught:
+        hpo.optimize(lambda config, budget: config["x"], {"x": {"type": "float", "low": 0, "high": 1}}, "random",
+                     min_budget=1, max_budget=1, max_trials=1, study_dir=folder)
+    assert "empty" in str(caught.value) and "fresh=True in hpo.optimize()" in str(caught.value)
+    assert (folder / DB_NAME).read_bytes() == b""

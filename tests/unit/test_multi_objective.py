@@ -147,7 +147,8 @@ def test_constraints_parse_and_measure_violation():
         parsed = Constraint.parse(f" {name} >= -1.5 ")
         assert (parsed.name, parsed.op, parsed.bound) == (name, ">=", -1.5)
         assert Constraint.parse(str(parsed)) == parsed
-    for bad in ["params", "params <= ", "<= 3", "params == 3", "params <= abc", "params <= 3 4", "a=b <= 3", "a < b <= 3"]:
+    for bad in ["params", "params <= ", "<= 3", "params == 3", "params <= abc", "params <= 3 4", "a=b <= 3",
+                "a < b <= 3"]:
         with pytest.raises(ValueError, match="cannot parse"):
             Constraint.parse(bad)
     with pytest.raises(TypeError):
@@ -210,6 +211,32 @@ def test_told_values_become_a_typed_vector():
     assert told.values == (1.0, 4.0)
     missing = two.result_of(TrialResult(value=1.0, metrics={"a": 1.0}))
     assert missing.state == TrialState.FAILED and "'b'" in missing.error
+
+
+@pytest.mark.parametrize("objectives", [None, ["error", "acc"]])
+def test_a_constraint_value_that_is_not_finite_fails_the_trial(objectives):
+    searcher = BOHB(SPACE, min_budget=1, max_budget=9, seed=0, objectives=objectives, constraints=["p <= 10"])
+    named = ["objective"] if objectives is None else objectives
+    low = searcher.ask()
+    searcher.tell(low, {**{n: 0.3 for n in named}, "p": 5})
+    high = next(job for job in iter(searcher.ask, None) if job.budget > low.budget)
+    searcher.tell(high, {**{n: 0.2 for n in named}, "p": float("nan")})
+    told = searcher.history[-1][1]
+    assert told.state == TrialState.FAILED and "'p' was nan" in told.error
+    # The feasible result stays the best and the front, a failed one at a larger budget aside.
+    assert searcher.best[0].trial_id == low.trial_id
+    assert [job.trial_id for job, _ in searcher.pareto_front()] == [low.trial_id]
+
+
+def test_a_told_trial_result_lacking_a_goal_is_refused_and_the_job_stays_pending():
+    searcher = ASHA(SPACE, min_budget=1, max_budget=9, seed=0, objectives=["a", "b"], constraints=["p <= 1"])
+    job = searcher.ask()
+    for metrics, missing in [({"a": 0.3, "p": 0}, "'b'"), ({"a": 0.3, "b": 1.0}, "'p'")]:
+        with pytest.raises(ValueError, match=f"metrics have no {missing}"):
+            searcher.tell(job, TrialResult(0.3, metrics=metrics))
+    assert job.trial_id in searcher.pending and not searcher.history
+    searcher.tell(job, TrialResult(None, state=TrialState.FAILED, error="diverged"))     # a failure needs none
+    assert searcher.history[-1][1].state == TrialState.FAILED
 
 
 def test_a_single_objective_result_stores_as_before():
@@ -348,6 +375,14 @@ def test_optimize_fails_trials_that_miss_a_name_and_says_which():
     assert all(t.state == TrialState.FAILED for t in result.trials)
     assert "no 'f22'" in result.trials[0].error and "did you mean 'f2'" in result.trials[0].error
     assert result.pareto == ()
+
+
+def test_optimize_names_a_constraint_value_that_was_not_finite_as_a_constraint_value():
+    def unmeasured(config, budget):
+        return {"f1": config["x"], "size": float("nan")}
+    result = hpo.optimize(unmeasured, BOWL_SPACE, "random", min_budget=1, max_budget=1, max_trials=1,
+                          constraints=["size <= 3"], metric="f1")
+    assert result.trials[0].error == "the constraint's value 'size' was nan"
 
 
 @pytest.mark.parametrize("kwargs, kind, match", [

@@ -236,12 +236,17 @@ def test_workers_and_simulate_of_the_wrong_kind_are_refused_naming_the_argument(
     ({"direction": "max"}, ValueError, "argument 'direction': objective 'objective': direction must be"),
     ({"metric": 3}, TypeError, "argument 'metric': an objective's name must be a non-empty string, got 3"),
     ({"total_budget": 5}, ValueError, "argument 'total_budget': expected at least the largest budget (9)"),
+    ({"objective": 5}, TypeError, "argument 'objective': expected a function objective(config, budget), got int 5"),
+    ({"fresh": "yes"}, TypeError, "argument 'fresh': expected True or False, got str 'yes'"),
+    ({"fresh": True}, ValueError, "argument 'fresh': fresh=True moves a study in study_dir aside, and no "
+                                  "study_dir was given"),
 ])
 def test_arguments_of_the_wrong_kind_are_refused_naming_the_argument(tmp_path, monkeypatch, arguments, kind,
                                                                       message):
     monkeypatch.chdir(tmp_path)
+    arguments = {"objective": bowl, **arguments}
     with pytest.raises(kind) as caught:
-        hpo.optimize(bowl, SPACE, "bohb", min_budget=1, max_budget=9, max_trials=2, **arguments)
+        hpo.optimize(space=SPACE, searcher="bohb", min_budget=1, max_budget=9, max_trials=2, **arguments)
     assert isinstance(caught.value, ConfigError)
     assert f"hpo.optimize(), {message}" in str(caught.value)
     assert list(tmp_path.iterdir()) == []

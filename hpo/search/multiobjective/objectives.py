@@ -239,22 +239,47 @@ class Goals:
                                                metrics={self.names[0]: result.value} if result.ok else {}))
         return result
 
+    def check_told(self, told: Any) -> None:
+        """What `tell` refuses before anything changes: a completed `TrialResult` whose metrics
+        lack a value the goals read (an objective, where there are several, or a constraint's),
+        as a dict lacking one is refused (`result_of` reads a stored trial leniently instead)."""
+        if not isinstance(told, TrialResult) or told.state != TrialState.COMPLETE:
+            return
+        needed = [c.name for c in self.constraints if c.name not in self.names]
+        if self.multi and not told.values:
+            needed = list(self.names) + needed
+        missing = [n for n in needed if n not in told.metrics]
+        if missing:
+            raise ValueError(f"the told TrialResult's metrics have no {missing[0]!r}"
+                             f"{suggest(missing[0], told.metrics)}; they must hold {', '.join(needed)}")
+
     def _completed(self, result: TrialResult) -> TrialResult:
         """`values` filled from the metrics where the objectives are several; a result whose
-        objectives are not all there, or not all finite, failed."""
-        if not self.multi or result.values or result.state != TrialState.COMPLETE:
+        objectives are not all there, or whose objectives or constraints' values are not all
+        finite, failed."""
+        if result.state != TrialState.COMPLETE:
             return result
-        missing = [n for n in self.names if n not in result.metrics]
-        if missing:
-            return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
-                               error=f"no {missing[0]!r} was reported")
-        values = tuple(float(result.metrics[n]) for n in self.names)
-        bad = [n for n, v in zip(self.names, values) if not math.isfinite(v)]
+        if self.multi and not result.values:
+            missing = [n for n in self.names if n not in result.metrics]
+            if missing:
+                return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
+                                   error=f"no {missing[0]!r} was reported")
+            values = tuple(float(result.metrics[n]) for n in self.names)
+            bad = [n for n, v in zip(self.names, values) if not math.isfinite(v)]
+            if bad:
+                return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
+                                   error=f"the objective {bad[0]!r} was {result.metrics[bad[0]]}")
+            result = TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
+                                 curve=result.curve)
+        # A constraint's value that is NaN or infinite is a failed measurement, as an objective's
+        # is: ranked as a feasible-or-not result it would be kept as complete with an infinite
+        # violation, and, at a new largest budget, empty the Pareto front.
+        bad = [c.name for c in self.constraints if c.name not in self.names and c.name in result.metrics
+               and is_number(result.metrics[c.name]) and not math.isfinite(float(result.metrics[c.name]))]
         if bad:
             return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
-                               error=f"the objective {bad[0]!r} was {result.metrics[bad[0]]}")
-        return TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
-                           curve=result.curve)
+                               error=f"the constraint's value {bad[0]!r} was {result.metrics[bad[0]]}")
+        return result
 
     # --- TrialResult -> point ------------------------------------------------------------------
     def losses(self, result: TrialResult) -> np.ndarray:
