@@ -6,13 +6,17 @@ must hold the metric being optimised; a float is taken as that metric itself.
 With one worker the objective runs in the driver's thread, so a run is exactly repeatable
 and a debugger stops where you expect. With several, trials run in a thread pool: that
 suits objectives that release the GIL (numpy, TensorFlow, scikit-learn with n_jobs, I/O,
-subprocesses).
+subprocesses). Its threads are daemons: Ctrl-C ends a script as soon as the study is safe,
+where a `ThreadPoolExecutor`'s would be joined at exit, each running call finished first
+only for its result to be dropped.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import queue
+import threading
 import traceback
 from typing import Any, Callable, Mapping
 
@@ -49,6 +53,37 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
+class _DaemonThreadPool:
+    """`submit` -> a `concurrent.futures.Future`, run by one of `workers` daemon threads."""
+
+    def __init__(self, workers: int, name: str):
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True)
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, function: Callable, *args: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._inbox.put((future, function, args))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._inbox.get()) is not None:
+            future, function, args = item
+            if not future.set_running_or_notify_cancel():      # cancelled before it started
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as exc:    # noqa: BLE001 - handed to whoever waits on it
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """The threads end once their running call returns; nothing waits for them."""
+        for _ in self._threads:
+            self._inbox.put(None)
+
+
 class FunctionExecutor:
     def __init__(self, objective: Objective, metric: str = "objective", workers: int = 1):
         if workers < 1:
@@ -56,7 +91,7 @@ class FunctionExecutor:
         self.objective = objective
         self.metric = metric
         self.slots = workers
-        self._pool = concurrent.futures.ThreadPoolExecutor(workers, "hpo-objective") if workers > 1 else None
+        self._pool = _DaemonThreadPool(workers, "hpo-objective") if workers > 1 else None
         self._tasks: dict[int, TrainTask] = {}
         self._futures: dict[concurrent.futures.Future, int] = {}
         self._ready: collections.deque[Event] = collections.deque()
@@ -111,4 +146,6 @@ class FunctionExecutor:
     def close(self) -> None:
         self._tasks.clear()
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            for future in self._futures:
+                future.cancel()             # the calls not started yet never start
+            self._pool.shutdown()

@@ -151,3 +151,39 @@ def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_scrip
     done = run_script(script)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "finished 12 max_trials" in done.stdout, done.stdout
+
+
+BLOCKING_OBJECTIVE_SCRIPT = '''
+import threading
+
+import hpo
+
+
+def objective(config, budget):
+    threading.Event().wait()        # a call that never returns: only the process's end stops it
+    return config["x"]
+
+
+hpo.optimize(objective, {"x": {"type": "float", "low": 0, "high": 1}}, "random", min_budget=1, max_budget=1,
+             max_trials=4, study_dir="study", workers=2)
+'''
+
+
+def test_ctrl_c_ends_a_script_whose_threads_are_still_calling_the_objective(tmp_path):
+    import signal
+
+    from tests.support.faults import query, wait_for
+    script = tmp_path / "search.py"
+    script.write_text(BLOCKING_OBJECTIVE_SCRIPT)
+    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    study_dir = tmp_path / "study"
+    wait_for(lambda: query(study_dir, "SELECT COUNT(*) FROM trials WHERE state='running' HAVING COUNT(*) = 2"),
+             what="two running trials", process=driver)
+    driver.send_signal(signal.SIGINT)
+    # The two calls never return: the script ends all the same, its study safe, as with one worker.
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
+    assert "Exception ignored" not in err, err[-2000:]
+    stopped = ("interrupted", "interrupted by the user (Ctrl-C)")
+    assert query(study_dir, "SELECT state, error FROM trials") == [stopped] * 2
