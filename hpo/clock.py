@@ -52,6 +52,14 @@ class SimulationReport:
             return math.nan
         return self.busy_seconds / (self.workers * self.simulated_seconds)
 
+    def __repr__(self) -> str:
+        # The decisions are one per trial, thousands in a long search: summed up, not listed.
+        median = self.median_decision_seconds
+        return (f"SimulationReport(workers={self.workers}, simulated_seconds={self.simulated_seconds:g}, "
+                f"busy_seconds={self.busy_seconds:g}, trials={self.trials}, utilisation={self.utilisation:.3f}, "
+                f"decisions={len(self.decision_seconds)} (median "
+                f"{'-' if median is None else f'{1000 * median:.2f} ms'}))")
+
     @property
     def median_decision_seconds(self) -> float | None:
         import statistics  # here: `import hpo` reads this module, and statistics costs it milliseconds

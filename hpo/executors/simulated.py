@@ -142,18 +142,22 @@ class SimulatedExecutor:
         successful call without a cost is a setup mistake (UserInputError: every call would
         fail); after a call that returned one, a successful call without a finite,
         positive cost fails its trial (the cost from scratch: a promotion with resumes may still be
-        charged nothing beyond its parent). A failed call costs nothing."""
+        charged nothing beyond its parent). A call that raised costs nothing (it said no
+        duration); one that returned a cost is charged it, even where its value fails the
+        trial (NaN: the training ran, then diverged)."""
         done = events[-1]
         if not isinstance(done, TrialDone) or done.error is not None:
             return events, 0.0
         metrics = next(e.report.metrics for e in events if isinstance(e, EpochDone))
         cost = metrics.get(self.cost_key)
         if cost is None and not self._costed:
-            returned = ", ".join(f"{name!r}: {value:g}" for name, value in metrics.items())
+            # A bare number and a dict of the value alone read the same here: both say "only its value".
+            returned = (f"only its value ({metrics[self.metric]:g})" if set(metrics) == {self.metric} else
+                        "{" + ", ".join(f"{name!r}: {value:g}" for name, value in metrics.items()) + "}")
             raise UserInputError(
                 f"a simulated search needs each trial's duration in simulated seconds: the objective must return a "
                 f"dict such as {{{self.metric!r}: 0.25, {self.cost_key!r}: 120.0}}, but its first call (trial "
-                f"{task.trial_id}) returned {{{returned}}}, with no {self.cost_key!r}")
+                f"{task.trial_id}) returned {returned}, with no {self.cost_key!r}")
         # A cost of 0 would not move the clock: a search with only a time limit would never end.
         if cost is None or not math.isfinite(cost) or cost <= 0:
             said = "no" if cost is None else f"the cost {cost} as"

@@ -169,9 +169,19 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     try:
         # The searcher, built once as the runner will build it: an option it refuses is
         # reported before any study folder exists (as `hpo search`'s pre-flight does).
-        searcher_for(experiment)
+        built = searcher_for(experiment)
     except ConfigError as exc:
         raise _argument_error(exc) from None
+    if simulate is not None and total_budget is not None and simulate.resumes != built.promotions_continue:
+        # Both are the user's to set, and either may be what they mean; the budget and the
+        # simulated time then count promotions differently, which they should know.
+        log.warning("total_budget counts a promotion by %s (the searcher's promotions %s), while "
+                    "Simulation(resumes=%s) charges it %s; for the two to agree, pass %s",
+                    *(("what it adds", "continue", False, "its whole cost",
+                       "simulate=hpo.Simulation(resumes=True), or options={'resumes': False} to bohb and async_bohb")
+                      if built.promotions_continue else
+                      ("its whole budget", "train afresh", True, "only what it adds",
+                       "simulate=hpo.Simulation(resumes=False)")))
     objective = _checked(objective, goals) if goals.ranked else objective
     executor = FunctionExecutor(objective, metric, workers=workers) if simulate is None else None
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:

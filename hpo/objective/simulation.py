@@ -42,6 +42,14 @@ class Simulation:
     cost: str = "cost"
     resumes: bool = False
 
+    def __post_init__(self):
+        # Checked as it is built: a wrong one would otherwise surface at the first trial.
+        if not isinstance(self.cost, str) or not self.cost.strip():
+            raise TypeError(f"hpo.Simulation(cost=...): expected the name of the cost in the objective's returned "
+                            f"dict, such as 'cost', got {self.cost!r}")
+        if not isinstance(self.resumes, bool):
+            raise TypeError(f"hpo.Simulation(resumes=...): expected True or False, got {self.resumes!r}")
+
 
 def simulated_executor(simulation: Simulation, objective, metric: str, workers: int, study=None):
     """The executor of a simulated search, its clock set on `study` too. A resumed study's

@@ -3,6 +3,7 @@ trials take the simulated seconds their objective returns, and nothing else chan
 
 import logging
 import math
+import re
 
 import pytest
 
@@ -193,9 +194,11 @@ def test_utilisation_is_nan_when_no_simulated_time_passed():
     assert math.isnan(result.simulation.utilisation)
 
 
-@pytest.mark.parametrize("returns", [lambda x: x ** 2, lambda x: {"objective": x ** 2, "seconds": 3.0}],
+@pytest.mark.parametrize("returns, said", [(lambda x: x ** 2, "only its value ("),
+                                           (lambda x: {"objective": x ** 2, "seconds": 3.0}, "{'objective': ")],
                          ids=["a float", "a dict without cost"])
-def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_showing_the_dict(tmp_path, returns):
+def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_showing_the_dict(tmp_path, returns,
+                                                                                                said):
     def costless(config, budget):
         return returns(config["x"])
 
@@ -204,7 +207,33 @@ def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_s
                      simulate=hpo.Simulation())
     message = str(caught.value)
     assert "the objective must return a dict such as {'objective': 0.25, 'cost': 120.0}" in message
-    assert "its first call (trial 0) returned {'objective': " in message and "with no 'cost'" in message
+    assert f"its first call (trial 0) returned {said}" in message and "with no 'cost'" in message
+
+
+@pytest.mark.parametrize("arguments, said", [({"cost": ""}, "cost=...): expected the name"),
+                                             ({"cost": 3}, "cost=...): expected the name"),
+                                             ({"resumes": "yes"}, "resumes=...): expected True or False")])
+def test_a_simulation_of_the_wrong_kind_is_refused_as_it_is_built(arguments, said):
+    with pytest.raises(TypeError, match=re.escape(said)):
+        hpo.Simulation(**arguments)
+
+
+def test_a_call_that_returned_its_cost_is_charged_it_even_where_its_value_fails_the_trial():
+    def diverging(config, budget):
+        if config["x"] > 0:
+            raise RuntimeError("diverged before saying its cost")
+        return {"objective": float("nan") if config["x"] < -1 else config["x"] ** 2, "cost": 100.0}
+
+    result = hpo.optimize(diverging, SPACE, "random", min_budget=1, max_budget=1, max_trials=30, seed=0,
+                          simulate=hpo.Simulation(), max_consecutive_failures=30)
+    raised = [t for t in result.trials if "RuntimeError" in (t.error or "")]
+    nan = [t for t in result.trials if "was nan" in (t.error or "")]
+    assert raised and nan
+    assert all(t.finished_at == t.started_at for t in raised)
+    assert all(t.finished_at - t.started_at == 100.0 for t in nan)
+    assert result.simulation.busy_seconds == 100.0 * (len(result.trials) - len(raised))
+    shown = repr(result.simulation)
+    assert f"decisions={len(result.simulation.decision_seconds)} (median " in shown and len(shown) < 200
 
 
 def test_after_a_call_with_its_cost_a_call_without_fails_only_its_trial():
@@ -250,3 +279,20 @@ def test_the_executor_hands_back_trials_in_the_order_they_finish():
     executor.close()
     assert executor.report().utilisation == pytest.approx(9.0 / 15.0)
     assert math.isclose(executor.report().busy_seconds, 9.0)
+
+
+@pytest.mark.parametrize("searcher, options, resumes, warned", [
+    ("asha", {}, False, "Simulation(resumes=False) charges it its whole cost"),
+    ("bohb", {"resumes": False}, True, "Simulation(resumes=True) charges it only what it adds"),
+    ("asha", {}, True, None),
+    ("bohb", {"resumes": False}, False, None),
+])
+def test_a_total_budget_counted_unlike_the_simulated_time_is_said(caplog, searcher, options, resumes, warned):
+    def timed(config, budget):
+        return {"objective": config["x"] ** 2 + 1 / budget, "cost": 60.0 * budget}
+
+    with caplog.at_level(logging.WARNING, logger="hpo.optimize"):
+        hpo.optimize(timed, SPACE, searcher, min_budget=1, max_budget=9, total_budget=30, workers=4,
+                     options=options, simulate=hpo.Simulation(resumes=resumes))
+    said = [r.getMessage() for r in caplog.records if "total_budget counts" in r.getMessage()]
+    assert (said == []) if warned is None else (len(said) == 1 and warned in said[0]), said
