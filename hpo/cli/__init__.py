@@ -96,9 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="every trial and epoch, as csv or json")
     export.add_argument("study_dir", help=STUDY_DIR_HELP)
-    export.add_argument("--format", choices=("csv", "json"), default="csv",
+    export.add_argument("--format", choices=("csv", "json"), default=None,
                         help="csv: one line per trial epoch, config keys as config.NAME columns; "
-                             "json: one record per trial holding its epochs (default: csv)")
+                             "json: one record per trial holding its epochs (default: json where --output "
+                             "ends in .json, else csv)")
     export.add_argument("--output", "-o", help="file to write, outside the study folder (default, or '-': "
                                                "standard output)")
 

@@ -256,13 +256,19 @@ def export_rows(study) -> list[dict]:
     return rows
 
 
+def export_format(output: str | None) -> str:
+    """The format `--output`'s name asks for, where --format is not given: `-o trials.json`
+    writing CSV into a .json file would surprise whoever opens it."""
+    return "json" if output and output.lower().endswith(".json") else "csv"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from hpo.cli.output_file import checked_output, write_text
     # Checked before the study is read: the file may be none of the study's own.
     output = checked_output(args.study_dir, args.output) if args.output not in (None, "", "-") else None
     study = open_study(args.study_dir)
     rows = export_rows(study)
-    if args.format == "json":
+    if (args.format or export_format(args.output)) == "json":
         text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
     else:
         text = _csv_text(rows)

@@ -203,3 +203,13 @@ def test_a_reader_that_stops_early_ends_a_read_only_command_quietly(tmp_path):
     assert reader.wait(timeout=60) == 141
     assert reader.stderr.read() == b""
     assert set(Path(tempfile.gettempdir()).glob("hpo-error-*")) == tracebacks
+
+
+@pytest.mark.parametrize("name, given, starts", [("trials.json", None, "["), ("TRIALS.JSON", None, "["),
+                                                 ("trials.csv", None, "trial_id,"), ("trials.txt", None, "trial_id,"),
+                                                 ("trials.json", "csv", "trial_id,"), ("trials.csv", "json", "[")])
+def test_the_output_files_suffix_names_the_format_unless_it_is_given(study, capsys, tmp_path, name, given, starts):
+    target = tmp_path / name
+    code, output = run(capsys, "export", study, *(["--format", given] if given else []), "-o", target)
+    assert code == 0, output
+    assert target.read_text().startswith(starts)
