@@ -3,7 +3,7 @@
 Written to `<study>/report/report.html`, with its PNGs beside it, in this order:
 - with several objectives: the Pareto front and the dominated hypervolume against epochs
   spent (hpo.cli.report_pareto);
-- best-so-far objective against the epochs spent, and against wall time;
+- best-so-far objective against the epochs spent, and against time (simulated time in a simulated search);
 - the Hyperband diagram: which configuration went how far, bracket by bracket;
 - parameter importance: a random forest fitted on the unit-cube configs, scored by
   permutation importance (impurity importance favours many-valued parameters), with a
@@ -66,7 +66,7 @@ def write_report(study_dir: str | Path) -> Path:
         # Top to bottom: how the search went, how far each configuration got, what mattered,
         # where the good configurations lie; the table of trials closes the page.
         sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, goals),
-                                                     out / "best_so_far.png")))
+                                                     out / "best_so_far.png"), BEST_SO_FAR_NOTE))
         sections.append(Section("Hyperband: how far each configuration went",
                                 _save(brackets_figure(trials), out / "brackets.png")))
         configurations = len(_furthest(done))
@@ -149,6 +149,12 @@ def _save(fig, path: Path) -> str:
 
 # --- the plots ------------------------------------------------------------------------------
 
+# The curve follows the ranking's rule, which a reader would not guess from a curve alone.
+BEST_SO_FAR_NOTE = ("The best so far is the trial hpo best would have named then: the best at the largest budget "
+                    "any trial had reached. The curve can therefore rise when the first trial reaches a larger "
+                    "budget, as a value at a larger budget is the one to trust.")
+
+
 def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
     """The best value so far, by epochs spent and by time: the value of the trial `hpo best`
     would have named then (hpo.study.ranking: the largest budget reached first, then the
@@ -170,7 +176,8 @@ def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
     # Thousands of trials would bury the curve: the dots shrink and fade as they grow in number,
     # and the curve is drawn over them.
     size, alpha = _dot_style(len(ordered))
-    for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"), (axes[1], seconds, "wall time (s)")):
+    for ax, x, label in ((axes[0], epochs, "epochs trained (all trials)"),
+                         (axes[1], seconds, "time since the search began (s)")):
         ax.step(x, best, where="post", color="C3", lw=2, zorder=3, label="best so far")
         points = ax.scatter(x, [t.value for t in ordered], c=[t.budget for t in ordered], cmap="viridis",
                             norm=_budget_norm(ordered), s=size, alpha=alpha, zorder=2, label="a trial")

@@ -110,6 +110,8 @@ def test_a_report_past_its_limits_samples_the_importance_and_caps_the_diagram(lo
     assert len(lines.get_segments()) == TRIALS            # one line per configuration, in one artist
     page = report.write_report(long_study)
     assert page.exists() and (page.parent / "brackets.png").exists()
+    # The best-so-far curve says why it may rise (a first trial at a larger budget).
+    assert "the best at the largest budget any trial had reached" in page.read_text()
 
 
 def test_a_missing_trial_lists_the_completed_ones_as_ranges(long_study, capsys, tmp_path):
