@@ -481,6 +481,23 @@ def speedup(one: Run, many: Run, level: float) -> tuple[float, bool]:
     return time_to(one.trace, level) / max(many.end if missed else reached, 1e-12), missed
 
 
+def missed_runs(problems: list[SimProblem], searcher: str, workers: int, seeds: list[int],
+                runs: Mapping[tuple, Run]) -> list[str]:
+    """Each `workers`-worker run that never reached its 1-worker run's final value: where it
+    ended against that target, and by how much (a near miss reads a few per cent)."""
+    lines = []
+    for problem in problems:
+        for seed in seeds:
+            one, many = runs[(problem.name, searcher, 1, seed)], runs[(problem.name, searcher, workers, seed)]
+            if not one.trace or math.isfinite(time_to(many.trace, one.trace[-1][1])):
+                continue
+            target = one.trace[-1][1]
+            end = many.trace[-1][1] if many.trace else math.nan
+            lines.append(f"{problem.name} seed {seed}: ended at {end:.4f} against {target:.4f} "
+                         f"({(end - target) / max(abs(target), 1e-12):+.1%})")
+    return lines
+
+
 def lowest_values(problems: list[SimProblem], *run_sets: Mapping[tuple, Run]) -> dict[str, float]:
     """Each problem's regret reference: its known optimum, else the lowest value any run of
     `run_sets` (keyed by (problem name, ...)) reached."""
@@ -594,6 +611,9 @@ def main() -> None:
     parser = arguments(__doc__.split("\n")[0], " ".join(OURS + PEERS))
     parser.add_argument("--cached", default="", help="searchers to read from the cache only (run elsewhere: "
                                                      "Syne Tune's schedulers by many_workers_syne.py)")
+    parser.add_argument("--misses", action="store_true",
+                        help="list each W-worker run that never reached its 1-worker run's final value: where it "
+                             "ended, against that target")
     args = parser.parse_args()
     logging.getLogger("hpo").setLevel(logging.ERROR)
     problems, searchers, workers, seeds = setting(args)
@@ -675,6 +695,13 @@ def report(problems, searchers, workers, seeds, runs, args) -> None:
                   f"{row['utilisation']:.3f} | "
                   f"{row['decision_ms']:.2f} | {row['driver_load']:.4f} | {row['final_regret']:.4f} | "
                   f"{row['regret_quarter']:.4f}, {row['regret_window']:.4f} |")
+    if getattr(args, "misses", False):
+        for w in workers:
+            for searcher in searchers:
+                lines = missed_runs(problems, searcher, w, seeds, runs)
+                print(f"\n{searcher}, {w} workers: {len(lines)} runs missed their target" + (":" if lines else ""))
+                for line in lines:
+                    print(f"- {line}")
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
     if args.plot:

@@ -47,7 +47,7 @@ class SimulationReport:
     @property
     def utilisation(self) -> float:
         """The share of the workers' simulated time spent on trials; NaN when no simulated
-        time passed (nothing ran, or every call failed: a failed call costs no time)."""
+        time passed (nothing ran, or every call raised: a call that raised costs no time)."""
         if self.simulated_seconds <= 0:
             return math.nan
         return self.busy_seconds / (self.workers * self.simulated_seconds)

@@ -65,7 +65,8 @@ def write_report(study_dir: str | Path) -> Path:
     if done:
         # Top to bottom: how the search went, how far each configuration got, what mattered,
         # where the good configurations lie; the table of trials closes the page.
-        sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, goals),
+        began = min(t.started_at or t.created_at for t in trials)       # failed and interrupted ones too
+        sections.append(Section("Best so far", _save(best_so_far_figure(done, objective, goals, began),
                                                      out / "best_so_far.png"), BEST_SO_FAR_NOTE))
         sections.append(Section("Hyperband: how far each configuration went",
                                 _save(brackets_figure(trials), out / "brackets.png")))
@@ -151,12 +152,13 @@ def _save(fig, path: Path) -> str:
 
 # The curve follows the ranking's rule, which a reader would not guess from a curve alone.
 BEST_SO_FAR_NOTE = ("The best so far is the trial hpo best would have named then: the best at the largest budget "
-                    "any trial had reached. The curve can therefore rise when the first trial reaches a larger "
-                    "budget, as a value at a larger budget is the one to trust.")
+                    "any trial had reached. The curve can therefore get worse when the first trial reaches a "
+                    "larger budget, as a value at a larger budget is the one to trust.")
 
 
-def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
-    """The best value so far, by epochs spent and by time: the value of the trial `hpo best`
+def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals, began: float | None = None):
+    """The best value so far, by epochs spent and by time since `began` (the search's first
+    trial started, whatever became of it; default: the first of `done`): the value of the trial `hpo best`
     would have named then (hpo.study.ranking: the largest budget reached first, then the
     objective), so the curve ends at `hpo best`'s value; with constraints, while that trial
     is feasible (an infeasible one ranks after every feasible one)."""
@@ -164,7 +166,7 @@ def best_so_far_figure(done: list[TrialRow], objective: str, goals: Goals):
 
     ordered = sorted(done, key=lambda t: t.finished_at or 0)
     epochs, seconds, best = [], [], []
-    spent, start = 0.0, min(t.started_at or t.created_at for t in ordered)
+    spent, start = 0.0, began if began is not None else min(t.started_at or t.created_at for t in ordered)
     leader = None
     for t in ordered:
         spent += t.epochs_trained

@@ -52,8 +52,7 @@ class SearchConfig:
     @property
     def goal_names(self) -> tuple[str, ...]:
         """Every name an objective or constraint reads."""
-        goals = self.goals()
-        return tuple(dict.fromkeys(goals.names + tuple(c.name for c in goals.constraints)))
+        return self.goals().required_names
 
 
 FUSE_AUTO_CEILING = 32     # the most jobs `training.fuse: auto` takes in flight and fuses

@@ -342,11 +342,9 @@ class Runner:
         by_epoch = self._curves.pop(event.trial_id, {})
         objective = self.experiment.search.objective
         missing = [n for n in self._goal_names if n not in metrics]
-        bad = [n for n in self._goal_names if n in metrics and not math.isfinite(metrics[n])]
-        if event.error is None and bad:
-            what = "objective" if bad[0] in self._goals.names else "constraint's value"
-            event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
-                              error=f"the {what} {bad[0]!r} was {metrics[bad[0]]}")
+        unusable = self._goals.unusable(metrics)
+        if event.error is None and unusable is not None:
+            event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained, error=unusable)
         elif event.error is None and missing:
             event = TrialDone(trial_id=event.trial_id, epochs_trained=event.epochs_trained,
                               error=f"no {missing[0]!r} was reported")

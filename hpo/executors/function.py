@@ -54,16 +54,23 @@ def _number(value: Any, name: str) -> float:
 
 
 class _DaemonThreadPool:
-    """`submit` -> a `concurrent.futures.Future`, run by one of `workers` daemon threads."""
+    """`submit` -> a `concurrent.futures.Future`, run by one of `workers` daemon threads,
+    started by the first `submit` (a search refused before its first trial starts none)."""
 
     def __init__(self, workers: int, name: str):
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True)
-                         for i in range(workers)]
-        for thread in self._threads:
-            thread.start()
+        self._workers, self._name = workers, name
+        self._threads: list[threading.Thread] = []
+        self._shut = False
 
     def submit(self, function: Callable, *args: Any) -> concurrent.futures.Future:
+        if self._shut:
+            raise RuntimeError("this pool was shut down")
+        if not self._threads:
+            self._threads = [threading.Thread(target=self._work, name=f"{self._name}_{i}", daemon=True)
+                             for i in range(self._workers)]
+            for thread in self._threads:
+                thread.start()
         future: concurrent.futures.Future = concurrent.futures.Future()
         self._inbox.put((future, function, args))
         return future
@@ -80,6 +87,7 @@ class _DaemonThreadPool:
 
     def shutdown(self) -> None:
         """The threads end once their running call returns; nothing waits for them."""
+        self._shut = True
         for _ in self._threads:
             self._inbox.put(None)
 

@@ -172,7 +172,8 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         built = searcher_for(experiment)
     except ConfigError as exc:
         raise _argument_error(exc) from None
-    if simulate is not None and total_budget is not None and simulate.resumes != built.promotions_continue:
+    if (simulate is not None and total_budget is not None and built.promotes
+            and simulate.resumes != built.promotions_continue):
         # Both are the user's to set, and either may be what they mean; the budget and the
         # simulated time then count promotions differently, which they should know.
         log.warning("total_budget counts a promotion by %s (the searcher's promotions %s), while "
@@ -314,7 +315,7 @@ def _goals(objectives, constraints, metric: str, direction: str | None, options)
 def _checked(objective: Callable[[Mapping[str, Any], float], Any], goals: Goals):
     """The objective, failing a trial whose result lacks an objective or a constraint's value
     with a message naming it (and the closest name it did return)."""
-    needed = list(goals.names) + [c.name for c in goals.constraints if c.name not in goals.names]
+    needed = goals.required_names
 
     def checked(config: Mapping[str, Any], budget: float) -> Any:
         out = objective(config, budget)

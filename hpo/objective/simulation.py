@@ -45,8 +45,9 @@ class Simulation:
     def __post_init__(self):
         # Checked as it is built: a wrong one would otherwise surface at the first trial.
         if not isinstance(self.cost, str) or not self.cost.strip():
-            raise TypeError(f"hpo.Simulation(cost=...): expected the name of the cost in the objective's returned "
-                            f"dict, such as 'cost', got {self.cost!r}")
+            kind = ValueError if isinstance(self.cost, str) else TypeError
+            raise kind(f"hpo.Simulation(cost=...): expected the name of the cost in the objective's returned "
+                       f"dict, such as 'cost', got {self.cost!r}")
         if not isinstance(self.resumes, bool):
             raise TypeError(f"hpo.Simulation(resumes=...): expected True or False, got {self.resumes!r}")
 

@@ -281,6 +281,12 @@ class Searcher(abc.ABC):
         `BOHB(resumes=False)`)."""
         return True
 
+    @property
+    def promotes(self) -> bool:
+        """Whether a job may continue a trial to a larger budget (False where every job is a
+        new config at one budget)."""
+        return self.min_budget < self.max_budget
+
     def charge(self, budget: float, parent_budget: float | None) -> float:
         """The budget a job to `budget` spends after its parent's `parent_budget` (None: a new
         config): the increment where promotions continue, else the whole budget. What

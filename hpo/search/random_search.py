@@ -23,6 +23,10 @@ class RandomSearch(Searcher):
         self._count = self.space.config_count()
         self._asked_configs: set[str] = set()
 
+    @property
+    def promotes(self) -> bool:
+        return False
+
     def _next_job(self) -> Job | None:
         if self._count is not None and len(self._asked_configs) >= self._count:
             return None       # every config of the space has been asked: the search is finished

@@ -133,11 +133,14 @@ def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_scrip
     driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     study_dir = tmp_path / "study"
-    wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'")
-             and query(study_dir, "SELECT 1 FROM trials WHERE state='running'"),
-             what="a finished trial and a running one", process=driver)
-    driver.send_signal(signal.SIGTERM)
-    _, err = driver.communicate(timeout=60)
+    try:
+        wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'")
+                 and query(study_dir, "SELECT 1 FROM trials WHERE state='running'"),
+                 what="a finished trial and a running one", process=driver)
+        driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        driver.kill()
     # Ended by SIGTERM (as `kill` expects), once the running trials were marked.
     assert driver.returncode == -signal.SIGTERM, err[-2000:]
     study = Study.open(study_dir, read_only=True)
@@ -178,11 +181,14 @@ def test_ctrl_c_ends_a_script_whose_threads_are_still_calling_the_objective(tmp_
     driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     study_dir = tmp_path / "study"
-    wait_for(lambda: query(study_dir, "SELECT COUNT(*) FROM trials WHERE state='running' HAVING COUNT(*) = 2"),
-             what="two running trials", process=driver)
-    driver.send_signal(signal.SIGINT)
-    # The two calls never return: the script ends all the same, its study safe, as with one worker.
-    _, err = driver.communicate(timeout=60)
+    try:
+        wait_for(lambda: query(study_dir, "SELECT COUNT(*) FROM trials WHERE state='running' HAVING COUNT(*) = 2"),
+                 what="two running trials", process=driver)
+        driver.send_signal(signal.SIGINT)
+        # The two calls never return: the script ends all the same, its study safe, as with one worker.
+        _, err = driver.communicate(timeout=60)
+    finally:
+        driver.kill()       # a no-op once it ended; else it would never end
     assert driver.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
     assert "Exception ignored" not in err, err[-2000:]
     stopped = ("interrupted", "interrupted by the user (Ctrl-C)")

@@ -67,3 +67,13 @@ def test_the_seed_interval_resamples_whole_seeds_around_the_geometric_mean():
     assert 2.0 <= low < mw.geomean(sum(spread.values(), [])) < high <= 32.0
     assert mw.seed_interval(spread) == (low, high)                      # seeded: the same every time
     assert all(np.isnan(mw.seed_interval({0: [float("nan")], 1: [0.0]})))  # no usable run: no interval
+
+
+def test_missed_runs_name_each_run_that_never_reached_its_one_worker_final():
+    problem = mw.SimProblem("p", {}, 1.0, 9.0, None, None, None)
+
+    def run(*points):
+        return mw.Run(trace=list(points), end=10.0, window=10.0, utilisation=1.0, decisions=[], trials=1)
+    runs = {("p", "s", 1, 0): run((1.0, 0.5), (8.0, 0.20)), ("p", "s", 64, 0): run((0.5, 0.3), (2.0, 0.21)),
+            ("p", "s", 1, 1): run((1.0, 0.4)), ("p", "s", 64, 1): run((0.2, 0.4))}
+    assert mw.missed_runs([problem], "s", 64, [0, 1], runs) == ["p seed 0: ended at 0.2100 against 0.2000 (+5.0%)"]

@@ -147,6 +147,12 @@ def test_constraints_parse_and_measure_violation():
         parsed = Constraint.parse(f" {name} >= -1.5 ")
         assert (parsed.name, parsed.op, parsed.bound) == (name, ">=", -1.5)
         assert Constraint.parse(str(parsed)) == parsed
+    # Every bound reads back as itself; one that :g writes exactly is written as it always was.
+    for text, written in [("p <= 20000", "p <= 20000"), ("p <= 1234567", "p <= 1234567"),
+                          ("p < 0.123456789", "p < 0.123456789"), ("p >= 2.5e-07", "p >= 2.5e-07"),
+                          ("p > 1e+30", "p > 1e+30")]:
+        assert str(Constraint.parse(text)) == written
+        assert Constraint.parse(written).bound == Constraint.parse(text).bound
     for bad in ["params", "params <= ", "<= 3", "params == 3", "params <= abc", "params <= 3 4", "a=b <= 3",
                 "a < b <= 3"]:
         with pytest.raises(ValueError, match="cannot parse"):

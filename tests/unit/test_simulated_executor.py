@@ -210,11 +210,11 @@ def test_an_objective_that_never_returns_its_cost_is_refused_on_the_first_call_s
     assert f"its first call (trial 0) returned {said}" in message and "with no 'cost'" in message
 
 
-@pytest.mark.parametrize("arguments, said", [({"cost": ""}, "cost=...): expected the name"),
-                                             ({"cost": 3}, "cost=...): expected the name"),
-                                             ({"resumes": "yes"}, "resumes=...): expected True or False")])
-def test_a_simulation_of_the_wrong_kind_is_refused_as_it_is_built(arguments, said):
-    with pytest.raises(TypeError, match=re.escape(said)):
+@pytest.mark.parametrize("arguments, kind, said", [({"cost": ""}, ValueError, "cost=...): expected the name"),
+                                                   ({"cost": 3}, TypeError, "cost=...): expected the name"),
+                                                   ({"resumes": "yes"}, TypeError, "resumes=...): expected True")])
+def test_a_simulation_of_the_wrong_kind_is_refused_as_it_is_built(arguments, kind, said):
+    with pytest.raises(kind, match=re.escape(said)):
         hpo.Simulation(**arguments)
 
 
@@ -281,13 +281,16 @@ def test_the_executor_hands_back_trials_in_the_order_they_finish():
     assert math.isclose(executor.report().busy_seconds, 9.0)
 
 
-@pytest.mark.parametrize("searcher, options, resumes, warned", [
-    ("asha", {}, False, "Simulation(resumes=False) charges it its whole cost"),
-    ("bohb", {"resumes": False}, True, "Simulation(resumes=True) charges it only what it adds"),
-    ("asha", {}, True, None),
-    ("bohb", {"resumes": False}, False, None),
+@pytest.mark.parametrize("searcher, top, options, resumes, warned", [
+    ("asha", 9, {}, False, "Simulation(resumes=False) charges it its whole cost"),
+    ("bohb", 9, {"resumes": False}, True, "Simulation(resumes=True) charges it only what it adds"),
+    ("asha", 9, {}, True, None),
+    ("bohb", 9, {"resumes": False}, False, None),
+    ("random", 9, {}, False, None),         # no job continues another: nothing to count two ways
+    ("asha", 1, {}, False, None),           # one budget: no promotion either
 ])
-def test_a_total_budget_counted_unlike_the_simulated_time_is_said(monkeypatch, searcher, options, resumes, warned):
+def test_a_total_budget_counted_unlike_the_simulated_time_is_said(monkeypatch, searcher, top, options, resumes,
+                                                                  warned):
     import hpo.objective.optimization
 
     def timed(config, budget):
@@ -295,7 +298,7 @@ def test_a_total_budget_counted_unlike_the_simulated_time_is_said(monkeypatch, s
 
     lines = []
     monkeypatch.setattr(hpo.objective.optimization.log, "warning", lambda message, *args: lines.append(message % args))
-    hpo.optimize(timed, SPACE, searcher, min_budget=1, max_budget=9, total_budget=30, workers=4,
+    hpo.optimize(timed, SPACE, searcher, min_budget=1, max_budget=top, total_budget=30, workers=4,
                  options=options, simulate=hpo.Simulation(resumes=resumes))
     said = [line for line in lines if "total_budget counts" in line]
     assert (said == []) if warned is None else (len(said) == 1 and warned in said[0]), said

@@ -116,7 +116,17 @@ class Constraint:
         return max(excess, 1e-12) / max(abs(self.bound), 1.0)
 
     def __str__(self) -> str:
-        return f"{self.name} {self.op} {self.bound:g}"
+        return f"{self.name} {self.op} {_bound_text(self.bound)}"
+
+
+def _bound_text(bound: float) -> str:
+    """The bound as it reads back exactly: `:g` where that is exact (as studies have always
+    stored it, so their constraints compare equal on resume), else every digit it needs
+    (`:g` made 1234567 into 1.23457e+06, a different bound)."""
+    short = f"{bound:g}"
+    if float(short) == bound:
+        return short
+    return str(int(bound)) if bound.is_integer() and abs(bound) < 1e16 else repr(bound)
 
 
 def suggest(name: str, known: Iterable[str]) -> str:
@@ -188,6 +198,21 @@ class Goals:
     def names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.objectives)
 
+    @property
+    def required_names(self) -> tuple[str, ...]:
+        """Every value a result must report: the objectives, then the constraints' values."""
+        return tuple(dict.fromkeys(self.names + tuple(c.name for c in self.constraints)))
+
+    def unusable(self, metrics: Mapping[str, Any]) -> str | None:
+        """Why a result reporting `metrics` fails: an objective or a constraint's value that is
+        NaN or infinite (a diverged run, a measurement that failed); None where none is."""
+        for name in self.required_names:
+            value = metrics.get(name)
+            if is_number(value) and not math.isfinite(float(value)):
+                what = "objective" if name in self.names else "constraint's value"
+                return f"the {what} {name!r} was {value}"
+        return None
+
     def to_dicts(self) -> dict[str, list]:
         """Plain form: {"objectives": [{name, direction}...], "constraints": ["params <= 20000", ...]}."""
         return {"objectives": [o.to_dict() for o in self.objectives],
@@ -209,7 +234,7 @@ class Goals:
                 if not isinstance(key, str):
                     raise TypeError(f"a told dict must have string keys, got {key!r}")
                 metrics[key] = _number(value, key)
-            needed = list(dict.fromkeys(self.names + tuple(c.name for c in self.constraints)))
+            needed = self.required_names
             missing = [n for n in needed if n not in metrics]
             if missing:
                 raise ValueError(f"the told dict has no {missing[0]!r}{suggest(missing[0], metrics)}; "
@@ -241,13 +266,13 @@ class Goals:
 
     def check_told(self, told: Any) -> None:
         """What `tell` refuses before anything changes: a completed `TrialResult` whose metrics
-        lack a value the goals read (an objective, where there are several, or a constraint's),
-        as a dict lacking one is refused (`result_of` reads a stored trial leniently instead)."""
+        lack a value the goals read (an objective, where there are several and `values` is
+        empty, or a constraint's), as a dict lacking one is refused. A resume tells the stored
+        results again through here: the runner stores a result lacking one as failed, never
+        as completed. The views call `result_of` alone, which reads such a result as failed."""
         if not isinstance(told, TrialResult) or told.state != TrialState.COMPLETE:
             return
-        needed = [c.name for c in self.constraints if c.name not in self.names]
-        if self.multi and not told.values:
-            needed = list(self.names) + needed
+        needed = [n for n in self.required_names if n not in self.names or (self.multi and not told.values)]
         missing = [n for n in needed if n not in told.metrics]
         if missing:
             raise ValueError(f"the told TrialResult's metrics have no {missing[0]!r}"
@@ -264,21 +289,16 @@ class Goals:
             if missing:
                 return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
                                    error=f"no {missing[0]!r} was reported")
-            values = tuple(float(result.metrics[n]) for n in self.names)
-            bad = [n for n, v in zip(self.names, values) if not math.isfinite(v)]
-            if bad:
-                return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
-                                   error=f"the objective {bad[0]!r} was {result.metrics[bad[0]]}")
-            result = TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
-                                 curve=result.curve)
         # A constraint's value that is NaN or infinite is a failed measurement, as an objective's
         # is: ranked as a feasible-or-not result it would be kept as complete with an infinite
         # violation, and, at a new largest budget, empty the Pareto front.
-        bad = [c.name for c in self.constraints if c.name not in self.names and c.name in result.metrics
-               and is_number(result.metrics[c.name]) and not math.isfinite(float(result.metrics[c.name]))]
-        if bad:
-            return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
-                               error=f"the constraint's value {bad[0]!r} was {result.metrics[bad[0]]}")
+        problem = self.unusable(result.metrics)
+        if problem is not None:
+            return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics, error=problem)
+        if self.multi and not result.values:
+            values = tuple(float(result.metrics[n]) for n in self.names)
+            result = TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
+                                 curve=result.curve)
         return result
 
     # --- TrialResult -> point ------------------------------------------------------------------
