@@ -124,25 +124,33 @@ print("finished", len(result.trials), result.stopped_because)
 '''
 
 
+def signalled(script: Path, text: str, ready: str, what: str, signal_number: int) -> tuple[int, str]:
+    """Run `text` as `script` until the query `ready` finds a row in its study, send it
+    `signal_number`, and return its exit status and standard error; the child never outlives
+    the test."""
+    from tests.support.faults import query, wait_for
+    script.write_text(text)
+    driver = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=cli_env(), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: query(script.parent / "study", ready), what=what, process=driver)
+        driver.send_signal(signal_number)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        driver.kill()       # a no-op once it ended
+    return driver.returncode, err
+
+
 def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_script_resumes(tmp_path):
     import signal
 
-    from tests.support.faults import query, wait_for
-    script = tmp_path / "search.py"
-    script.write_text(SLOW_OBJECTIVE_SCRIPT)
-    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    study_dir = tmp_path / "study"
-    try:
-        wait_for(lambda: query(study_dir, "SELECT 1 FROM trials WHERE state='complete'")
-                 and query(study_dir, "SELECT 1 FROM trials WHERE state='running'"),
-                 what="a finished trial and a running one", process=driver)
-        driver.send_signal(signal.SIGTERM)
-        _, err = driver.communicate(timeout=60)
-    finally:
-        driver.kill()
+    script, study_dir = tmp_path / "search.py", tmp_path / "study"
+    code, err = signalled(script, SLOW_OBJECTIVE_SCRIPT,
+                          "SELECT 1 FROM trials WHERE state='running' AND EXISTS "
+                          "(SELECT 1 FROM trials WHERE state='complete')",
+                          "a finished trial and a running one", signal.SIGTERM)
     # Ended by SIGTERM (as `kill` expects), once the running trials were marked.
-    assert driver.returncode == -signal.SIGTERM, err[-2000:]
+    assert code == -signal.SIGTERM, err[-2000:]
     study = Study.open(study_dir, read_only=True)
     try:
         trials = study.trials()
@@ -175,21 +183,12 @@ hpo.optimize(objective, {"x": {"type": "float", "low": 0, "high": 1}}, "random",
 def test_ctrl_c_ends_a_script_whose_threads_are_still_calling_the_objective(tmp_path):
     import signal
 
-    from tests.support.faults import query, wait_for
-    script = tmp_path / "search.py"
-    script.write_text(BLOCKING_OBJECTIVE_SCRIPT)
-    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=cli_env(), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    study_dir = tmp_path / "study"
-    try:
-        wait_for(lambda: query(study_dir, "SELECT COUNT(*) FROM trials WHERE state='running' HAVING COUNT(*) = 2"),
-                 what="two running trials", process=driver)
-        driver.send_signal(signal.SIGINT)
-        # The two calls never return: the script ends all the same, its study safe, as with one worker.
-        _, err = driver.communicate(timeout=60)
-    finally:
-        driver.kill()       # a no-op once it ended; else it would never end
-    assert driver.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
+    from tests.support.faults import query
+    # The two calls never return: the script ends all the same, its study safe, as with one worker.
+    code, err = signalled(tmp_path / "search.py", BLOCKING_OBJECTIVE_SCRIPT,
+                          "SELECT COUNT(*) FROM trials WHERE state='running' HAVING COUNT(*) = 2",
+                          "two running trials", signal.SIGINT)
+    assert code == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
     assert "Exception ignored" not in err, err[-2000:]
     stopped = ("interrupted", "interrupted by the user (Ctrl-C)")
-    assert query(study_dir, "SELECT state, error FROM trials") == [stopped] * 2
+    assert query(tmp_path / "study", "SELECT state, error FROM trials") == [stopped] * 2
