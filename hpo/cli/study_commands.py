@@ -216,11 +216,13 @@ def _consent_to_code(args: argparse.Namespace, stored: dict) -> None:
     named = {"data.dataset": (stored["data"]["dataset"], names["datasets"]),
              "model.builder": (stored["model"]["builder"], names["builders"])}
     foreign = {key: ref for key, (ref, registry) in named.items() if not is_built_in(ref, registry)}
+    # A file named is read whatever the study names: a missing or broken one is the user's
+    # mistake to hear about, not to be passed over because the code turned out built in.
+    given = load_experiment(args.experiment) if args.experiment else None   # its folder goes on the import path
     if not foreign or args.trust_code:
         return
     listing = ", ".join(f"{key} {ref!r}" for key, ref in foreign.items())
-    if args.experiment:
-        given = load_experiment(args.experiment)   # its folder goes on the import path
+    if given is not None:
         names = {"data.dataset": given.data.dataset, "model.builder": given.model.builder}
         mismatched = [f"{key} is {ref!r} in the study but {names[key]!r} there"
                       for key, ref in foreign.items() if names[key] != ref]

