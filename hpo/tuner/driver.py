@@ -76,6 +76,9 @@ class Prepared:
     factory: TrainerFactory
     data: SearchData
     input_shape: tuple[int, ...] | None = None     # one example's (`tuner.data.example_shape`)
+    # What the search should say about the arguments it was given (an `epochs` it does not
+    # use), logged once its study and console are open, so that the user and hpo.log see it.
+    notes: tuple[str, ...] = ()
 
 
 def budgets(max_epochs: int | None, min_epochs: int, epochs: int) -> tuple[int, int]:
@@ -163,6 +166,8 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
     with contextlib.ExitStack() as stack:
         with in_python_terms_on_refusal():
             study = stack.enter_context(open_for_search(experiment, folder, fresh=fresh, log_file=library_log_file))
+        for note in prepared.notes:
+            log.info("%s", note)
         runner = build_keras_runner(experiment, study, make_trainer=prepared.factory)
         if on_progress is not None:
             runner.on_progress = on_progress

@@ -316,11 +316,12 @@ class Tuner:
             raise ValueError(str(exc)) from None
         early = driver.early_stopping_of(callbacks, self.objective if self.keep_best_epoch else None)
         one_budget = self.one_budget or self.max_epochs is None
+        notes = []
         if one_budget:
             epochs = epochs or 1
         elif epochs is not None:
-            log.info("search(epochs=%d) is not used: %s trains up to max_epochs=%d", epochs, type(self).__name__,
-                     self.max_epochs)
+            notes.append(f"search(epochs={epochs}) is not used: {type(self).__name__} trains up to "
+                         f"max_epochs={self.max_epochs}")
         settings = driver.SearchSettings(
             algorithm=self.algorithm, objective=self.objective, direction=self.direction,
             max_epochs=None if one_budget else self.max_epochs, min_epochs=self.min_epochs, factor=self.factor,
@@ -345,7 +346,7 @@ class Tuner:
                                         threads=threads)
         shape = example_shape(data)
         self._training = {"loss": loss, "metrics": metrics, "names": names, "input_shape": shape}
-        return driver.Prepared(experiment, factory, data, shape)
+        return driver.Prepared(experiment, factory, data, shape, notes=tuple(notes))
 
     def _workers_text(self) -> str:
         return f"scheduler={self.scheduler!r}" if self.scheduler is not None else f"workers={self.workers}"

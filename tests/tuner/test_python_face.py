@@ -184,6 +184,17 @@ def test_a_finished_search_run_again_says_it_is_complete_and_how_to_extend_it(tm
     assert "is complete: it has run 2 trials (max_trials=1). To extend it, pass max_trials=4" in capsys.readouterr().out
 
 
+def test_an_epochs_hyperband_does_not_use_is_said_on_the_console_and_in_the_studys_log(tmp_path, tiny, monkeypatch,
+                                                                                     capsys):
+    unconfigured_logging(monkeypatch)
+    x, y = tiny
+    tuner = kt.Hyperband(mlp, objective="val_accuracy", max_epochs=2, factor=2, **folder(tmp_path))
+    tuner.search(x, y, validation_data=(x, y), epochs=50, verbose=1)
+    said = "search(epochs=50) is not used: Hyperband trains up to max_epochs=2"
+    assert f"[hpo] {said}" in capsys.readouterr().out
+    assert said in (tmp_path / "p" / "hpo.log").read_text()
+
+
 def test_overwrite_shows_no_trials_of_the_study_it_will_move_aside_until_it_searches(tmp_path, tiny, capsys):
     x, y = tiny
     kt.RandomSearch(mlp, objective="val_accuracy", max_trials=2, **folder(tmp_path)).search(
