@@ -102,6 +102,8 @@ def _checked_targets(y: np.ndarray, bad: LoaderProblem, class_labels: bool, spli
                      name: str = "y") -> np.ndarray:
     expected = "class index 0..K-1" if class_labels else "target (a value, or a row of K values)"
     labels = "labels" if name == "y" else f"labels {name}"
+    if class_labels and y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]            # a column of class indices, as Keras's sparse losses take it too
     if y.dtype.kind not in "biuf" or y.ndim > (1 if class_labels else 2):
         raise bad(f"returned {labels} of shape {y.shape} and dtype {y.dtype}; expected one {expected} per example",
                   split_name)

@@ -67,7 +67,7 @@ def _check(experiment: Experiment) -> PreflightFindings:
     _check_device(experiment)
     _check_scheduler(experiment)
     dataset = load_dataset(experiment.data, experiment.seed, experiment.training.class_labels, announce=False)
-    _check_batch_sizes(experiment, dataset.examples("train"))
+    check_batch_sizes(experiment, dataset.examples("train"))
     model = _check_builder(experiment, dataset.input_shape, dataset.num_classes)
     callbacks = _check_callbacks(experiment)
     if model is not None:
@@ -136,10 +136,11 @@ def _check_scheduler(experiment: Experiment) -> None:
         raise ConfigError(str(exc), key="execution.scheduler") from None
 
 
-def _check_batch_sizes(experiment: Experiment, train_examples: int) -> None:
+def check_batch_sizes(experiment: Experiment, train_examples: int, given_by: str | None = None) -> None:
     """A trial whose batch is larger than the training split fails (a step needs a whole
     batch): exit 2 where every trial would (the smallest batch a trial can draw is too large),
-    a warning naming the values that fail where only some are."""
+    a warning naming the values that fail where only some are. `given_by`: where the
+    examples come from, as the user knows it (default: the experiment's loader)."""
     space = experiment.space
     fallback = experiment.trial_params({})["batch_size"]      # model.params, else training.batch_size
     if "batch_size" in space.names:
@@ -152,9 +153,10 @@ def _check_batch_sizes(experiment: Experiment, train_examples: int) -> None:
         sizes = [fallback]
         key = "model.params.batch_size" if "batch_size" in experiment.model.params else "training.batch_size"
     if min(sizes) > train_examples:
-        raise ConfigError(f"a batch of {min(sizes)} is larger than the {train_examples} training examples the "
-                          f"loader {experiment.data.dataset!r} gives, so every trial would fail; expected a "
-                          f"batch_size of at most {train_examples}", key=key)
+        given_by = given_by or f"the loader {experiment.data.dataset!r} gives"
+        raise ConfigError(f"a batch of {min(sizes)} is larger than the {train_examples} training examples "
+                          f"{given_by}, so every trial would fail; expected a batch_size of at most "
+                          f"{train_examples}", key=key)
     if max(sizes) > train_examples:
         log.warning("%s: batch sizes above %d (up to %d) are larger than the training split, and the trials that "
                     "draw one will fail", key, train_examples, max(sizes))

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from hpo.driver.preflight import check_batch_sizes
 from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
 from hpo.termination import interruption, stops_on_sigterm
@@ -306,7 +307,7 @@ class Tuner:
         driver.check_objective(self.objective, metrics)
         _note_logits_loss(model, loss)
         register(data)
-        self._check_data(model, data, loss)
+        train_examples = self._check_data(model, data, loss)
         tunable = self._tunable(builder, base, model, found)
         from hpo.errors import TrialFailed
         from hpo.tuner.trainer import settings_of
@@ -332,6 +333,7 @@ class Tuner:
         raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
         try:
             experiment = experiment_from_dict(raw, source=self._face)
+            check_batch_sizes(experiment, train_examples, given_by="given to search")
         except ConfigError as exc:
             raise python_argument_error(exc, driver.ARGUMENT_KEYS, self._face) from None
         parallel = self.workers > 1 or self.scheduler is not None
@@ -363,9 +365,10 @@ class Tuner:
                 config[p.name] = found.declared[p.name].default
         return config
 
-    def _check_data(self, model, data: SearchData, loss: str) -> None:
+    def _check_data(self, model, data: SearchData, loss: str) -> int:
         """One evaluation of the default model on a few examples: shapes and targets fit (as
-        class indices only where the model's loss reads them so)."""
+        class indices only where the model's loss reads them so). Returns the training
+        examples."""
         from hpo.config import DataConfig
         from hpo.data import load_dataset
         from hpo.errors import ConfigError
@@ -375,13 +378,14 @@ class Tuner:
             dataset = load_dataset(DataConfig(dataset=driver.LOADER, options={"key": data.key}),
                                    class_labels=reads_class_indices(loss), announce=False)
         except ConfigError as exc:
-            raise ValueError(f"the data given to search cannot be used: {exc.message}") from None
+            raise ValueError(f"the data given to search cannot be used: {_in_search_terms(exc.message)}") from None
         x, y = dataset.first(8)
         try:
             model.evaluate(x, y, verbose=0)
         except Exception as exc:
             raise ValueError(f"the model build_model returns cannot take the data given to search: "
                              f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}") from None
+        return dataset.examples("train")
 
     def _tunable(self, builder, base: dict[str, Any], model, found: Discovered) -> list[str]:
         """Parameters that change only the optimizer's hyperparameters: hpo holds those in
@@ -513,6 +517,19 @@ def _other_value(d: Declared, value: Any) -> Any:
     if d.kind in ("int", "float"):
         return d.high if value != d.high else d.low
     return None
+
+
+def _in_search_terms(message: str) -> str:
+    """A data check's message, which names the loader and split it read, as the arguments of
+    `search` that gave them ('the loader ..., split 'train', returned labels ...' reads
+    'search's training data (x, y) holds labels ...')."""
+    for split, given in (("train", "training data (x, y)"), ("validation", "validation data"),
+                         ("test", "test data")):
+        prefix = f"the loader {driver.LOADER!r}, split {split!r}, "
+        if message.startswith(prefix):
+            rest = message[len(prefix):]
+            return f"search's {given} " + ("holds " + rest[len("returned "):] if rest.startswith("returned ") else rest)
+    return message.replace(f"the loader {driver.LOADER!r}", "search's data")
 
 
 class _Console(logging.Filter):

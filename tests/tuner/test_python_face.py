@@ -101,6 +101,28 @@ def test_several_input_or_target_arrays_are_refused_saying_where_they_run(tmp_pa
     refused(tmp_path, tuner, tiny, message, **arguments[several])
 
 
+def test_a_batch_larger_than_the_training_examples_is_refused_before_anything_is_written(tmp_path, tiny):
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    refused(tmp_path, tuner, tiny, r"search\(batch_size=\)': a batch of 500 is larger than the 64 training examples "
+            r"given to search, so every trial would fail; expected a batch_size of at most 64", batch_size=500)
+
+
+def test_a_column_of_class_indices_trains_as_keras_fit_takes_it(tmp_path, tiny):
+    x, y = tiny
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    tuner.search(x, y.reshape(-1, 1), validation_data=(x, y.reshape(-1, 1)), epochs=1, verbose=0)
+    assert [t.status for t in tuner.oracle.trials.values()] == ["COMPLETED"]
+
+
+def test_labels_that_are_no_class_indices_are_refused_naming_searchs_data_not_a_loader(tmp_path, tiny):
+    x, y = tiny
+    tuner = kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    message = refused(tmp_path, tuner, tiny, r"the data given to search cannot be used: search's training data "
+                      r"\(x, y\) holds labels of shape \(64,\) and dtype int64; expected one class index",
+                      y=y - 5)
+    assert "hpo.tuner.data" not in message
+
+
 def test_a_build_model_returning_a_dict_is_told_it_returned_a_dict(tmp_path, tiny):
     def returns_a_dict(hp):
         return {"units": hp.Int("units", 8, 16)}
