@@ -61,8 +61,23 @@ class TrialFailed(Exception):
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:
     """' (did you mean 'x'?)' when a close option exists, else ''."""
-    matches = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean '{matches[0]}'?)" if matches else ""
+    match = closest(word, options)
+    return f" (did you mean '{match}'?)" if match is not None else ""
+
+
+def closest(word: str, options: Iterable[str]) -> str | None:
+    """The option `word` most likely meant: the same letters in another order ('lgo': 'log',
+    where difflib's ratio prefers 'low'), else the only option it begins ('opt': 'optimizer',
+    too short a part of it for difflib), else difflib's closest; None when none is close."""
+    word, options = str(word), [str(o) for o in options]
+    same_letters = [o for o in options if o != word and sorted(o.lower()) == sorted(word.lower())]
+    if same_letters:
+        return same_letters[0]
+    begun = [o for o in options if len(word) >= 2 and o.lower().startswith(word.lower()) and o != word]
+    if len(begun) == 1:
+        return begun[0]
+    matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 def one_of(options: Iterable[str]) -> str:

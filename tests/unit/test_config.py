@@ -223,3 +223,17 @@ def test_binding_differences_ignore_resumable_keys():
                               "training": {"fuse": "auto"}}).to_dict()     # fused or not, trials train the same
     diffs = binding_differences(a, b)
     assert diffs == ["search.eta: 3.0 -> 4.0"]
+
+
+@pytest.mark.parametrize("word, options, meant", [
+    ("lgo", ["type", "low", "high", "log", "step"], "log"),           # the same letters: difflib said 'low'
+    ("opt", ["lr", "dropout", "optimizer", "units"], "optimizer"),    # the only one it begins: it said 'dropout'
+    ("bohbb", ["random", "bohb", "async_bohb"], "bohb"),
+    ("val_acc", ["val_accuracy", "val_loss"], "val_accuracy"),
+    ("zz", ["units", "lr"], None),
+])
+def test_a_misspelt_name_is_matched_to_the_one_meant(word, options, meant):
+    from hpo.errors import closest, did_you_mean
+
+    assert closest(word, options) == meant
+    assert did_you_mean(word, options) == ("" if meant is None else f" (did you mean '{meant}'?)")

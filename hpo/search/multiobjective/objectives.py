@@ -14,7 +14,6 @@ single-objective searcher always has.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from hpo.errors import closest
 from hpo.registry import DIRECTIONS
 from hpo.trial import TrialResult, TrialState, is_number
 
@@ -130,9 +130,9 @@ def _bound_text(bound: float) -> str:
 
 
 def suggest(name: str, known: Iterable[str]) -> str:
-    """' (did you mean ...?)' when a known name is close, else ''."""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """' (did you mean ...?)' when a known name is close (`hpo.errors.closest`), else ''."""
+    close = closest(name, known)
+    return f" (did you mean {close!r}?)" if close is not None else ""
 
 
 def check_names(goals: "Goals", known: Iterable[str], where: str = "") -> None:
