@@ -256,13 +256,28 @@ def check_resumable(folder: Path, experiment, face: str) -> None:
     from hpo.study.resume import differences_blocking_resume
 
     with in_python_terms_on_refusal():
-        blocking = differences_blocking_resume(folder, experiment)
+        # Several keys may read as one argument (min and max budget as `epochs`): said once.
+        blocking = list(dict.fromkeys(_difference_in_python_terms(line, experiment)
+                                      for line in differences_blocking_resume(folder, experiment)))
     if blocking:
         raise ValueError(
             f"{face}: the study in {folder} was run with different settings, so resuming it would mix "
             f"incomparable trials. Differences (stored -> now):\n  " + "\n  ".join(blocking) +
             f"\nPass overwrite=True to start a new study there (the old one is moved aside to "
             f"{folder.name}.old-<time>), or choose another project_name=.")
+
+
+def _difference_in_python_terms(line: str, experiment) -> str:
+    """A difference ('search.max_budget: 2.0 -> 3.0') in the names this face's user gave it:
+    the tuner's argument, `search(epochs=)` where the search has one budget, and the data
+    by what it is rather than by its fingerprint."""
+    key, _, change = line.partition(": ")
+    if key.startswith("data."):
+        return "the data given to search (x, y, validation_data or validation_split)"
+    if key in ("search.min_budget", "search.max_budget") and \
+            experiment.search.min_budget == experiment.search.max_budget:
+        return f"search(epochs=): {change}"
+    return f"{ARGUMENT_KEYS[key]}: {change}" if key in ARGUMENT_KEYS and change else line
 
 
 def check_objective(objective: str, metrics: Sequence[str]) -> None:

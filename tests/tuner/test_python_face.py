@@ -366,6 +366,14 @@ def test_a_changed_space_on_resume_is_refused_with_the_differences_in_python_ter
     assert "space.units.values" in str(caught.value)
     assert "Pass overwrite=True to start a new study there" in str(caught.value)
     assert not any(word in str(caught.value) for word in ("--study-dir", "output.dir", "--fresh"))
+    # Other epochs, other data: said as search's arguments, not as the study's keys.
+    with pytest.raises(ValueError, match="Differences") as caught:
+        kt.RandomSearch(mlp, objective="val_accuracy", max_trials=1, **folder(tmp_path)).search(
+            x[:48], y[:48], validation_data=(x, y), epochs=2, verbose=0)
+    differences = str(caught.value).split("Differences (stored -> now):\n")[1]
+    assert differences.count("search(epochs=): 1.0 -> 2.0") == 1
+    assert "the data given to search (x, y, validation_data or validation_split)" in differences
+    assert "search." not in differences and "data.options" not in differences, differences
 
 
 def test_max_consecutive_failed_trials_stops_the_search_as_in_keras_tuner(tmp_path, tiny):
