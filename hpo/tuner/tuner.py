@@ -29,7 +29,7 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from hpo.driver.preflight import check_batch_sizes
 from hpo.search import SEARCHERS
@@ -308,13 +308,13 @@ class Tuner:
         _note_logits_loss(model, loss)
         register(data)
         train_examples = self._check_data(model, data, loss)
-        tunable = self._tunable(builder, base, model, found)
         from hpo.errors import TrialFailed
         from hpo.tuner.trainer import settings_of
         try:
             settings_of(model, base, loss, metrics)
         except TrialFailed as exc:
             raise ValueError(str(exc)) from None
+        tunable = self._tunable(builder, base, model, found, (loss, metrics))
         early = driver.early_stopping_of(callbacks, self.objective if self.keep_best_epoch else None)
         one_budget = self.one_budget or self.max_epochs is None
         notes = []
@@ -387,9 +387,15 @@ class Tuner:
                              f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}") from None
         return dataset.examples("train")
 
-    def _tunable(self, builder, base: dict[str, Any], model, found: Discovered) -> list[str]:
+    def _tunable(self, builder, base: dict[str, Any], model, found: Discovered,
+                 compiled: tuple[str, Sequence[str]]) -> list[str]:
         """Parameters that change only the optimizer's hyperparameters: hpo holds those in
-        variables, so trials differing only there share one traced program."""
+        variables, so trials differing only there share one traced program. A parameter named
+        as an optimizer setting (`learning_rate`) that the optimizer does not follow is refused
+        here, at its second value: its default may happen to equal the compiled one."""
+        from hpo.errors import TrialFailed
+        from hpo.tuner.trainer import settings_of
+
         arch, opt = architecture(model), optimizer_params(model)
         gates = {parent for w in found.when.values() for parent in w}
         out = []
@@ -406,6 +412,11 @@ class Tuner:
                     out.append(name)
             except Exception:   # noqa: BLE001 - a failing variant: keep the parameter structural
                 continue
+            if name in opt:
+                try:
+                    settings_of(alt, {**base, name: other}, *compiled)
+                except TrialFailed as exc:
+                    raise ValueError(str(exc)) from None
         return out
 
     # --- results -------------------------------------------------------------------------------

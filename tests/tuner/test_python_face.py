@@ -123,6 +123,19 @@ def test_labels_that_are_no_class_indices_are_refused_naming_searchs_data_not_a_
     assert "hpo.tuner.data" not in message
 
 
+def test_a_learning_rate_the_optimizer_does_not_follow_is_refused_though_its_default_matches(tmp_path, tiny):
+    import keras
+
+    def unused_rate(hp):
+        hp.Float("learning_rate", 1e-3, 1e-2, sampling="log")     # declared; the optimizer keeps its own
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2, activation="softmax")])
+        model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+        return model
+    tuner = kt.RandomSearch(unused_rate, objective="val_accuracy", max_trials=2, **folder(tmp_path))
+    refused(tmp_path, tuner, tiny, r"hyperparameter 'learning_rate' has the name of a setting hpo's trainer reads "
+            r"\(the optimizer\) but another value")
+
+
 def test_a_build_model_returning_a_dict_is_told_it_returned_a_dict(tmp_path, tiny):
     def returns_a_dict(hp):
         return {"units": hp.Int("units", 8, 16)}
