@@ -142,9 +142,11 @@ def settings_of(model, config: Mapping[str, Any], loss: str, metrics: Sequence[s
     for name in set(config) & (set(settings) | _TRAINER_KEYS):
         if name in settings and _same(config[name], settings[name]):
             continue
-        raise TrialFailed(f"hyperparameter {name!r} has the name of a setting hpo's trainer reads "
-                          f"({'the optimizer' if name in settings else 'the batch size'}) but another value "
-                          f"({config[name]!r} against {settings.get(name)!r}); rename it")
+        if name not in settings:      # the batch size: search's argument, never the model's
+            raise TrialFailed(f"hyperparameter {name!r} has the name of a setting hpo's trainer takes from "
+                              f"search({name}=), not from build_model; rename it")
+        raise TrialFailed(f"hyperparameter {name!r} has the name of a setting hpo's trainer reads (the "
+                          f"optimizer) but another value ({config[name]!r} against {settings[name]!r}); rename it")
     return settings
 
 

@@ -136,6 +136,15 @@ def test_a_learning_rate_the_optimizer_does_not_follow_is_refused_though_its_def
             r"\(the optimizer\) but another value")
 
 
+def test_a_batch_size_hyperparameter_is_told_where_the_batch_size_comes_from(tmp_path, tiny):
+    def batch_size_in_the_model(hp):
+        hp.Int("batch_size", 16, 64, step=16)
+        return mlp(hp)
+    tuner = kt.RandomSearch(batch_size_in_the_model, objective="val_accuracy", max_trials=1, **folder(tmp_path))
+    refused(tmp_path, tuner, tiny, r"hyperparameter 'batch_size' has the name of a setting hpo's trainer takes from "
+            r"search\(batch_size=\), not from build_model; rename it")
+
+
 def test_a_build_model_returning_a_dict_is_told_it_returned_a_dict(tmp_path, tiny):
     def returns_a_dict(hp):
         return {"units": hp.Int("units", 8, 16)}
