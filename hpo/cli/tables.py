@@ -94,11 +94,20 @@ def top_table(trials: Iterable[TrialRow], objective: str, goals: Goals, width: i
     top = top_configurations(trials, goals, limit)
     if not top:
         return None
-    rows = [(str(t.trial_id), f"{t.budget:g}", _value(t.value), config_text(t.config)) for t in top]
+    # With constraints the order is feasible first: the column says which are, or an
+    # infeasible trial above a better value would read as a wrong order.
+    feasible = ([_yes_no(trial_goals(t, goals)[1])] for t in top) if goals.constraints else ([] for _ in top)
+    rows = [(str(t.trial_id), f"{t.budget:g}", _value(t.value), *extra, config_text(t.config))
+            for t, extra in zip(top, feasible)]
     feasible_first = ", feasible first" if goals.constraints else ""
+    columns = ("trial", "budget", objective) + (("feasible",) if goals.constraints else ())
     table, _ = _table(f"top configurations by {objective} ({goals.objectives[0].direction}){feasible_first}, "
-                      f"at their deepest budget", ("trial", "budget", objective), rows, width, "config")
+                      f"at their deepest budget", columns, rows, width, "config")
     return table
+
+
+def _yes_no(feasible: bool | None) -> str:
+    return "-" if feasible is None else "yes" if feasible else "no"
 
 
 def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: int):
@@ -120,7 +129,7 @@ def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: in
             else:
                 shown = [_value(t.value)]
             if goals.constraints:
-                shown.append("-" if feasible is None else "yes" if feasible else "no")
+                shown.append(_yes_no(feasible))
         else:
             shown = [_value(t.value)]
         rows.append((str(t.trial_id), state, f"{t.budget:g}", _dash(t.bracket), _dash(t.rung), *shown, detail or ""))

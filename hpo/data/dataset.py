@@ -131,9 +131,12 @@ class Dataset:
 
     def describe(self) -> str:
         how = "streamed by tf.data" if self.streamed else "in memory"
-        return (f"{self.name} from {self.source}: {self.examples('train')} train / "
-                f"{self.examples('validation')} validation / {self.examples('test')} test, {how}, "
-                f"input {self.input_shape}, {self.num_classes} classes")
+        # A loader that names no source is its own; one output is a value, not "1 classes".
+        origin = self.name if self.source == self.name else f"{self.name} from {self.source}"
+        outputs = (f"{self.num_classes} classes" if not isinstance(self.num_classes, int) or self.num_classes > 1
+                   else "1 output")
+        return (f"{origin}: {self.examples('train')} train / {self.examples('validation')} validation / "
+                f"{self.examples('test')} test, {how}, input {self.input_shape}, {outputs}")
 
 
 def num_classes(y: np.ndarray) -> int:

@@ -215,7 +215,13 @@ class Runner:
                 self._interrupt_running(f"the search stopped on {type(exc).__name__}")
             raise
         finally:
-            self.executor.close()
+            try:
+                self.executor.close()
+            except KeyboardInterrupt:
+                # Ctrl-C while the workers shut down (a Dask cluster takes seconds): the search
+                # had already stopped, every result recorded, so it ends as it stopped.
+                log.warning("interrupted while the workers shut down; the search had already stopped (%s)",
+                            stopped)
             if self.board is not None:
                 self.board.close()
         return SearchSummary(trials_finished_now=finished_now, stopped_because=stopped,
@@ -378,6 +384,7 @@ class Runner:
             self._board_goals(job, result, event.epochs_trained)
         limit = self.experiment.search.max_consecutive_failures
         if self._consecutive_failures >= limit:
+            self._report_progress(self._started)       # the bar counts this last failure too
             self._interrupt_running(f"the search stopped after {limit} failed trials in a row")
             raise SearchAborted(f"stopping: the last {limit} trials all failed; the last error was: "
                                 f"{self._last_error}")

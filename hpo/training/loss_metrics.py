@@ -13,6 +13,7 @@ A model that ends in softmax or sigmoid outputs probabilities: its cross-entropy
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 from hpo.errors import ConfigError
@@ -290,7 +291,7 @@ def check_on_batch(measures: LossAndMetrics, model, x, y) -> str | None:
             return f"loss {measures.loss_id!r} gave {float(value)} on the first examples"
     except Exception as exc:   # noqa: BLE001 - a shape or dtype mismatch is the user's to fix
         return f"loss {measures.loss_id!r} failed on the model's outputs {tuple(outputs.shape)} and the " \
-               f"targets {tuple(y.shape)}: {type(exc).__name__}: {_first_line(exc)}"
+               f"targets {tuple(y.shape)}: {type(exc).__name__}: {_first_line(exc)}{_integer_targets_hint(y, outputs)}"
     for identifier, metric in zip(measures.metric_ids, measures.val_metrics):
         try:
             measures.update([metric], y, outputs)
@@ -303,6 +304,20 @@ def check_on_batch(measures: LossAndMetrics, model, x, y) -> str | None:
 
 
 def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
+    # TensorFlow opens its errors with the op's internal name ('{{function_node ...}}').
+    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", str(exc).strip())
     return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _integer_targets_hint(y, outputs) -> str:
+    """Integer targets, one per example, are counted as class indices 0..K-1 for the builder's
+    num_classes whatever the loss: a regression on counts then meets K outputs."""
+    import numpy as np
+
+    y = np.asarray(y)
+    if y.ndim == 1 and y.dtype.kind in "iu" and len(outputs.shape) == 2 and outputs.shape[-1] > 1:
+        return (f"; the targets are integers, so they were counted as class indices and the model built for "
+                f"num_classes={outputs.shape[-1]}: for a regression (one value per example), return them as "
+                f"floats (y.astype('float32'))")
+    return ""
 

@@ -273,6 +273,11 @@ CASES = [
           "{'out': 3}): a model of one input and one output takes the arrays themselves"]),
     case("builder raises", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:raising_builder"],
          ["failed on the low end of the space", "this builder cannot build"]),
+    case("integer targets for a regression loss", PREFLIGHT,
+         ["data.dataset={mod}:good_loader", "model.builder={mod}:quiet_builder", "training.loss=mse",
+          "training.metrics=[mae]", "search.objective=val_mae"],
+         ["key 'training.loss'", "the targets are integers, so they were counted as class indices and the model "
+          "built for num_classes=3: for a regression (one value per example), return them as floats"]),
     case("too few outputs for the labels", PREFLIGHT, ["model.builder={mod}:two_outputs"],
          ["gives 2 outputs, but the labels run 0..9"]),
     case("a batch size of 0 in the space", CONFIG, ["space.batch_size={type: int, low: 0, high: 8}"],

@@ -61,9 +61,11 @@ def test_search_best_and_status_name_the_biggest_model_that_fits(searched, capsy
     # The table after the search: feasible first, the biggest first among them; then those
     # that break the constraint, the least first.
     table = done.stdout[done.stdout.index("top configurations by params (maximize), feasible first"):]
-    shown = [int(i) for i in re.findall(r"^(\d+)\s+1\s", table, re.MULTILINE)]
+    shown = [(int(i), feasible) for i, feasible in re.findall(r"^(\d+)\s+1\s+\S+\s+(yes|no)\s", table, re.MULTILINE)]
     breaking = sorted((t for t in trials if t.value > PARAMS_BOUND), key=lambda t: t.value)
-    assert shown == [t.trial_id for t in sorted(fits, key=lambda t: -t.value) + breaking][:5]
+    # ... each row saying whether it is feasible, so that the order reads as it is meant.
+    assert shown == [(t.trial_id, "yes" if t.value <= PARAMS_BOUND else "no")
+                     for t in sorted(fits, key=lambda t: -t.value) + breaking][:5]
     record = json.loads(hpo_here(capsys, "best", study_dir, "--json").stdout)
     assert (record["trial_id"], record["feasible"]) == (expected.trial_id, True)
     top = hpo_here(capsys, "status", study_dir, "--top", 1).stdout

@@ -118,8 +118,12 @@ def test_trials_that_finish_together_past_the_time_limit_are_all_recorded():
     assert result.simulation.simulated_seconds == 10.0
 
 
-def test_an_objective_that_breaks_midway_stops_the_search_and_the_result_keeps_what_ran():
-    calls = []
+def test_an_objective_that_breaks_midway_stops_the_search_and_the_result_keeps_what_ran(monkeypatch):
+    import hpo.driver.runner
+
+    calls, shown = [], []
+    progress = hpo.driver.runner.Progress
+    monkeypatch.setattr(hpo.driver.runner, "Progress", lambda **kw: shown.append(kw["finished"]) or progress(**kw))
 
     def breaks_after_five(config, budget):
         calls.append(config)
@@ -133,6 +137,7 @@ def test_an_objective_that_breaks_midway_stops_the_search_and_the_result_keeps_w
     assert states == ["complete"] * 5 + ["failed"] * 3
     assert result.best_value == min(c["x"] ** 2 for c in calls[:5])
     assert "license server down" in result.trials[-1].error
+    assert shown[-1] == 8           # the progress shown counts the failure that stopped the search
 
 
 def test_a_search_space_object_and_a_time_limit():
@@ -497,3 +502,18 @@ def test_a_direction_beside_objectives_is_refused_even_the_default_one(tmp_path)
         hpo.optimize(lambda config, budget: {"accuracy": 0.5}, SPACE, "random", min_budget=1, max_budget=1,
                      objectives=["accuracy"], direction="minimize", study_dir=tmp_path / "study")
     assert not (tmp_path / "study").exists()
+
+
+def test_ctrl_c_while_the_workers_shut_down_after_the_last_trial_keeps_the_search_as_it_ended(monkeypatch):
+    from hpo.executors.function import FunctionExecutor
+
+    said = logged(monkeypatch, "warning")
+    close = FunctionExecutor.close
+
+    def interrupted_close(self):
+        close(self)
+        raise KeyboardInterrupt      # as a Ctrl-C lands while a cluster shuts down
+    monkeypatch.setattr(FunctionExecutor, "close", interrupted_close)
+    result = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=3, workers=2)
+    assert result.stopped_because == "max_trials" and len(result.trials) == 3
+    assert "interrupted while the workers shut down; the search had already stopped (max_trials)" in said
