@@ -66,7 +66,7 @@ def resolve(ref: str, registry: Mapping[str, Callable] | None = None, *, key: st
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure is the user's to fix
         raise ConfigError(f"cannot import module '{module_name}' for {ref!r}: {type(exc).__name__}: {exc} "
-                          f"(searched the working folder, then the experiment file's folder)",
+                          f"(searched the working folder, then the experiment file's folder where one was given)",
                           key=key, source=source) from None
     obj = getattr(module, attr, None)
     if obj is None:

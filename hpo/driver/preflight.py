@@ -56,8 +56,10 @@ def _check(experiment: Experiment) -> PreflightFindings:
     if experiment.search.objectives or experiment.search.constraints:
         _check_goals(experiment, reported)
     elif not maybe_logged(objective, experiment.training.metrics):
+        # The default objective (val_accuracy) fails a regression that never set one: say so.
+        default = " (the default: set search.objective)" if objective == type(experiment.search).objective else ""
         raise ConfigError(f"expected the loss or a configured metric, on the training or validation data "
-                          f"({', '.join(reported)}), got {objective!r}{did_you_mean(objective, reported)}; "
+                          f"({', '.join(reported)}), got {objective!r}{default}{did_you_mean(objective, reported)}; "
                           f"a metric is added with training.metrics", key="search.objective")
     else:
         # The searcher, built once as the driver will build it: an option it refuses

@@ -273,6 +273,8 @@ CASES = [
           "{'out': 3}): a model of one input and one output takes the arrays themselves"]),
     case("builder raises", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:raising_builder"],
          ["failed on the low end of the space", "this builder cannot build"]),
+    case("a regression left with the default objective", PREFLIGHT, ["training.loss=mse", "training.metrics=[mae]"],
+         ["key 'search.objective'", "got 'val_accuracy' (the default: set search.objective); a metric is added"]),
     case("integer targets for a regression loss", PREFLIGHT,
          ["data.dataset={mod}:good_loader", "model.builder={mod}:quiet_builder", "training.loss=mse",
           "training.metrics=[mae]", "search.objective=val_mae"],
