@@ -179,10 +179,12 @@ def test_best_export_into_the_study_folder_is_refused_before_tensorflow(exportab
     assert "inside the study folder" in output
 
 
-@pytest.mark.slow       # a study of 1,500 trials, so that a status table outgrows the pipe's buffer
+@pytest.mark.slow       # a study of 400 trials, so that a status table outgrows the pipe
 def test_a_reader_that_stops_early_ends_a_read_only_command_quietly(tmp_path):
     """`hpo status ... | head -1`: the reader closes the pipe; the command ends with 141, as a
     shell reports SIGPIPE, with no message and no traceback file (exit 1 means an error)."""
+    import fcntl
+    import os
     import subprocess
     import sys
     import tempfile
@@ -192,14 +194,19 @@ def test_a_reader_that_stops_early_ends_a_read_only_command_quietly(tmp_path):
 
     study = tmp_path / "study"
     hpo.optimize(lambda config, budget: config["x"], {"x": {"type": "float", "low": 0.0, "high": 1.0}}, "random",
-                 min_budget=1, max_budget=1, max_trials=1500, study_dir=study)
+                 min_budget=1, max_budget=1, max_trials=400, study_dir=study)
     tracebacks = set(Path(tempfile.gettempdir()).glob("hpo-error-*"))
-    # 50 columns: the configs move out, and the line saying so is a write after the table's
-    # (some pipes take a large write whole and fail only the next).
+    # A pipe of one page, read one byte at a time up to the first line: the table cannot fit
+    # in it, so the command is still writing when the reader goes (with the default 64 KiB
+    # pipe and a buffered read it could finish first, and end 0).
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(read_end, 1031, 4096)          # F_SETPIPE_SZ
+    # 50 columns: the configs move out, and the line saying so is a write after the table's.
     reader = subprocess.Popen([sys.executable, "-m", "hpo", "status", str(study), "--all"], cwd=ROOT, env=cli_env(50),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert reader.stdout.readline()
-    reader.stdout.close()
+                              stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    with open(read_end, "rb", buffering=0) as pipe:
+        assert pipe.readline()
     assert reader.wait(timeout=60) == 141
     assert reader.stderr.read() == b""
     assert set(Path(tempfile.gettempdir()).glob("hpo-error-*")) == tracebacks
