@@ -176,13 +176,14 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
             and simulate.resumes != built.promotions_continue):
         # Both are the user's to set, and either may be what they mean; the budget and the
         # simulated time then count promotions differently, which they should know.
-        log.warning("total_budget counts a promotion by %s (the searcher's promotions %s), while "
-                    "Simulation(resumes=%s) charges it %s; for the two to agree, pass %s",
-                    *(("what it adds", "continue", False, "its whole cost",
-                       "simulate=hpo.Simulation(resumes=True), or options={'resumes': False} to bohb and async_bohb")
-                      if built.promotions_continue else
-                      ("its whole budget", "train afresh", True, "only what it adds",
-                       "simulate=hpo.Simulation(resumes=False)")))
+        if built.promotions_continue:
+            log.warning("total_budget counts a promotion by what it adds (the searcher's promotions continue), "
+                        "while Simulation(resumes=False) charges it its whole cost; for the two to agree, pass "
+                        "simulate=hpo.Simulation(resumes=True), or options={'resumes': False} to bohb and async_bohb")
+        else:
+            log.warning("total_budget counts a promotion by its whole budget (the searcher's promotions train "
+                        "afresh), while Simulation(resumes=True) charges it only what it adds; for the two to "
+                        "agree, pass simulate=hpo.Simulation(resumes=False)")
     objective = _checked(objective, goals) if goals.ranked else objective
     executor = FunctionExecutor(objective, metric, workers=workers) if simulate is None else None
     with tempfile.TemporaryDirectory(prefix="hpo-optimize-") as scratch:

@@ -183,8 +183,14 @@ def run(prepared: Prepared, folder: Path, fresh: bool, on_progress: Callable | N
         return summary
 
 
-# What the study's own messages (written for `hpo search`) say, as a tuner's user says it.
+# What the study's own messages (written for `hpo search`) and the data checks (which name the
+# loader and split they read: this face's own loader) say, as a tuner's user says it.
+_SPLITS_GIVEN = (("train", "training data (x, y)"), ("validation", "validation data"), ("test", "test data"))
 _PYTHON_TERMS = (
+    *((f"the loader {LOADER!r}, split {split!r}, returned ", f"search's {given} holds ") for split, given in
+      _SPLITS_GIVEN),
+    *((f"the loader {LOADER!r}, split {split!r},", f"search's {given}") for split, given in _SPLITS_GIVEN),
+    (f"the loader {LOADER!r}", "search's data"),
     ("Run with --fresh to start a new study (the old one is kept beside it), or choose another --study-dir.",
      "Pass overwrite=True to start a new study there (the old one is moved aside to <folder>.old-<time>), or "
      "choose another directory= or project_name=."),

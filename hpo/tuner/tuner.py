@@ -378,7 +378,8 @@ class Tuner:
             dataset = load_dataset(DataConfig(dataset=driver.LOADER, options={"key": data.key}),
                                    class_labels=reads_class_indices(loss), announce=False)
         except ConfigError as exc:
-            raise ValueError(f"the data given to search cannot be used: {_in_search_terms(exc.message)}") from None
+            raise ValueError(f"the data given to search cannot be used: {driver.in_python_terms(exc.message)}") \
+                from None
         x, y = dataset.first(8)
         try:
             model.evaluate(x, y, verbose=0)
@@ -528,19 +529,6 @@ def _other_value(d: Declared, value: Any) -> Any:
     if d.kind in ("int", "float"):
         return d.high if value != d.high else d.low
     return None
-
-
-def _in_search_terms(message: str) -> str:
-    """A data check's message, which names the loader and split it read, as the arguments of
-    `search` that gave them ('the loader ..., split 'train', returned labels ...' reads
-    'search's training data (x, y) holds labels ...')."""
-    for split, given in (("train", "training data (x, y)"), ("validation", "validation data"),
-                         ("test", "test data")):
-        prefix = f"the loader {driver.LOADER!r}, split {split!r}, "
-        if message.startswith(prefix):
-            rest = message[len(prefix):]
-            return f"search's {given} " + ("holds " + rest[len("returned "):] if rest.startswith("returned ") else rest)
-    return message.replace(f"the loader {driver.LOADER!r}", "search's data")
 
 
 class _Console(logging.Filter):

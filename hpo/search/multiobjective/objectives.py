@@ -284,7 +284,8 @@ class Goals:
         finite, failed."""
         if result.state != TrialState.COMPLETE:
             return result
-        if self.multi and not result.values:
+        filled = self.multi and not result.values       # the objectives' values read from its metrics
+        if filled:
             missing = [n for n in self.names if n not in result.metrics]
             if missing:
                 return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics,
@@ -295,7 +296,7 @@ class Goals:
         problem = self.unusable(result.metrics)
         if problem is not None:
             return TrialResult(value=None, state=TrialState.FAILED, metrics=result.metrics, error=problem)
-        if self.multi and not result.values:
+        if filled:
             values = tuple(float(result.metrics[n]) for n in self.names)
             result = TrialResult(value=values[0], values=values, metrics=result.metrics, error=result.error,
                                  curve=result.curve)
