@@ -79,6 +79,20 @@ class _Share:
     worker_died: bool = False     # its future ended in KilledWorker: its worker's address is gone
 
 
+class _OwnLosses(logging.Filter):
+    """Drops the scheduler's records of a dead worker's tasks and data that are this run's
+    (their keys start with `prefix`): the runner says what each loss means for its trial."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        died = "workers died while trying to run it" in message or "caused the cluster to lose" in message
+        return not (died and self.prefix in message)
+
+
 class DaskExecutor:
     def __init__(self, experiment, study_dir: str | Path, workers: int | None, scheduler: str | None = None,
                  known_compile_choices=None, make_trainer=None):
@@ -116,6 +130,13 @@ class DaskExecutor:
                                              silence_logs=logging.ERROR, preload=[__name__])
             self.client = Client(self._cluster)
             log.info("started a Dask LocalCluster of %d worker processes", workers)
+        self._run = uuid.uuid4().hex[:8]
+        # A LocalCluster's scheduler runs in this process and logs at ERROR each loss that
+        # the runner reports itself (the trial retried or failed, the trainer maker sent
+        # again); a remote scheduler logs on its own machine.
+        self._own_losses = _OwnLosses(f"hpo-{self._run}-") if self._cluster is not None else None
+        if self._own_losses is not None:
+            logging.getLogger("distributed.scheduler").addFilter(self._own_losses)
         self._watch = CallWatch(self.client.scheduler.address)
         with self._watch.call("a request for its workers"):
             info = self.client.scheduler_info()["workers"]
@@ -126,7 +147,6 @@ class DaskExecutor:
         self.capacity = experiment.training.jobs_per_trainer     # trials per worker
         self._compile_choices = dict(known_compile_choices or {})
         self._threads = max(1, (os.cpu_count() or 1) // self.slots) if self._cluster is not None else 0
-        self._run = uuid.uuid4().hex[:8]
         # What the workers' event batches and the shares' ends put, on the client's own thread;
         # the driver's thread blocks on it. Subscribed before any share leaves, on the same
         # stream to the scheduler, so the scheduler knows the subscriber before a worker sends.
@@ -222,6 +242,8 @@ class DaskExecutor:
             self._watch.close()
             if self._cluster is not None:
                 self._cluster.close()
+            if self._own_losses is not None:
+                logging.getLogger("distributed.scheduler").removeFilter(self._own_losses)
 
     # --- helpers ------------------------------------------------------------------------
     def _send_unsent(self, idle_only: bool = False) -> None:
@@ -267,7 +289,9 @@ class DaskExecutor:
             return None
         if self._scattered is None or self._scattered.status != "finished":
             with self._watch.call("the sending of the trainer maker to the workers"):
-                self._scattered = self.client.scatter(self._make_trainer, broadcast=True, hash=False)
+                # Named for the run, so the scheduler's word on losing it reads as ours (`_OwnLosses`).
+                key = f"hpo-{self._run}-trainer-maker-{uuid.uuid4().hex[:8]}"
+                self._scattered = self.client.scatter({key: self._make_trainer}, broadcast=True)[key]
         return self._scattered
 
     def _on_event(self, event: Event) -> Event | None:

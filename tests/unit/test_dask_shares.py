@@ -33,3 +33,23 @@ def test_a_share_whose_worker_died_never_sends_the_next_share_to_that_address():
     assert [first.trial_id, second.trial_id, finished.trial_id] == [0, 1, 2]
     assert executor._free_workers == ["tcp://alive:3", "tcp://alive:2"]
     assert executor._shares == {}
+
+
+def test_the_schedulers_word_on_a_dead_workers_tasks_is_dropped_for_this_run_only():
+    """The runner says what a lost trial means (retried or failed); the LocalCluster's own
+    ERROR records of the same loss would alarm for nothing. Another run's, or other news, pass."""
+    import logging
+
+    from hpo.executors.dask_cluster import _OwnLosses
+
+    own = _OwnLosses("hpo-1a2b3c4d-")
+
+    def passes(message: str) -> bool:
+        return own.filter(logging.LogRecord("distributed.scheduler", logging.ERROR, __file__, 1, message, (), None))
+
+    assert not passes("Task hpo-1a2b3c4d-trials-31-9636f7 marked as failed because 1 workers died while trying "
+                      "to run it")
+    assert not passes("Removing worker 'tcp://127.0.0.1:1' caused the cluster to lose scattered data, which can't "
+                      "be recovered: {'hpo-1a2b3c4d-trainer-maker-0e1f2a3b'} (stimulus_id='x')")
+    assert passes("Task hpo-99999999-trials-31-9636f7 marked as failed because 1 workers died while trying to run it")
+    assert passes("Task hpo-1a2b3c4d-trials-31-9636f7 erred: ZeroDivisionError")
