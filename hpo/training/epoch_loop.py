@@ -24,6 +24,7 @@ from hpo.training.best_epoch import BestEpochs
 from hpo.training.checkpoint import progress_due, stored_reports
 from hpo.training.context import TrainingContext
 from hpo.training.training_data import WholeStream, leading
+from hpo.training.training_data import steps_per_epoch as epoch_steps
 
 EVAL_BATCH = 1024
 log = logging.getLogger("hpo.train")
@@ -73,7 +74,7 @@ def train_epochs(context: TrainingContext, group: TrialGroup, batch_size: int, r
     tasks = group.tasks
     k = len(tasks)
     start, end = tasks[0].start_epoch, tasks[0].end_epoch
-    steps_per_epoch = context.data.train_examples // batch_size
+    steps_per_epoch = epoch_steps(context.data.train_examples, batch_size)
     # A group that trains an epoch (and evaluates) in one call (the fit engine) gets it whole.
     whole_epoch = getattr(group, "whole_epoch", False)
     steps_per_call = steps_per_epoch if whole_epoch else context.training.steps_per_call
@@ -175,7 +176,7 @@ def _epoch_calls(context: TrainingContext, data_seed: int, epoch: int, batch_siz
     on streamed splits gets the epoch as one `WholeStream`, read batch by batch by its engine,
     rather than one stacked call holding the whole epoch."""
     if whole_epoch and context.data.streamed:
-        steps = context.data.train_examples // batch_size
+        steps = epoch_steps(context.data.train_examples, batch_size)
         return iter([(WholeStream(context.data.epoch_dataset(data_seed, epoch, batch_size), steps,
                                   steps * batch_size), steps)])
     return context.data.train_calls(data_seed, epoch, batch_size, steps_per_call)

@@ -52,7 +52,7 @@ from hpo.training.program import TrainingProgram, architecture_signature, build_
 from hpo.training.program_cache import DEFAULT_CAPACITY, ProgramCache
 from hpo.training.seeding import seed_trial
 from hpo.training.single_trial import SingleTrial, resume_point
-from hpo.training.training_data import check_batch_size, device_data
+from hpo.training.training_data import check_batch_size, device_data, steps_per_epoch
 from hpo.training.xla_fusion import request_multi_output_fusion, single_pass_update
 
 log = logging.getLogger("hpo.train")
@@ -282,7 +282,7 @@ class Trainer:
 
     def job_steps(self, task: TrainTask, batch_size: int) -> int:
         """The training steps `task` runs at `batch_size`."""
-        return self.data.train_examples // batch_size * (task.end_epoch - task.start_epoch)
+        return steps_per_epoch(self.data.train_examples, batch_size) * (task.end_epoch - task.start_epoch)
 
     def run_group(self, tasks: Sequence[TrainTask]) -> Iterator[Event]:
         """Train `tasks`, one after another, as events: each trial's epochs, then its end. A

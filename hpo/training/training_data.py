@@ -27,12 +27,33 @@ from hpo.errors import TrialFailed
 PREFETCH_CALLS = 2
 
 
+def steps_per_epoch(n_train: int, batch_size: int) -> int:
+    """An epoch's steps: every example once, as `model.fit` counts them (the last batch partial there)."""
+    return -(-n_train // batch_size)
+
+
 def epoch_batches(data_seed: int, epoch: int, n_train: int, batch_size: int) -> np.ndarray:
     """The epoch's batches as [steps, batch_size] int32 indices into the training set: one
-    shuffle, the same for every trial of a study, whole batches only."""
-    steps = n_train // batch_size
+    shuffle, the same for every trial of a study. Every example is trained each epoch: where
+    `batch_size` does not divide the set, the last batch is filled up by repeating its own
+    examples (one batch shape, so one compiled program, where `fit` would train a smaller batch)."""
+    steps = steps_per_epoch(n_train, batch_size)
     order = np.random.default_rng([data_seed, epoch]).permutation(n_train)
-    return order[: steps * batch_size].reshape(steps, batch_size).astype("int32")
+    whole = (steps - 1) * batch_size
+    order = np.concatenate([order[:whole], np.resize(order[whole:], batch_size)])
+    return order.reshape(steps, batch_size).astype("int32")
+
+
+def _filled(batches, batch_size: int):
+    """`batches` (a dataset of (x, y) batches) with a partial last batch filled up to
+    `batch_size` by repeating its own examples, as `epoch_batches` fills one."""
+    import tensorflow as tf
+
+    def fill(x, y):
+        rows = tf.range(batch_size) % tf.shape(tf.nest.flatten(x)[0])[0]
+        return tuple(tf.nest.map_structure(
+            lambda a: tf.ensure_shape(tf.gather(a, rows), [batch_size, *a.shape[1:]]), part) for part in (x, y))
+    return batches.map(fill)
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class WholeStream:
     what an engine built on `model.fit` trains or evaluates in one call when the splits are
     streamed (it resets its metrics at every call, so the pass cannot be cut into calls)."""
     dataset: Any
-    batches: int          # training: the epoch's whole batches
+    batches: int          # training: the epoch's batches
     examples: int         # evaluation: the examples the loss is summed over
 
 
@@ -80,7 +101,7 @@ class DeviceArrays:
     def train_calls(self, data_seed: int, epoch: int, batch_size: int,
                     steps_per_call: int) -> Iterator[tuple[Any, int]]:
         """(one compiled call's input, its steps) for every call of the epoch: [steps, batch]
-        indices into the train arrays, one shuffle per (data seed, epoch), whole batches."""
+        indices into the train arrays, one shuffle per (data seed, epoch) (`epoch_batches`)."""
         import tensorflow as tf
 
         batches = epoch_batches(data_seed, epoch, self.train_examples, batch_size)
@@ -121,7 +142,7 @@ class DeviceArrays:
         (which examples does not matter)."""
         import tensorflow as tf
 
-        steps = max(1, min(steps_per_call, self.train_examples // batch_size))
+        steps = max(1, min(steps_per_call, steps_per_epoch(self.train_examples, batch_size)))
         indices = np.random.default_rng(seed).integers(0, self.train_examples, (steps, batch_size)).astype("int32")
         return tf.constant(indices)
 
@@ -157,8 +178,9 @@ class StreamedData:
                 tf.TensorSpec([None, None, *self.train.target_shape], tf.as_dtype(self.train.target_dtype)))
 
     def calls(self, batch_size: int, steps_per_call: int):
-        """The train split as compiled calls' inputs: whole batches, `steps_per_call` of them stacked
-        per call (the last call may hold fewer), the next call read while the current one trains."""
+        """The train split as compiled calls' inputs: batches, `steps_per_call` of them stacked per
+        call (the last call may hold fewer, its last batch filled up with its own examples as
+        `epoch_batches` fills one), the next call read while the current one trains."""
         key = (batch_size, steps_per_call)
         if key not in self.pipelines:
             self.pipelines[key] = self._calls(batch_size, steps_per_call)
@@ -171,10 +193,15 @@ class StreamedData:
 
         def stack(x, y):
             x, y = self.train.cast(x, y)
-            steps = tf.shape(x)[0] // batch_size
-            whole = steps * batch_size        # whole batches only, as the in-memory path trains
-            return (tf.reshape(x[:whole], [steps, batch_size, *input_shape]),
-                    tf.reshape(y[:whole], [steps, batch_size, *target_shape]))
+            examples = tf.shape(x)[0]
+            steps = -(-examples // batch_size)
+            rows, last = tf.range(steps * batch_size), (steps - 1) * batch_size
+            rows = tf.where(rows < examples, rows, last + (rows - last) % tf.maximum(examples - last, 1))
+            # Only the epoch's last call may be partial: the others are reshaped without a copy.
+            x, y = tf.cond(examples % batch_size > 0, lambda: (tf.gather(x, rows), tf.gather(y, rows)),
+                           lambda: (x, y))
+            return (tf.reshape(x, [steps, batch_size, *input_shape]),
+                    tf.reshape(y, [steps, batch_size, *target_shape]))
         # One batching of a call's examples, then one map (cast and reshape): batching batches
         # costs tf.data a second pass over every element (benchmarks/streaming.py).
         calls = self.train.elements.batch(batch_size * steps_per_call)
@@ -189,11 +216,12 @@ class StreamedData:
             yield (x, y), int(x.shape[0])
 
     def epoch_dataset(self, data_seed: int, epoch: int, batch_size: int):
-        """The epoch's whole batches as a `tf.data.Dataset` of (x, y), prefetched, in the split's
-        own order: what an engine built on `model.fit` feeds it."""
+        """The epoch's batches as a `tf.data.Dataset` of (x, y), prefetched, in the split's own
+        order, the last one filled up as `calls` fills it: what an engine built on `model.fit` feeds it."""
         key = ("fit", batch_size)
         if key not in self.pipelines:
-            self.pipelines[key] = _beside_training(self.train.batches(batch_size, drop_remainder=True))
+            self.pipelines[key] = _beside_training(_filled(self.train.batches(batch_size, prefetch=False),
+                                                           batch_size).prefetch(1))
         return self.pipelines[key]
 
     def validation_dataset(self, batch: int):

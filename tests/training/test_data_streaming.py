@@ -93,18 +93,10 @@ def test_a_stream_larger_than_the_memory_limit_trains_without_being_materialised
 def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets():
     """In memory and streamed, an epoch is the same number of whole batches, whether read as
     the compiled step's calls or as the `tf.data` datasets a `model.fit` engine takes."""
-    import tensorflow as tf
+    from hpo.training.training_data import epoch_batches
 
-    from hpo.data import StreamedSplit
-    from hpo.training.training_data import device_data, epoch_batches
-
-    arrays = load_dataset(DataConfig(dataset="tests.support.data_tasks:array_splits"))      # 80 train, 20 validation
-    streams = {name: StreamedSplit(tf.data.Dataset.from_tensor_slices((x, y)), len(x), (6,), (), "int32")
-               for name, (x, y) in (("train", (arrays.x_train, arrays.y_train)),
-                                    ("validation", (arrays.x_val, arrays.y_val)))}
-    streamed = dataclasses.replace(arrays, x_train=None, y_train=None, x_val=None, y_val=None, x_test=None, y_test=None,
-                       streams=streams)
-    in_memory, stream = device_data(arrays, "/device:CPU:0"), device_data(streamed, "/device:CPU:0")
+    stream, in_memory, x_train = _both_forms()
+    arrays_y = load_dataset(DataConfig(dataset="tests.support.data_tasks:array_splits")).y_train
     for data in (in_memory, stream):
         calls = list(data.train_calls(data_seed=3, epoch=1, batch_size=16, steps_per_call=2))
         assert [steps for _, steps in calls] == [2, 2, 1]                  # 80 // 16 = 5 whole batches
@@ -114,9 +106,45 @@ def test_both_forms_of_training_data_give_whole_batches_in_calls_and_as_datasets
     # In memory, the datasets follow the study's shuffle; streamed, the split's own order.
     order = epoch_batches(3, 1, 80, 16)
     _, first_y = next(iter(in_memory.epoch_dataset(data_seed=3, epoch=1, batch_size=16)))
-    np.testing.assert_array_equal(first_y.numpy(), arrays.y_train[order[0]])
+    np.testing.assert_array_equal(first_y.numpy(), arrays_y[order[0]])
     stream_x, _ = next(iter(stream.epoch_dataset(data_seed=3, epoch=1, batch_size=16)))
-    np.testing.assert_array_equal(stream_x.numpy(), arrays.x_train[:16])
+    np.testing.assert_array_equal(stream_x.numpy(), x_train[:16])
+
+
+def test_every_example_trains_each_epoch_where_the_batch_size_does_not_divide_the_split():
+    """80 examples at batch size 24: four batches as `model.fit` counts them, the last one
+    filled up with examples already seen that epoch, so every example trains each epoch (a
+    dropped remainder left the tail of an unshuffled stream untrained for ever)."""
+    streamed, in_memory, x_train = _both_forms()
+    for data in (in_memory, streamed):
+        calls = list(data.train_calls(data_seed=3, epoch=1, batch_size=24, steps_per_call=3))
+        assert [steps for _, steps in calls] == [3, 1]
+        batches = list(data.epoch_dataset(data_seed=3, epoch=1, batch_size=24))
+        assert [tuple(x.shape)[:1] for x, _ in batches] == [(24,)] * 4
+        if data is in_memory:
+            seen = {int(i) for call, _ in calls for i in call.numpy().ravel()}
+            assert seen == set(range(80))
+            seen_by_fit = {tuple(row) for x, _ in batches for row in x.numpy()}
+        else:
+            seen = {tuple(row) for (x, _), _ in calls for row in x.numpy().reshape(-1, 6)}
+            assert seen == {tuple(row) for row in x_train}
+            seen_by_fit = {tuple(row) for x, _ in batches for row in x.numpy()}
+        assert seen_by_fit == {tuple(row) for row in x_train}
+
+
+def _both_forms():
+    import tensorflow as tf
+
+    from hpo.data import StreamedSplit
+    from hpo.training.training_data import device_data
+
+    arrays = load_dataset(DataConfig(dataset="tests.support.data_tasks:array_splits"))      # 80 train, 20 validation
+    streams = {name: StreamedSplit(tf.data.Dataset.from_tensor_slices((x, y)), len(x), (6,), (), "int32")
+               for name, (x, y) in (("train", (arrays.x_train, arrays.y_train)),
+                                    ("validation", (arrays.x_val, arrays.y_val)))}
+    streamed = dataclasses.replace(arrays, x_train=None, y_train=None, x_val=None, y_val=None, x_test=None, y_test=None,
+                                   streams=streams)
+    return device_data(streamed, "/device:CPU:0"), device_data(arrays, "/device:CPU:0"), arrays.x_train
 
 
 @pytest.mark.slow

@@ -81,7 +81,7 @@ def test_a_promotion_on_the_fit_engine_continues_the_optimizer_state(binary_data
 
     with np.load(tmp_path / "first.npz") as stored:
         arrays = dict(stored)
-    assert arrays["o0"] == 7                           # Adam's step count: 7 steps of 32 from 240 rows
+    assert arrays["o0"] == 8                           # Adam's step count: 8 steps of 32 from 240 rows
     zeroed = {k: (np.zeros_like(v) if k.startswith("o") else v) for k, v in arrays.items()}
     np.savez(tmp_path / "zeroed.npz", **zeroed)
     restarted = [r.metrics for r in fit.run(task(tmp_path, "restarted", 1, 3, str(tmp_path / "zeroed.npz")))]

@@ -41,7 +41,7 @@ def test_continuation_equals_training_straight_through(digits, tmp_path):
     first = list(trainer.run(task(tmp_path, 0, 2, "first")))
     second = list(trainer.run(task(tmp_path, 2, 4, "second", checkpoint_in=str(tmp_path / "first.npz"))))
     assert [r.epoch for r in second] == [3, 4]
-    steps_per_epoch = len(digits.x_train) // CONFIG["batch_size"]
+    steps_per_epoch = -(-len(digits.x_train) // CONFIG["batch_size"])      # the last batch filled up
     w_first, it_first = checkpoint(tmp_path / "first.npz")
     w_second, it_second = checkpoint(tmp_path / "second.npz")
     w_straight, it_straight = checkpoint(tmp_path / "straight.npz")
@@ -61,7 +61,7 @@ def test_a_rerun_picks_up_from_its_own_progress_checkpoint(digits, tmp_path):
     first_two = [next(interrupted), next(interrupted)]     # the attempt dies after epoch 2
     interrupted.close()
     _, iterations = checkpoint(tmp_path / "rerun.npz")
-    assert iterations == 2 * (len(digits.x_train) // CONFIG["batch_size"])
+    assert iterations == 2 * -(-len(digits.x_train) // CONFIG["batch_size"])
     rest = list(make_trainer(digits, checkpoint_seconds=0).run(task(tmp_path, 0, 5, "rerun")))  # a fresh process
     # Every checkpointed epoch's report is sent again (the driver may have missed any of them),
     # marked as replayed; training continues with epoch 3.
