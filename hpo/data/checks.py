@@ -89,6 +89,12 @@ def _checked_inputs(x: np.ndarray, name: str, bad: LoaderProblem, split_name: st
     what = "inputs" if name == "x" else f"inputs {name}"
     if x.dtype.kind not in "biuf":
         raise bad(f"returned non-numeric {what} (dtype {x.dtype}); expected numbers", split_name)
+    if 0 in x.shape[1:]:
+        # A model over no features aborts TensorFlow's process, not a trial (exit 134).
+        hint = "; a .csv read with the wrong delimiter gives one column (data.options.delimiter)" \
+            if x.ndim == 2 and "csv" in bad.ref else ""
+        raise bad(f"returned {what} of shape {x.shape}, with no features; expected at least one value per "
+                  f"example{hint}", split_name)
     x = x.astype("float32")
     finite = np.isfinite(x)
     if not finite.all():

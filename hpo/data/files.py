@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from hpo.errors import ConfigError
 
 
-def load_npz(path: str | None = None, x: str | None = None, y: str | None = None,
-             **_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def load_npz(path: str | None = None, x: str | None = None, y: str | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """Inputs and targets from a NumPy archive. `x` and `y` name its arrays (default 'x' and
     'y'); an archive in Keras's layout (x_train, y_train, x_test, y_test) is joined, and hpo
     splits it as any other arrays."""
@@ -36,8 +34,8 @@ def load_npz(path: str | None = None, x: str | None = None, y: str | None = None
         return archive[x], archive[y], f"{file} (arrays {x!r}, {y!r})"
 
 
-def load_csv(path: str | None = None, target: str | int = -1, delimiter: str = ",",
-             **_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+def load_csv(path: str | None = None, target: str | int = -1,
+             delimiter: str = ",") -> tuple[np.ndarray, np.ndarray, str]:
     """A table of numbers, one example per row: `target` names the target column (its header,
     or its index; default the last column), every other column is an input. A first row with
     any non-numeric cell is the header. A target column of words (class names) becomes class

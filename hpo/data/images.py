@@ -13,7 +13,7 @@ _SPLIT_FOLDERS = ("train", "validation", "test")
 
 
 def load_image_folder(path: str | None = None, image_size: Sequence[int] = (64, 64), color_mode: str = "rgb",
-                      validation_split: float = 0.2, seed: int = 0, **_: Any) -> dict[str, Any]:
+                      validation_split: float = 0.2, seed: int = 0) -> dict[str, Any]:
     """`path/<class>/<image>` (jpeg, png, bmp, gif), read by
     `keras.utils.image_dataset_from_directory` at `image_size`, pixels scaled to 0..1, labels
     the class folders' indices in sorted order. With `path/train/<class>/...` and

@@ -11,7 +11,6 @@ import io
 import os
 import socket
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -49,7 +48,7 @@ def keras_loader(name: str):
     standardised so `mae` reads in standard deviations."""
     files, origin, images = SETS[name]
 
-    def load(**_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    def load() -> tuple[np.ndarray, np.ndarray, str]:
         import keras
 
         module = getattr(keras.datasets, name)

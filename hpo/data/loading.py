@@ -31,7 +31,7 @@ from hpo.data.dataset import SPLITS, Dataset, classes_of, split
 from hpo.data.loaders import LOADERS, resolve_callable
 from hpo.data.nested import example_shapes, is_nested, leaves, map_tree, rows
 from hpo.data.settings import DataConfig
-from hpo.errors import UserInputError
+from hpo.errors import UserInputError, closest
 
 log = logging.getLogger("hpo.data")
 
@@ -40,17 +40,34 @@ SPLIT_KEYS = (*SPLITS, "source", "num_classes")
 _COUNT_BATCH = 1024       # elements per read when a stream is counted: bounded memory, few Python calls
 
 
+def _check_options(signature: inspect.Signature, options: dict, bad: LoaderProblem) -> None:
+    """Every option is one the loader takes by name (a misspelt one would be dropped unsaid by
+    a loader taking **kwargs, so only the user's own may)."""
+    params = signature.parameters
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        unknown = [key for key in options if key not in named]
+        if unknown:
+            near = closest(unknown[0], named)
+            raise bad(f"takes no option {unknown[0]!r}" + (f"; did you mean {near!r}?" if near else "") +
+                      f" (data.options; it takes {', '.join(named) if named else 'none'})")
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        raise bad(f"does not accept data.options {options}: {exc}") from None
+
+
 def call_loader(config: DataConfig) -> tuple[Any, LoaderProblem]:
     ref = config.dataset
     loader: Callable = resolve_callable(ref, LOADERS, key="data.dataset")
     bad = LoaderProblem(ref)
     options = dict(config.options)
     try:
-        inspect.signature(loader).bind(**options)
-    except TypeError as exc:
-        raise bad(f"does not accept data.options {options}: {exc}") from None
+        signature = inspect.signature(loader)
     except ValueError:      # a callable without a signature to read: the call says
-        pass
+        signature = None
+    if signature is not None:
+        _check_options(signature, options, bad)
     try:
         return loader(**options), bad
     except UserInputError:      # a loader's own refusal (a built-in's, naming its option): as it is
@@ -88,6 +105,11 @@ def _arrays_result(loaded: Any, bad: LoaderProblem, class_labels: bool) -> tuple
     if not isinstance(loaded, (tuple, list)) or len(loaded) not in (2, 3):
         raise bad(f"returned {type(loaded).__name__}; expected (x, y), (x, y, source) or a dict of splits "
                   f"{{'train': ..., 'validation': ..., 'test': ...}}")
+    if len(loaded) == 3 and not isinstance(loaded[2], str):
+        # Keras's (x, y, sample_weight): weights taken for a description would be dropped unsaid.
+        raise bad(f"returned a third element of type {type(loaded[2]).__name__}; expected (x, y) or (x, y, "
+                  f"source) with source a description string (per-example weights, as model.fit's "
+                  f"sample_weight, are not supported)")
     (x, y), source = loaded[:2], (str(loaded[2]) if len(loaded) == 3 else bad.ref)
     x, y = check_arrays(x, y, bad, class_labels)
     if rows(x) < 2:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 # name -> (sklearn loader, what the targets are)
@@ -18,7 +16,7 @@ def sklearn_loader(name: str):
     regression target standardised so `mae` reads in standard deviations."""
     function, targets = SETS[name]
 
-    def load(standardize: bool = True, **_: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    def load(standardize: bool = True) -> tuple[np.ndarray, np.ndarray, str]:
         import sklearn.datasets
 
         bunch = getattr(sklearn.datasets, function)()

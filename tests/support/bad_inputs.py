@@ -102,6 +102,15 @@ def no_options():
     return np.ones((20, 4), "float32"), np.arange(20) % 2
 
 
+def with_weights(**_):
+    x, y = good_loader()
+    return x, y, np.where(y > 0, 5.0, 1.0)       # Keras's (x, y, sample_weight)
+
+
+def no_features(**_):
+    return np.zeros((100, 0), "float32"), np.arange(100) % 3      # a .csv read with the wrong delimiter
+
+
 def not_a_model(config, input_shape, num_classes):
     return {"units": config["units"]}
 
@@ -264,7 +273,14 @@ CASES = [
     case("csv file that does not exist", PREFLIGHT, ["data.dataset=csv", "data.options={path: no_such.csv}"],
          ["key 'data.options.path'", "no_such.csv: no such file"]),
     case("loader refuses its options", PREFLIGHT, ["data.dataset={mod}:no_options", "data.options={n: 3}"],
-         ["does not accept data.options"]),
+         ["takes no option 'n'", "it takes none"]),
+    case("a built-in loader's misspelt option", PREFLIGHT,
+         ["data.dataset=csv", "data.options={path: t.csv, delimeter: ';'}"],
+         ["the loader 'csv' takes no option 'delimeter'; did you mean 'delimiter'?", "it takes path, target, delimiter"]),
+    case("loader returns sample weights", PREFLIGHT, ["data.dataset={mod}:with_weights"],
+         ["a third element of type ndarray", "sample_weight"]),
+    case("loader returns inputs with no features", PREFLIGHT, ["data.dataset={mod}:no_features"],
+         ["inputs of shape (100, 0), with no features"]),
     case("builder returns no model", PREFLIGHT, ["data.dataset={mod}:good_loader", "model.builder={mod}:not_a_model"],
          ["key 'model.builder'", "returned dict; expected a keras.Model"], process=True),
     case("targets in a dict for a builder of one output", PREFLIGHT,
