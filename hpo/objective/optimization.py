@@ -204,20 +204,30 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
                 summary = exc.summary
             trials = study.trials()
-    if summary.stopped_because == "interrupted":
-        # The study is safe (and, in a scratch folder, gone): Ctrl-C stops the caller too, as it
-        # stops a script or a notebook cell that loops over searches.
-        if study_dir is not None:
-            log.warning("search interrupted: the study in %s is saved; the same call resumes it", study_dir)
-        raise interruption(summary.by_sigterm)
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
-    return OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
-                          best_budget=best.budget if best else None, trials=trials,
-                          stopped_because=summary.stopped_because,
-                          study_dir=Path(study_dir) if study_dir is not None else None,
-                          objectives=goals.objectives if objectives is not None else (),
-                          pareto=pareto, simulation=executor.report() if simulate is not None else None)
+    result = OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
+                            best_budget=best.budget if best else None, trials=trials,
+                            stopped_because=summary.stopped_because,
+                            study_dir=Path(study_dir) if study_dir is not None else None,
+                            objectives=goals.objectives if objectives is not None else (),
+                            pareto=pareto, simulation=executor.report() if simulate is not None else None)
+    if summary.stopped_because == "interrupted":
+        # The study is safe (and, in a scratch folder, gone): Ctrl-C stops the caller too, as it
+        # stops a script or a notebook cell that loops over searches. What ran rides on it.
+        if study_dir is not None:
+            log.warning("search interrupted: the study in %s is saved; the same call resumes it", study_dir)
+        else:
+            finished = sum(t.state.value == "complete" for t in trials)
+            so_far = (f"; the best so far: {result.best_value:.6g} at budget {result.best_budget:g}, "
+                      f"{result.best_config}" if best is not None else "")
+            log.warning("search interrupted after %d finished trials, kept in no study (no study_dir)%s; "
+                        "the exception's .result holds them, and study_dir= keeps a search to resume",
+                        finished, so_far)
+        stop = interruption(summary.by_sigterm)
+        stop.result = result
+        raise stop
+    return result
 
 
 def _check_objective_and_fresh(objective: Any, fresh: Any, study_dir: Any) -> None:

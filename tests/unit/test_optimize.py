@@ -335,13 +335,21 @@ def test_ctrl_c_stops_the_caller_once_the_study_is_safe_and_the_same_call_resume
     study = tmp_path / "study" if persisted else None
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)    # a script's own handler
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as stopped:
             hpo.optimize(objective, SPACE, "random", min_budget=1, max_budget=1, max_trials=6, study_dir=study)
     finally:
         signal.signal(signal.SIGINT, previous)
+    # What ran rides on the exception: with no study, the two finished trials are all there is.
+    ran = stopped.value.result
+    assert [t.state.value for t in ran.trials] == ["complete", "complete", "interrupted"]
+    first_two = min(ran.trials[:2], key=lambda t: t.value)
+    assert (ran.best_value, ran.best_config) == (first_two.value, first_two.config)
     interrupted = [line for line in said if "interrupted" in line]
-    if not persisted:        # a scratch study is gone: nothing will rerun
-        assert interrupted == ["trial 2 interrupted: interrupted by the user (Ctrl-C)"], said
+    if not persisted:        # a scratch study is gone: nothing will rerun, and the warning says what is lost
+        assert interrupted == ["trial 2 interrupted: interrupted by the user (Ctrl-C)",
+                               f"search interrupted after 2 finished trials, kept in no study (no study_dir); the "
+                               f"best so far: {ran.best_value:.6g} at budget 1, {ran.best_config}; the exception's "
+                               f".result holds them, and study_dir= keeps a search to resume"], said
         return
     assert interrupted == ["trial 2 interrupted: interrupted by the user (Ctrl-C); it will rerun on resume",
                            f"search interrupted: the study in {study} is saved; the same call resumes it"], said
