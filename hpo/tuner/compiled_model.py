@@ -90,13 +90,16 @@ def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
             raise UnsupportedModel(f"loss {loss!r} is not supported by the Keras Tuner face; pass a Keras loss "
                                    f"(a name such as 'sparse_categorical_crossentropy' or keras.losses class)")
         options = dict(getattr(loss, "_fn_kwargs", {}))
-        extra = {k: v for k, v in options.items() if k not in _LOSS_OPTIONS_OK and v is not None}
+        defaults = _defaults(fn)      # a class passes every option on, its defaults included
+        extra = {k: v for k, v in options.items()
+                 if k not in _LOSS_OPTIONS_OK and v is not None and (k not in defaults or v != defaults[k])}
         if extra:
             raise UnsupportedModel(f"loss {loss_id} with {extra} is not supported by hpo's trainer")
         if options.get("ignore_class") is not None:
             raise UnsupportedModel(f"loss {loss_id}(ignore_class=...) is not supported by hpo's trainer")
         reduction = getattr(loss, "reduction", "sum_over_batch_size")
-        if reduction not in (None, "sum_over_batch_size", "auto"):
+        # Without sample weights, each of these is the batch's mean, as hpo's trainer takes it.
+        if reduction not in (None, "sum_over_batch_size", "auto", "mean", "mean_with_sample_weight"):
             raise UnsupportedModel(f"loss {loss_id}(reduction={reduction!r}) is not supported by hpo's trainer")
         if "from_logits" in options and "crossentropy" in loss_id:
             logits = outputs_logits(model)
@@ -128,12 +131,25 @@ def loss_and_metrics(model) -> tuple[str, tuple[str, ...]]:
     return loss_id, tuple(ids)
 
 
+def _defaults(fn) -> dict:
+    """The keyword defaults of a loss function (empty where it has no signature to read)."""
+    import inspect
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not p.empty}
+
+
 def _as_by_name(metric) -> str | None:
     """The name string a Keras metric object is, or None: it must carry its class's default
     name (Keras numbers a repeated default, `auc_1`) and every setting at its default (an
     `AUC(curve="PR")` or a `Precision(thresholds=0.7)` is another metric than 'auc' or
     'precision')."""
-    default = type(metric)()
+    try:
+        default = type(metric)()
+    except TypeError:     # a class with required settings (PrecisionAtRecall(recall)) has no plain name
+        return None
     stem = re.sub(r"_\d+$", "", default.name)
     settings = {k: v for k, v in metric.get_config().items() if k != "name"}
     defaults = {k: v for k, v in default.get_config().items() if k != "name"}

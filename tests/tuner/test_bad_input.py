@@ -135,9 +135,31 @@ def test_keras_metric_objects_at_their_defaults_read_as_their_names_and_other_se
     keras.metrics.AUC()                             # an earlier one takes the default name
     assert loss_and_metrics(compiled(keras.metrics.AUC()))[1] == ("auc",)
     for metric in (keras.metrics.AUC(curve="PR"), keras.metrics.Precision(thresholds=0.7),
-                   keras.metrics.Recall(name="rec")):
+                   keras.metrics.Recall(name="rec"), keras.metrics.PrecisionAtRecall(0.5)):
         with pytest.raises(UnsupportedModel, match="is not supported by the Keras Tuner face"):
             loss_and_metrics(compiled(metric))
+
+
+def test_keras_loss_objects_read_as_their_names_where_every_other_setting_is_its_default():
+    """A loss class passes all its options on, defaults included (BinaryCrossentropy's
+    label_smoothing=0.0, Huber's delta=1.0): those are the named loss. Another value is
+    another loss, refused rather than trained as the default one."""
+    import keras
+
+    from hpo.tuner.compiled_model import UnsupportedModel, loss_and_metrics
+
+    def compiled(loss, activation=None):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation=activation)])
+        model.compile("adam", loss)
+        return model
+    assert loss_and_metrics(compiled(keras.losses.BinaryCrossentropy(from_logits=True)))[0] == "binary_crossentropy"
+    assert loss_and_metrics(compiled(keras.losses.BinaryCrossentropy(), "sigmoid"))[0] == "binary_crossentropy"
+    assert loss_and_metrics(compiled(keras.losses.Huber()))[0] == "huber"
+    assert loss_and_metrics(compiled(keras.losses.MeanSquaredError(reduction="mean")))[0] == "mean_squared_error"
+    for loss, activation in ((keras.losses.Huber(delta=0.3), None),
+                             (keras.losses.BinaryCrossentropy(label_smoothing=0.1), "sigmoid")):
+        with pytest.raises(UnsupportedModel, match="is not supported by hpo's trainer"):
+            loss_and_metrics(compiled(loss, activation))
 
 
 def test_a_string_cross_entropy_over_a_linear_output_is_noted_before_the_search():
