@@ -60,8 +60,7 @@ def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_exa
         reasons.append("the targets hold several arrays")
     if len(outputs) <= 1 and (per_output(training.loss) or per_output(training.metrics)):
         reasons.append("training.loss or training.metrics is given per output")
-    hooked = sorted({type(cb).__name__ for cb in callbacks for hook in _BATCH_HOOKS
-                     if getattr(type(cb), hook, None) is not getattr(keras.callbacks.Callback, hook)})
+    hooked = batch_hooked(callbacks)
     if hooked:
         reasons.append(f"the callback(s) {', '.join(hooked)} hook into batches")
     if not reasons and y_example is not None:
@@ -69,6 +68,14 @@ def fit_reasons(model, training: TrainingConfig, callbacks: Sequence = (), y_exa
         if problem:
             reasons.append(problem)
     return reasons
+
+
+def batch_hooked(callbacks: Sequence) -> list[str]:
+    """The names of the callbacks' classes that hook into batches (their hooks need `fit`, one
+    step per execution: Keras calls batch hooks once per execution)."""
+    import keras
+    return sorted({type(cb).__name__ for cb in callbacks for hook in _BATCH_HOOKS
+                   if getattr(type(cb), hook, None) is not getattr(keras.callbacks.Callback, hook)})
 
 
 def _measures_problem(model, training: TrainingConfig, y_example) -> str | None:

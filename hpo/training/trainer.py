@@ -35,7 +35,7 @@ from hpo.training.compile_mode import (
 )
 from hpo.training.context import TrainingContext
 from hpo.training.devices import device_type
-from hpo.training.engines import EngineChoice, choose_engine
+from hpo.training.engines import EngineChoice, batch_hooked, choose_engine
 from hpo.training.epoch_loop import train_epochs
 from hpo.training.fit_engine import (
     ENGINE_KEY,
@@ -89,6 +89,7 @@ class Trainer:
         # choice key -> training steps run in a provisional mode, unmeasured (see `mode_for`)
         self._unmeasured_steps: collections.Counter[str] = collections.Counter()
         self._engines: dict[str, EngineChoice] = {}     # architecture signature -> its engine
+        self._hooks_batches: bool | None = None
         self._engine_of_trial: dict[int, EngineChoice] = {}   # until its TrialDone carries it to the driver
         # A model `build_model` gave that nothing has touched since: the next build of the same
         # params and seed takes it instead of building again (`keep_spare`).
@@ -143,6 +144,12 @@ class Trainer:
     def fresh_weights(self, params: Mapping[str, Any], seed: int) -> list:
         """The values a fresh seeded build gives its variables (`hpo.training.fresh_weights`)."""
         return self.weights.values(params, seed)
+
+    def _batch_hooked(self) -> bool:
+        """Whether a configured callback hooks into batches (read once, from one set of them)."""
+        if self._hooks_batches is None:
+            self._hooks_batches = bool(batch_hooked(make_callbacks(self.training.callbacks)))
+        return self._hooks_batches
 
     def engine_for(self, params: Mapping[str, Any], seed: int) -> EngineChoice:
         """The engine that trains this architecture (`hpo.training.engines`), decided once."""
@@ -202,10 +209,12 @@ class Trainer:
             if is_fit_signature(signature):
                 # Streamed, fit reads each epoch from its `WholeStream`, not from arrays.
                 arrays = (None, None) if self.data.streamed else (self.data.x_train, self.data.y_train)
+                # Keras calls batch hooks once per execution: a callback that hooks batches gets
+                # every batch only at one step per execution.
+                steps = 1 if self._batch_hooked() else self.training.steps_per_call
                 return build_fit_program(signature, model, params, *arrays, mode,
                                          single_pass_update(mode, self.device), self.training.loss,
-                                         self.training.metrics, self.training.steps_per_call,
-                                         y_example=self.data.y_example)
+                                         self.training.metrics, steps, y_example=self.data.y_example)
             return build_program(signature, model, params, *self.data.step_inputs(), mode,
                                  single_pass_update(mode, self.device), self.training.loss, self.training.metrics,
                                  y_example=self.data.y_example)

@@ -67,6 +67,18 @@ def count_batches():
     return CountBatches()
 
 
+class RecordBatches(keras.callbacks.Callback):
+    """Every batch index Keras hands `on_train_batch_end`, in order (one list per process)."""
+    seen: list[int] = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        RecordBatches.seen.append(batch)
+
+
+def record_batches():
+    return RecordBatches()
+
+
 def not_a_callback():
     return 42
 

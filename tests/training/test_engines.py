@@ -230,6 +230,17 @@ def test_early_stopping_stops_a_trial_that_no_longer_improves(tmp_path, capsys):
     assert "early stopping: val_loss has not improved" in (study_dir / "hpo.log").read_text()
 
 
+def test_a_callback_that_hooks_batches_is_called_for_every_batch(binary_data, tmp_path):
+    """Keras calls batch hooks once per execution of `steps_per_execution` steps; with a
+    callback that hooks batches, the fit engine runs one step per execution, as `fit` does by
+    default: 240 rows at batch 32 are batches 0-7 each epoch."""
+    engine_tasks.RecordBatches.seen.clear()
+    hooked = trainer(binary_data, "auto", callbacks=("tests.support.engine_tasks:record_batches",))
+    reports = list(hooked.run(task(tmp_path, "hooked", end=2)))
+    assert [r.epoch for r in reports] == [1, 2]
+    assert engine_tasks.RecordBatches.seen == list(range(8)) * 2
+
+
 def test_auto_names_each_reason_the_compiled_engine_cannot_serve():
     from hpo.training.engines import choose_engine
 
