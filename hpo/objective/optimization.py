@@ -204,6 +204,10 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
                 log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
                 summary = exc.summary
             trials = study.trials()
+    if study_dir is not None and summary.trials_finished_now == 0 and \
+            summary.stopped_because in ("max_trials", "total_budget", "searcher finished"):
+        log.warning("%s", _complete_note(study_dir, summary.stopped_because, len(trials), experiment.search.max_trials,
+                                          experiment.search.total_budget))
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
     result = OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
@@ -228,6 +232,18 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
         stop.result = result
         raise stop
     return result
+
+
+def _complete_note(study_dir, stopped_because: str, asked: int, max_trials: int | None,
+                   total_budget: float | None) -> str:
+    """What a call on a study that had already run its search says, as `hpo search` says it."""
+    done = f"the study in {study_dir} is complete, so nothing ran: the result is its stored trials"
+    if stopped_because == "max_trials":
+        ran = max(asked, max_trials or 0)
+        return f"{done} ({ran} of max_trials={max_trials}); to extend it, pass max_trials={2 * ran}"
+    if stopped_because == "total_budget":
+        return f"{done} (total_budget={total_budget:g} spent); to extend it, pass a larger total_budget"
+    return f"{done} (the searcher has no configuration left to try); fresh=True starts a new one beside it"
 
 
 def _check_objective_and_fresh(objective: Any, fresh: Any, study_dir: Any) -> None:

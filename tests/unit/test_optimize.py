@@ -525,3 +525,18 @@ def test_ctrl_c_while_the_workers_shut_down_after_the_last_trial_keeps_the_searc
     result = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=3, workers=2)
     assert result.stopped_because == "max_trials" and len(result.trials) == 3
     assert "interrupted while the workers shut down; the search had already stopped (max_trials)" in said
+
+
+def test_a_call_on_a_study_that_already_ran_its_search_says_so_and_how_to_extend_it(tmp_path, monkeypatch):
+    """As `hpo search` says it: nothing ran, the result is the stored trials, and the argument
+    that extends the search."""
+    study = tmp_path / "study"
+    first = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=4, study_dir=study)
+    said = logged(monkeypatch, "warning")
+    again = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=4, study_dir=study)
+    assert [t.config for t in again.trials] == [t.config for t in first.trials]
+    assert said == [f"the study in {study} is complete, so nothing ran: the result is its stored trials "
+                    f"(4 of max_trials=4); to extend it, pass max_trials=8"]
+    said.clear()
+    extended = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=8, study_dir=study)
+    assert len(extended.trials) == 8 and said == []
