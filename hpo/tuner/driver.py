@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 from hpo.driver.console import library_log_file
 from hpo.driver.runner import build_keras_runner
 from hpo.errors import ConfigError, UserInputError
-from hpo.metric_names import objective_names
+from hpo.metric_names import infer_direction, objective_names
 from hpo.study.integrity import FRESH_ADVICE
 from hpo.study.searching import open_for_search
 from hpo.tuner.data import LOADER, SearchData
@@ -149,6 +149,12 @@ def early_stopping_of(callbacks: Sequence[Any], best_epoch_of: str | None = None
             if cb.baseline is not None or cb.start_from_epoch:
                 raise ValueError("EarlyStopping(baseline, start_from_epoch) is not supported by hpo; monitor, "
                                  "patience, min_delta and restore_best_weights are")
+            mode = getattr(cb, "mode", "auto")
+            inferred = infer_direction(cb.monitor)
+            if mode in ("min", "max") and (mode == "max") != (inferred == "maximize"):
+                raise ValueError(f"EarlyStopping(monitor={cb.monitor!r}, mode={mode!r}) is not supported by hpo: its "
+                                 f"early stopping reads {cb.monitor!r} as {inferred}d, as Keras Tuner infers it; "
+                                 f"leave mode='auto' or monitor a measure that is {mode}imized")
             found = {"monitor": cb.monitor, "patience": int(cb.patience), "min_delta": float(abs(cb.min_delta))}
         elif isinstance(cb, keras.callbacks.TensorBoard):
             log.info("search(callbacks=[TensorBoard]) is not used: each trial's TensorBoard run is in the study's "

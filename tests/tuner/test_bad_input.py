@@ -112,6 +112,11 @@ def test_early_stopping_becomes_the_trainers_and_tensorboard_is_the_studys_own()
         early_stopping_of([restoring], best_epoch_of="val_loss")
     with pytest.raises(ValueError, match="keeps each trial's last epoch"):
         early_stopping_of([restoring])
+    # A mode that agrees with the inferred direction is the same stopping; one that contradicts
+    # it would be silently turned round.
+    assert early_stopping_of([keras.callbacks.EarlyStopping(monitor="val_mae", mode="min")])["monitor"] == "val_mae"
+    with pytest.raises(ValueError, match="mode='max'.*reads 'val_mae' as minimized.*a measure that is maximized"):
+        early_stopping_of([keras.callbacks.EarlyStopping(monitor="val_mae", mode="max")])
     with pytest.raises(ValueError, match="baseline"):
         early_stopping_of([keras.callbacks.EarlyStopping(baseline=0.5)])
     with pytest.raises(ValueError, match="callback CSVLogger is not supported"):
