@@ -276,7 +276,7 @@ def test_exported_model_continues_training_with_the_trials_optimizer_in_plain_ke
         assert float(optimizer.momentum) == pytest.approx(best.config["momentum"], rel=1e-6)
     # The trained state came along: the step count is the trial's (epochs x steps), slots are not zero.
     data = load_dataset(DataConfig(dataset="digits", validation_split=0.2, test_split=0.1), seed=0)
-    steps_per_epoch = len(data.x_train) // 32
+    steps_per_epoch = math.ceil(len(data.x_train) / 32)      # the last batch filled up, as fit counts
     trained_steps = round(best.budget) * steps_per_epoch
     assert int(optimizer.iterations) == trained_steps
     slots = [v for v in optimizer.variables if v.path.endswith(("_momentum", "_velocity"))]

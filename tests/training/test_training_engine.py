@@ -136,7 +136,7 @@ def test_auto_measures_each_architecture_once_and_remembers(digits, tmp_path):
 def test_a_job_too_short_to_pay_for_measuring_does_not_measure(digits, tmp_path):
     trainer = make_trainer(digits, compile="auto")
     choices = trainer.compile_choices
-    steps = len(digits.x_train) // BASE["batch_size"]
+    steps = -(-len(digits.x_train) // BASE["batch_size"])       # an epoch's steps, the last batch filled up
     assert steps < MIN_STEPS_TO_MEASURE
     train(trainer, tmp_path, BASE, "short", epochs=1)
     assert choices.compile_choices() == {}                  # nothing recorded: a longer job may still measure
@@ -152,7 +152,7 @@ def test_short_jobs_of_one_architecture_measure_once_their_steps_add_up(digits, 
 
     trainer = make_trainer(digits, compile="auto")
     choices = trainer.compile_choices
-    steps = len(digits.x_train) // BASE["batch_size"]
+    steps = -(-len(digits.x_train) // BASE["batch_size"])       # an epoch's steps, the last batch filled up
     monkeypatch.setattr(trainer_module, "MIN_STEPS_TO_MEASURE", int(2.5 * steps))
     for job in ("first", "second"):
         train(trainer, tmp_path, BASE, job, epochs=1)
