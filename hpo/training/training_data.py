@@ -50,9 +50,12 @@ def _filled(batches, batch_size: int):
     import tensorflow as tf
 
     def fill(x, y):
-        rows = tf.range(batch_size) % tf.shape(tf.nest.flatten(x)[0])[0]
-        return tuple(tf.nest.map_structure(
-            lambda a: tf.ensure_shape(tf.gather(a, rows), [batch_size, *a.shape[1:]]), part) for part in (x, y))
+        examples = tf.shape(tf.nest.flatten(x)[0])[0]
+        rows = tf.range(batch_size) % examples
+        # Only the last batch may be partial: the others pass without a copy, as in `calls`.
+        x, y = tf.cond(examples < batch_size, lambda: tf.nest.map_structure(lambda a: tf.gather(a, rows), (x, y)),
+                       lambda: (x, y))
+        return tf.nest.map_structure(lambda a: tf.ensure_shape(a, [batch_size, *a.shape[1:]]), (x, y))
     return batches.map(fill)
 
 
