@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import math
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from hpo.trial import config_text
+
+if TYPE_CHECKING:
+    from hpo.driver.completion import CompleteStudy
 
 log = logging.getLogger("hpo.cli")
 
@@ -19,6 +21,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     from hpo.config import load_experiment
     from hpo.config.yaml_source import from_override
+    from hpo.driver.completion import complete_study
     from hpo.driver.console import console, search_progress, stdout
     from hpo.driver.preflight import preflight
     from hpo.driver.runner import SearchAborted, budget_given, build_keras_runner
@@ -63,17 +66,12 @@ def cmd_search(args: argparse.Namespace) -> int:
                 console.print(Text(str(exc), style="bold red"))
                 return 1
         _print_summary(study, experiment.search.objective, experiment.search.goals(), summary)
-        if summary.trials_finished_now == 0 and summary.stopped_because in COMPLETE:
-            trials = study.trials()
-            note = _complete_note(args, experiment, summary.stopped_because, budget_given(trials, runner.searcher),
-                                  asked=len(trials))
-            stdout.print(note, highlight=False, markup=False)
+        complete = complete_study(summary, study.trials(), experiment.search, runner.searcher)
+        if complete is not None:
+            stdout.print(_complete_note(args, experiment, complete), highlight=False, markup=False)
         stdout.print(f"tensorboard --logdir {study.tensorboard_dir}", highlight=False)
         return 130 if summary.stopped_because == "interrupted" else 0
 
-
-# Why a rerun that trained nothing stopped, where that means the study is complete.
-COMPLETE = ("max_trials", "total_budget", "searcher finished")
 
 def _keep_data_fingerprint(study, fingerprint: str | None, experiment) -> None:
     """Record how the loader split its examples when the study starts; on a resume, say so if
@@ -107,20 +105,17 @@ def _log_file(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _complete_note(args: argparse.Namespace, experiment, stopped_because: str, given: float = 0.0,
-                   asked: int = 0) -> str:
-    """What a rerun of a finished search says, instead of silently doing nothing (`given`: the
-    epochs its trials were given, which a larger total must pass; `asked`: its jobs, which a
-    larger search.max_trials must pass: a study run with a larger one holds more)."""
+def _complete_note(args: argparse.Namespace, experiment, complete: CompleteStudy) -> str:
+    """What a rerun of a finished search says, instead of silently doing nothing, in YAML keys."""
     rerun = f"hpo search {args.experiment}" + (f" --study-dir {args.study_dir}" if args.study_dir else "")
-    limit = experiment.search.max_trials
-    if stopped_because == "max_trials" and limit:
-        return (f"the study is complete: it has run {max(asked, limit)} trials (search.max_trials={limit}). To "
-                f"extend it, run: {rerun} --set search.max_trials={2 * max(asked, limit)}")
-    total = experiment.search.total_budget
-    if stopped_because == "total_budget":
-        return (f"the study is complete: its trials have been given {given:g} epochs, search.total_budget={total:g}. "
-                f"To extend it, run: {rerun} --set search.total_budget={math.ceil(max(given, total)) + total:g}")
+    if complete.stopped_because == "max_trials" and complete.max_trials:
+        return (f"the study is complete: it has run {max(complete.trials, complete.max_trials)} trials "
+                f"(search.max_trials={complete.max_trials}). To extend it, run: {rerun} "
+                f"--set search.max_trials={complete.next_max_trials}")
+    if complete.stopped_because == "total_budget":
+        return (f"the study is complete: its trials have been given {complete.budget_given:g} epochs, "
+                f"search.total_budget={complete.total_budget:g}. To extend it, run: {rerun} "
+                f"--set search.total_budget={complete.next_total_budget:g}")
     return (f"the study is complete: {experiment.search.algorithm} has no configuration left to try. "
             f"To search again, start a new study: {rerun} --fresh (the old one is kept beside it)")
 

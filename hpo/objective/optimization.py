@@ -31,7 +31,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from hpo.errors import ConfigError, ConfigTypeError, UserInputError
 from hpo.objective.simulation import Simulation, SimulationReport, simulated_executor
@@ -40,6 +40,9 @@ from hpo.space import SearchSpace
 from hpo.study import TrialRow
 from hpo.study.pareto import ParetoMember, pareto_set
 from hpo.termination import interruption, stops_on_sigterm
+
+if TYPE_CHECKING:
+    from hpo.driver.completion import CompleteStudy
 
 log = logging.getLogger("hpo.optimize")
 
@@ -125,6 +128,7 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     # Imported here, not at the top: `import hpo` imports this module, and every CLI command
     # and library user would otherwise pay for the experiment, runner and executor modules.
     from hpo.config import experiment_from_dict
+    from hpo.driver.completion import complete_study
     from hpo.driver.runner import SearchAborted, build_runner, searcher_for
     from hpo.executors.function import FunctionExecutor
     from hpo.study.searching import open_for_search
@@ -193,21 +197,22 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
             from hpo.driver.console import library_log_file
             log_file = library_log_file
         with open_for_search(experiment, folder, fresh=fresh, log_file=log_file) as study:
+            runner = None
             try:
                 if simulate is not None:
                     executor = simulated_executor(simulate, objective, metric, workers, study)
-                summary = build_runner(experiment, study, executor, **_clock_of(executor),
-                                       resumable=study_dir is not None).run()
+                runner = build_runner(experiment, study, executor, **_clock_of(executor),
+                                      resumable=study_dir is not None)
+                summary = runner.run()
             except ConfigError as exc:      # e.g. an option the searcher does not take
                 raise _argument_error(exc) from None
             except SearchAborted as exc:    # the result keeps the trials so far (no study_dir: all there is)
                 log.warning("%s; the result holds the %d trials so far", exc, len(study.trials()))
                 summary = exc.summary
             trials = study.trials()
-    if study_dir is not None and summary.trials_finished_now == 0 and \
-            summary.stopped_because in ("max_trials", "total_budget", "searcher finished"):
-        log.warning("%s", _complete_note(study_dir, summary.stopped_because, len(trials), experiment.search.max_trials,
-                                          experiment.search.total_budget))
+            complete = complete_study(summary, trials, experiment.search, runner and runner.searcher)
+    if study_dir is not None and complete is not None:
+        log.warning("%s", _complete_note(study_dir, complete))
     pareto = pareto_set(trials, goals)
     best = None if goals.multi else summary.best      # hpo.study.ranking's: feasible first, as `hpo best`
     result = OptimizeResult(best_config=dict(best.config) if best else None, best_value=best.value if best else None,
@@ -234,15 +239,15 @@ def optimize(objective: Callable[[Mapping[str, Any], float], Any], space: Search
     return result
 
 
-def _complete_note(study_dir, stopped_because: str, asked: int, max_trials: int | None,
-                   total_budget: float | None) -> str:
+def _complete_note(study_dir, complete: CompleteStudy) -> str:
     """What a call on a study that had already run its search says, as `hpo search` says it."""
     done = f"the study in {study_dir} is complete, so nothing ran: the result is its stored trials"
-    if stopped_because == "max_trials":
-        ran = max(asked, max_trials or 0)
-        return f"{done} ({ran} of max_trials={max_trials}); to extend it, pass max_trials={2 * ran}"
-    if stopped_because == "total_budget":
-        return f"{done} (total_budget={total_budget:g} spent); to extend it, pass a larger total_budget"
+    if complete.stopped_because == "max_trials":
+        return (f"{done} ({max(complete.trials, complete.max_trials or 0)} of max_trials={complete.max_trials}); "
+                f"to extend it, pass max_trials={complete.next_max_trials}")
+    if complete.stopped_because == "total_budget":
+        return (f"{done} (its trials were given {complete.budget_given:g} of total_budget={complete.total_budget:g}); "
+                f"to extend it, pass total_budget={complete.next_total_budget:g}")
     return f"{done} (the searcher has no configuration left to try); fresh=True starts a new one beside it"
 
 

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from hpo.driver.completion import CompleteStudy, complete_study
 from hpo.driver.preflight import check_batch_sizes
 from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
@@ -226,8 +227,9 @@ class Tuner:
                 log.warning("search interrupted: the study in %s is saved; run search again (or the script) to "
                             "resume it%s", self.folder, rerun)
                 raise interruption(summary.by_sigterm)
-            if summary.trials_finished_now == 0 and summary.stopped_because in ("max_trials", "searcher finished"):
-                log.info("%s", self._complete_note(prepared.experiment, summary.stopped_because))
+            complete = complete_study(summary, self._rows, prepared.experiment.search)
+            if complete is not None:
+                log.info("%s", self._complete_note(prepared.experiment, complete))
             else:
                 log.info("search stopped (%s); study in %s", summary.stopped_because, self.folder)
 
@@ -264,15 +266,15 @@ class Tuner:
         except ConfigError as exc:
             raise python_argument_error(exc, names, self._face) from None
 
-    def _complete_note(self, experiment, stopped_because: str) -> str:
+    def _complete_note(self, experiment, complete: CompleteStudy) -> str:
         """What a rerun of a finished search says (as `hpo search` says it), in this face's arguments."""
         done = f"the study in {self.folder} is complete"
-        if stopped_because == "max_trials" and self.max_trials is not None:
-            # A study run before with a larger max_trials holds more trials than this one asks.
-            ran = max(len(self._rows), self.max_trials)
+        if complete.stopped_because == "max_trials" and self.max_trials is not None:
+            ran = max(complete.trials, self.max_trials)
             return (f"{done}: it has run {ran} trials (max_trials={self.max_trials}). To extend it, pass "
-                    f"max_trials={2 * ran} (its finished trials are kept); overwrite=True starts afresh")
-        if stopped_because == "max_trials":
+                    f"max_trials={complete.next_max_trials} (its finished trials are kept); "
+                    f"overwrite=True starts afresh")
+        if complete.stopped_because == "max_trials":
             iterations = self.hyperband_iterations
             return (f"{done}: it has run hyperband_iterations={iterations} ({experiment.search.max_trials} trials). "
                     f"To extend it, pass hyperband_iterations={iterations + 1} (its finished trials are kept); "

@@ -540,3 +540,18 @@ def test_a_call_on_a_study_that_already_ran_its_search_says_so_and_how_to_extend
     said.clear()
     extended = hpo.optimize(bowl, SPACE, "random", min_budget=1, max_budget=1, max_trials=8, study_dir=study)
     assert len(extended.trials) == 8 and said == []
+
+
+def test_a_call_on_a_study_that_was_given_its_total_budget_names_the_total_that_extends_it(tmp_path, monkeypatch):
+    """The total it suggests is computed, as `hpo search` computes it: what the trials were
+    given plus the total again, and a call with it trains more."""
+    study = tmp_path / "study"
+    first = hpo.optimize(bowl, SPACE, "random", min_budget=2, max_budget=2, total_budget=7, study_dir=study)
+    assert [t.budget for t in first.trials] == [2.0] * 4     # the fourth passes 7; the search then stops
+    said = logged(monkeypatch, "warning")
+    hpo.optimize(bowl, SPACE, "random", min_budget=2, max_budget=2, total_budget=7, study_dir=study)
+    assert said == [f"the study in {study} is complete, so nothing ran: the result is its stored trials "
+                    f"(its trials were given 8 of total_budget=7); to extend it, pass total_budget=15"]
+    said.clear()
+    extended = hpo.optimize(bowl, SPACE, "random", min_budget=2, max_budget=2, total_budget=15, study_dir=study)
+    assert len(extended.trials) > 4 and said == []

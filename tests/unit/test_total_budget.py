@@ -8,6 +8,7 @@ import pytest
 import hpo
 from hpo.cli.search_command import _complete_note
 from hpo.config import experiment_from_dict
+from hpo.driver.completion import CompleteStudy
 from hpo.driver.runner import epoch_span
 from hpo.errors import ConfigError
 from hpo.study import Study
@@ -127,8 +128,9 @@ def test_max_trials_is_no_limit_beside_a_total_unless_given():
 
 def test_a_rerun_of_a_study_that_was_given_its_total_says_how_to_extend_it():
     args = argparse.Namespace(experiment="exp.yaml", study_dir="runs/s")
-    note = _complete_note(args, experiment(total_budget=100), "total_budget", given=104)
+    note = _complete_note(args, experiment(total_budget=100), CompleteStudy("total_budget", 30, None, 104, 100))
     assert "given 104 epochs, search.total_budget=100" in note
     assert note.endswith("run: hpo search exp.yaml --study-dir runs/s --set search.total_budget=204")
     # A total lowered below what was given: the suggestion still trains more.
-    assert _complete_note(args, experiment(total_budget=30), "total_budget", given=63).endswith("=93")
+    lowered = CompleteStudy("total_budget", 30, None, 63, 30)
+    assert _complete_note(args, experiment(total_budget=30), lowered).endswith("=93")
