@@ -122,7 +122,8 @@ class DaskExecutor:
             environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
                        **{name: os.environ.get(name, threads) for name in pools}}
             with dask.config.set({"distributed.scheduler.allowed-failures": 0,
-                                  "distributed.nanny.pre-spawn-environ": environ}):
+                                  "distributed.nanny.pre-spawn-environ": environ,
+                                  "distributed.worker.multiprocessing-method": _worker_start_method(make_trainer)}):
                 # Loopback only: nothing outside this machine can reach the cluster. Each worker
                 # runs this module's `dask_setup` as it starts.
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -403,6 +404,30 @@ def _killed_worker(future) -> bool:
     """Whether a finished share's future failed because its worker died."""
     from distributed import KilledWorker
     return future.status == "error" and isinstance(future.exception(), KilledWorker)
+
+
+def _worker_start_method(make_trainer) -> str:
+    """How the LocalCluster's nannies start their workers, as the local backend's do
+    (`hpo.executors.local.worker_start_context`): on Linux without GPUs, forked from the
+    driver's forkserver, which imports distributed and TensorFlow once, so a worker starts in a
+    fraction of a second instead of the seconds of CPU each import costs; spawned elsewhere.
+    A worker the nanny restarts after a death is spawned: the method holds while the cluster
+    starts, and the user's own Dask configuration is theirs again after it."""
+    from hpo.executors.local import physical_gpu_count, trains_with_tensorflow, worker_start_context
+
+    gpus = physical_gpu_count()
+    if worker_start_context(gpus, preload_tensorflow=False).get_start_method() != "forkserver":
+        return "spawn"
+    import dask
+    from distributed.utils import get_mp_context
+
+    # distributed sets the forkserver's preload to its own packages the first time it is asked
+    # for a forkserver context, and never again: asked here first, ours is set after it and is
+    # the one the server starts with (unless this process's forkserver already runs).
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        get_mp_context()
+    worker_start_context(gpus, trains_with_tensorflow(make_trainer), also_preload=("distributed",))
+    return "forkserver"
 
 
 # --- inside a Dask worker process ---------------------------------------------------------

@@ -78,19 +78,23 @@ def physical_gpu_count() -> int:
         return 0
 
 
-def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str = sys.platform):
+def worker_start_context(gpu_count: int, preload_tensorflow: bool, platform: str = sys.platform,
+                         also_preload: tuple[str, ...] = ()):
     """How worker processes start: forked from a forkserver that imported TensorFlow once
     (`preload_tensorflow`: see `trains_with_tensorflow`) on Linux without GPUs; `spawn`
     where a GPU is present (each worker sees only its own GPU, which must be set before
     TensorFlow's import initialises CUDA, so nothing can be imported ahead of it) and on other
-    systems. The forkserver is one per driver process, started with the first worker and kept
-    for every executor after it (its preload is fixed then: a driver whose first workers train
-    without TensorFlow forks later ones from a server without it, and they import it themselves)."""
+    systems. `also_preload`: modules the server imports before TensorFlow (the Dask backend's
+    `distributed`). The forkserver is one per driver process, started with the first worker and
+    kept for every executor after it (its preload is fixed then: a driver whose first workers
+    train without TensorFlow forks later ones from a server without it, and they import it
+    themselves)."""
     if gpu_count or not platform.startswith("linux") or "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     context = mp.get_context("forkserver")
-    if preload_tensorflow:
-        context.set_forkserver_preload(["hpo.executors.worker_preload"])
+    preload = [*also_preload, *(["hpo.executors.worker_preload"] if preload_tensorflow else [])]
+    if preload:
+        context.set_forkserver_preload(preload)
     return context
 
 

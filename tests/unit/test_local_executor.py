@@ -31,6 +31,10 @@ def test_workers_fork_from_a_tensorflow_server_only_on_linux_without_gpus(monkey
     assert preloads == []
     assert worker_start_context(0, preload_tensorflow=True, platform="linux").get_start_method() == "forkserver"
     assert preloads == [["hpo.executors.worker_preload"]]
+    # The Dask backend's workers fork from the same server, which imports distributed first.
+    assert worker_start_context(0, preload_tensorflow=True, platform="linux",
+                                also_preload=("distributed",)).get_start_method() == "forkserver"
+    assert preloads[-1] == ["distributed", "hpo.executors.worker_preload"]
 
 
 def test_only_makers_that_say_so_fork_from_the_tensorflow_server():
