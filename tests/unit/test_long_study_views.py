@@ -172,3 +172,31 @@ def test_a_log_line_wider_than_the_terminal_keeps_its_path_whole(capsys, monkeyp
     logging.getLogger("hpo.test").warning("two lines:\n%s", "second")     # rich's own layout
     err = capsys.readouterr().err
     assert "WARNING" in err and "two lines:" in err and "second" in err, err
+
+
+def test_a_retried_trial_still_running_shows_its_config_not_its_last_attempts_error(long_study):
+    """A trial retried after its worker died keeps the first attempt's error until it ends;
+    while it runs again, its row shows its config, and `--trial N` names the error as its
+    previous attempt's. A failed trial's row shows its error."""
+    import io
+
+    from rich.console import Console
+
+    from hpo.cli.tables import status_table, trial_lines
+    from hpo.study.pareto import stored_goals
+    study = Study.open(long_study, read_only=True)
+    experiment, (first, second) = study.experiment(), study.trials()[:2]
+    study.close()
+    lost = "WorkerLost: the worker training it died"
+    running = dataclasses.replace(first, state=TrialState.RUNNING, attempts=2, error=lost, value=None)
+    failed = dataclasses.replace(second, state=TrialState.FAILED, error="ValueError: loss is NaN", value=None)
+    table, _ = status_table([running, failed], "t", stored_goals(experiment), 200)
+    screen = Console(width=200, file=io.StringIO())
+    screen.print(table)
+    rows = screen.file.getvalue()
+    running_row = next(line for line in rows.splitlines() if "running (2x)" in line)
+    assert "WorkerLost" not in rows.split("ValueError")[0] and "x=" in running_row, rows
+    assert "ValueError: loss is NaN" in rows
+    lines = trial_lines(running, "loss", of_function=True)
+    assert lines[lines.index("  error of its previous attempt:") + 1] == f"    {lost}"
+    assert "  error:" in trial_lines(failed, "loss", of_function=True)
