@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hpo.config import Experiment, binding_differences, diff_experiments, with_added_keys
+from hpo.config.diff import REPLAYED_CHANGES
 from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
@@ -155,10 +156,12 @@ def replay(study: Study, searcher: Searcher, on_tell: Callable[[int], None] | No
             job = searcher.ask()
             stored = Job.from_dict(payload)
             if job is None or _canonical(job) != _canonical(stored):
+                changed = ""
                 if study.replaced_experiment is not None:
+                    changed = _changed_options(study.replaced_experiment, study.experiment())
                     study.replace_experiment(study.replaced_experiment)
                 raise ReplayMismatch(f"replaying the study: trial {trial_id} was stored as {payload}, "
-                                     f"but the searcher now asks {job and job.to_dict()} (its options, seed, "
+                                     f"but the searcher now asks {job and job.to_dict()}{changed} (its options, seed, "
                                      f"version or the order of the space's parameters differ from the "
                                      f"study's: name the values the study ran with in the searcher's options "
                                      f"(search.options; options= in Python), e.g. a default that changed "
@@ -174,6 +177,14 @@ def replay(study: Study, searcher: Searcher, on_tell: Callable[[int], None] | No
         elif kind == "total_budget" and searcher.plans_total_budget:
             searcher.plan_total_budget(payload["total_budget"])
     return sorted(searcher.pending.values(), key=lambda j: j.trial_id)
+
+
+def _changed_options(stored, current) -> str:
+    """The searcher's options this run changed against the study's (stored -> now), the likely
+    cause of a replay that differs; empty when none did."""
+    lines = [line for line in diff_experiments(with_added_keys(stored), current)
+             if any(line.startswith(prefix + ".") or line.startswith(prefix + ":") for prefix in REPLAYED_CHANGES)]
+    return f"; this run changed {'; '.join(lines)} (stored -> now)" if lines else ""
 
 
 def _canonical(job: Job) -> str:

@@ -93,6 +93,8 @@ def test_changed_search_options_resume_only_where_they_replay_every_ask(tmp_path
     hint = r"name the values the study ran with in the searcher.s options \(search\.options"
     with pytest.raises(ReplayMismatch, match=hint) as refused:
         run(other, objective)
+    # It names the option this run changed, the likely cause.
+    assert "this run changed search.options.initial_design: '<absent>' -> 'uniform'" in str(refused.value)
     assert isinstance(refused.value, hpo.errors.UserInputError)       # the CLI's exit 2, one message
     reopened = prepare_study(experiment(tmp_path, "bohb", max_trials=20, options={"top_n_percent": 15}), tmp_path)
     assert reopened.experiment() == stored
