@@ -104,8 +104,13 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
         portable.compile(optimizer=optimizer, loss=keras_loss(training.loss, portable),
                          metrics=[keras_metric(m) for m in training.metrics])
         test_loss, test_metrics = _score(training, portable, dataset)
-    with written_whole(target, suffix=".keras") as whole:     # Keras saves only to a name ending in .keras
-        portable.save(whole)
+    try:
+        with written_whole(target, suffix=".keras") as whole:     # Keras saves only to a name ending in .keras
+            portable.save(whole)
+    except NotImplementedError as exc:      # a subclassed model without get_config()
+        reason = " ".join(str(exc).split("Example:")[0].split())
+        raise UserInputError(f"{path}: Keras cannot save the model {type(model).__name__}: {reason} The trained "
+                             f"weights are in the study's checkpoint {checkpoint}") from None
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
                          test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
 

@@ -214,7 +214,9 @@ def _check_builder(experiment: Experiment, input_shape: tuple, num_classes: int)
         raise ConfigError(f"the builder {ref!r} returned {type(model).__name__}; expected a keras.Model",
                           key="model.builder")
     _check_named_values(experiment, builder, config, recorder.read, input_shape, num_classes)
-    outputs = model.outputs[0].shape[-1] if len(model.outputs or ()) == 1 else None
+    # A subclassed model has no `outputs` until it is called: nothing to compare then.
+    symbolic_outputs = getattr(model, "outputs", None) or ()
+    outputs = symbolic_outputs[0].shape[-1] if len(symbolic_outputs) == 1 else None
     if experiment.training.loss == DEFAULT_LOSS and outputs is not None and isinstance(num_classes, int) \
             and outputs < num_classes:
         raise ConfigError(f"the builder {ref!r} gives {outputs} outputs, but the labels run 0..{num_classes - 1}; "

@@ -15,5 +15,37 @@ BUILDERS: dict[str, str] = {"mlp": "hpo.models.mlp:build_mlp", "cnn": "hpo.model
 
 
 def get_builder(ref: str) -> Builder:
+    """The builder `ref` names, returning built models (`built`)."""
+    import functools
+
     from hpo.references import resolve
-    return resolve(BUILDERS.get(ref, ref), key="model.builder")
+    builder = resolve(BUILDERS.get(ref, ref), key="model.builder")
+
+    @functools.wraps(builder)
+    def build(config, input_shape, num_classes):
+        return built(builder(config, input_shape, num_classes), input_shape)
+    return build
+
+
+def built(model, input_shape):
+    """`model`, with its weights: a subclassed `keras.Model` (or a `Sequential` without an
+    `Input`) has none until it is first called, and the trainer reads and sets them before
+    any step. It is called once on symbolic inputs of the loader's shapes, which computes
+    nothing. Anything else is returned as it is."""
+    if getattr(model, "built", True) or not callable(model):
+        return model
+    import keras
+
+    if isinstance(input_shape, dict):
+        inputs = {name: keras.Input(tuple(shape), name=name) for name, shape in input_shape.items()}
+    elif any(isinstance(d, tuple) for d in input_shape):
+        inputs = [keras.Input(tuple(shape)) for shape in input_shape]
+    else:
+        inputs = keras.Input(tuple(input_shape))
+    try:
+        model(inputs)
+    except Exception as exc:
+        raise ValueError(f"the builder returned a {type(model).__name__} that is not built, and calling it on "
+                         f"keras.Input of the data's shape {input_shape} failed ({type(exc).__name__}: {exc}); "
+                         f"expected a built model: call it once, or give it an Input, in the builder") from None
+    return model

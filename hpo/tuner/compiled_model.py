@@ -4,9 +4,9 @@
 hpo's engines (the compiled step and the `fit` engine, `hpo.training.engines`) train with
 `TunableOptimizer` and the experiment's loss and metric identifiers, so a compiled model is
 read here into those terms: the optimizer's class and hyperparameters (`optimizer_params`),
-the loss and metric identifiers (`loss_and_metrics`). What has no counterpart (another
-optimizer class, gradient clipping, a learning-rate schedule, a loss with options) is a
-`ValueError` naming it, never a silent difference.
+the loss and metric identifiers (`loss_and_metrics`), how steps run (`execution_settings`).
+What has no counterpart (another optimizer class, gradient clipping, a learning-rate
+schedule, a loss with options) is a `ValueError` naming it, never a silent difference.
 """
 
 from __future__ import annotations
@@ -39,6 +39,27 @@ def compile_config(model) -> dict[str, Any]:
         raise UnsupportedModel("build_model returned a model that is not compiled; call model.compile(optimizer, "
                                "loss, metrics) in build_model, as Keras Tuner expects")
     return dict(config.config)
+
+
+def execution_settings(model) -> dict[str, Any]:
+    """The trainer's `training.compile` (and `steps_per_call`) for the model's
+    `compile(run_eagerly=, jit_compile=, steps_per_execution=)`: eager for run_eagerly; for a
+    jit_compile other than what Keras's default ("auto") resolves to on this machine, xla
+    (True) or graph (False); else hpo's own auto, which measures each architecture. (Keras
+    stores "auto" resolved, so a jit_compile that equals the default's value reads as the
+    default.) A steps_per_execution above 1 is how many steps each compiled call runs; at 1,
+    Keras's default, the trainer keeps its own."""
+    config = compile_config(model)
+    jit = config.get("jit_compile", "auto")
+    resolve_auto = getattr(model, "_resolve_auto_jit_compile", None)
+    default = resolve_auto() if callable(resolve_auto) else "auto"
+    mode = ("eager" if config.get("run_eagerly") else "auto" if jit in ("auto", default) or not isinstance(jit, bool)
+            else "xla" if jit else "graph")
+    settings: dict[str, Any] = {"compile": mode}
+    steps = config.get("steps_per_execution", 1)
+    if isinstance(steps, int) and steps > 1:
+        settings["steps_per_call"] = steps
+    return settings
 
 
 def optimizer_params(model) -> dict[str, Any]:

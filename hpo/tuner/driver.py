@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from hpo.driver.console import library_log_file
 from hpo.driver.runner import build_keras_runner
@@ -99,7 +99,10 @@ def backend_of(workers: int, scheduler: str | None) -> str:
 
 
 def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: SearchData, loss: str,
-                    metrics: Sequence[str], batch_size: int, epochs: int, early_stopping: dict | None) -> dict:
+                    metrics: Sequence[str], batch_size: int, epochs: int, early_stopping: dict | None,
+                    execution: Mapping[str, Any] | None = None) -> dict:
+    """The experiment a tuner's search runs; `execution`: the training keys the compiled model
+    sets (`hpo.tuner.compiled_model.execution_settings`)."""
     min_budget, max_budget = budgets(settings.max_epochs, settings.min_epochs, epochs)
     max_trials = settings.max_trials
     if max_trials is None:
@@ -117,7 +120,8 @@ def experiment_dict(settings: SearchSettings, space: dict[str, Any], data: Searc
                    "direction": settings.direction, "min_budget": min_budget, "max_budget": max_budget,
                    "eta": settings.factor, "max_trials": max_trials, "options": dict(settings.options),
                    "max_consecutive_failures": settings.max_consecutive_failed_trials},
-        "training": {"batch_size": batch_size, "loss": loss, "metrics": list(metrics), "engine": "auto"},
+        "training": {"batch_size": batch_size, "loss": loss, "metrics": list(metrics), "engine": "auto",
+                     **dict(execution or {})},
         "execution": {"backend": backend, "workers": max(1, settings.workers)},
         "output": {"dir": str(settings.folder)},
     }

@@ -16,6 +16,7 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from hpo.errors import TrialFailed
+from hpo.models import built
 from hpo.training.trainer import Trainer
 from hpo.trial import config_identity
 from hpo.tuner.compiled_model import UnsupportedModel, loss_and_metrics, optimizer_params
@@ -58,11 +59,11 @@ class HypermodelBuilder:
                             "search did not find; it takes its default %r in every trial", name,
                             hp.declared[name].default)
         check_is_model(model)
-        if not model.built and isinstance(input_shape, tuple) and all(isinstance(d, int) for d in input_shape):
-            # A Sequential without keras.Input (as Keras Tuner's guides write it) makes its
-            # weights on its first call, which the compiled step never makes: built here from the
-            # data's shape, as `fit` would build it.
-            model.build((None, *input_shape))
+        if input_shape is not None:
+            # A Sequential without keras.Input (as Keras Tuner's guides write it), or a subclassed
+            # model, makes its weights on its first call, which the compiled step never makes:
+            # built here from the data's shape, as `fit` would build it.
+            model = built(model, input_shape)
         return model
 
 

@@ -36,9 +36,15 @@ from hpo.driver.preflight import check_batch_sizes
 from hpo.search import SEARCHERS
 from hpo.space import SearchSpace
 from hpo.termination import interruption, stops_on_sigterm
-from hpo.trial import trial_ids_text
+from hpo.trial import TrialState, trial_ids_text
 from hpo.tuner import driver
-from hpo.tuner.compiled_model import UnsupportedModel, architecture, loss_and_metrics, optimizer_params
+from hpo.tuner.compiled_model import (
+    UnsupportedModel,
+    architecture,
+    execution_settings,
+    loss_and_metrics,
+    optimizer_params,
+)
 from hpo.tuner.data import SearchData, example_shape, from_search_arguments, register
 from hpo.tuner.discovery import Discovered, discover
 from hpo.tuner.hyperparameters import Declared, DeclaredTwice, HyperParameters
@@ -232,6 +238,8 @@ class Tuner:
                 log.info("%s", self._complete_note(prepared.experiment, complete))
             else:
                 log.info("search stopped (%s); study in %s", summary.stopped_because, self.folder)
+            if self._rows and not any(t.state == TrialState.COMPLETE for t in self._rows):
+                log.warning("%s", _none_completed(self._rows, self.folder))
 
     @property
     def _face(self) -> str:
@@ -332,7 +340,8 @@ class Tuner:
             folder=self.folder, overwrite=self.overwrite, workers=self.workers, scheduler=self.scheduler,
             options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials,
             keep_best_epoch=self.keep_best_epoch)
-        raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early)
+        raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early,
+                                     execution_settings(model))
         try:
             experiment = experiment_from_dict(raw, source=self._face)
             check_batch_sizes(experiment, train_examples, given_by="given to search")
@@ -575,6 +584,15 @@ def _console(verbose: int):
         logger.removeHandler(handler)
         logger.setLevel(saved)
         logger.propagate = saved_propagate
+
+
+def _none_completed(rows, folder: Path) -> str:
+    """What a search whose every trial failed says at its end, rather than ending as if it had
+    results: get_best_* would return nothing."""
+    failed = [t for t in rows if t.state == TrialState.FAILED]
+    last = f" (the last error: {failed[-1].error.splitlines()[0]})" if failed and failed[-1].error else ""
+    return (f"no trial has completed: {len(failed)} of the study's {len(rows)} failed{last}, so get_best_models and "
+            f"get_best_hyperparameters return nothing; `hpo status {folder}` shows each trial's error")
 
 
 def _note_logits_loss(model, loss: str) -> None:

@@ -55,6 +55,26 @@ def test_a_user_builder_that_never_reads_a_space_key_gets_a_warning(tmp_path, mo
     assert any("never read the space key(s) depth" in r.getMessage() for r in records)
 
 
+def test_a_subclassed_model_without_build_is_searched_and_its_export_refused_with_why(tmp_path, capsys, monkeypatch):
+    """A subclassed keras.Model has no weights until its first call: hpo builds it on the data's
+    shape, so the pre-flight passes and its trials train. Keras cannot save it without
+    get_config(): the export says so and where the trained weights are, and leaves no file."""
+    from hpo.study import Study
+    from hpo.trial import TrialState
+
+    hooks = hooks_module(tmp_path, monkeypatch)
+    path = write_experiment(tmp_path, DIGITS_200 + f"model: {{builder: '{hooks}:subclassed_builder'}}\n")
+    study = tmp_path / "study"
+    done = hpo_here(capsys, "search", path, "--study-dir", study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (trial,) = Study.open(study, read_only=True).trials()
+    assert trial.state == TrialState.COMPLETE and trial.value is not None, trial.error
+    exported = hpo_here(capsys, "best", study, "--export", tmp_path / "best.keras", "--trust-code")
+    assert exported.returncode == 2 and "Traceback" not in exported.stderr
+    assert "Keras cannot save the model TwoLayers" in exported.stderr and "get_config()" in exported.stderr
+    assert "checkpoints/trial_0000.npz" in exported.stderr and not (tmp_path / "best.keras").exists()
+
+
 def test_each_name_of_a_built_in_models_choice_is_built_with_the_parameters_it_turns_on(tmp_path, monkeypatch):
     import hpo.models.mlp
     from hpo.config import load_experiment

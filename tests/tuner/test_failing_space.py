@@ -45,3 +45,30 @@ def test_a_space_where_half_the_configurations_fail_finishes_its_trials(tmp_path
     # Once results are in, the failing half is proposed less often than a uniform draw lands
     # there (half the time).
     assert sum(t.status == "FAILED" for t in trials[10:]) <= 4, [t.status for t in trials]
+
+
+def nan_loss(hp):
+    """Builds (so the search starts) and trains to a NaN loss: every trial fails."""
+    import keras
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(hp.Int("units", 4, 8))(inputs)
+    poisoned = keras.layers.Lambda(lambda t: t * float("nan"))(hidden)
+    model = keras.Model(inputs, keras.layers.Dense(2)(poisoned))
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+@pytest.mark.slow
+def test_a_search_whose_every_trial_failed_says_so_at_its_end(tmp_path, tiny, caplog):
+    """Fewer trials than max_consecutive_failed_trials: the search ends at max_trials, and its
+    last word says that nothing completed and why, instead of ending as if it had results."""
+    x, y = tiny
+    tuner = kt.RandomSearch(nan_loss, objective="val_accuracy", max_trials=2, seed=0, directory=str(tmp_path),
+                            project_name="p")
+    with caplog.at_level("WARNING", logger="hpo"):
+        tuner.search(x, y, validation_data=(x, y), epochs=1, verbose=0)
+    assert tuner.summary_.stopped_because == "max_trials" and tuner.get_best_hyperparameters() == []
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("no trial has completed")]
+    assert said == [f"no trial has completed: 2 of the study's 2 failed (the last error: TrialFailed: training loss "
+                    f"became nan in epoch 1), so get_best_models and get_best_hyperparameters return nothing; "
+                    f"`hpo status {tmp_path / 'p'}` shows each trial's error"], caplog.text

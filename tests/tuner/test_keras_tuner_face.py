@@ -211,3 +211,57 @@ def test_a_sequential_without_an_input_trains_promotes_and_reloads_from_the_data
     best = reloaded.oracle.get_best_trials(1)[0]
     model = reloaded.get_best_models(1)[0]
     assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
+
+
+def subclassed_model(hp):
+    """A subclassed keras.Model without build(): its weights come on its first call."""
+    import keras
+
+    class TwoLayers(keras.Model):
+        def __init__(self, units):
+            super().__init__()
+            self.flatten = keras.layers.Flatten()
+            self.hidden = keras.layers.Dense(units, activation="relu")
+            self.logits = keras.layers.Dense(10)
+
+        def call(self, x):
+            return self.logits(self.hidden(self.flatten(x)))
+    model = TwoLayers(hp.Choice("units", [16, 32]))
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
+                  run_eagerly=True, steps_per_execution=4)
+    return model
+
+
+def test_a_subclassed_model_trains_as_compiled_and_reloads_from_the_data_shape(tmp_path, digits):
+    """hpo builds it on the data's shape, as `fit` would on its first batch; its compile's
+    run_eagerly and steps_per_execution are the trainer's eager mode and steps per call."""
+    x, y, xv, yv = digits
+    tuner = kt.Hyperband(subclassed_model, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                         directory=str(tmp_path), project_name="s")
+    tuner.search(x, y, validation_data=(xv, yv), verbose=0)
+    trials = list(tuner.oracle.trials.values())
+    assert trials and all(t.status == "COMPLETED" for t in trials)
+    study = Study.open(tmp_path / "s", read_only=True)
+    training = study.experiment()["training"]
+    study.close()
+    assert (training["compile"], training["steps_per_call"]) == ("eager", 4)
+    best = tuner.oracle.get_best_trials(1)[0]
+    assert tuner.get_best_models(1)[0].evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({}, {"compile": "auto"}),
+    ({"run_eagerly": True}, {"compile": "eager"}),
+    ({"jit_compile": True, "steps_per_execution": 8}, {"compile": "xla", "steps_per_call": 8}),
+    # On a CPU-only machine Keras resolves its default to False: that value reads as the default.
+    ({"jit_compile": False}, {"compile": "auto"}),
+])
+def test_a_models_compile_options_are_the_trainers_compile_mode(options, expected):
+    import keras
+
+    from hpo.tuner.compiled_model import execution_settings
+
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.compile("adam", "mse", **options)
+    assert execution_settings(model) == expected
