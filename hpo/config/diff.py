@@ -11,7 +11,7 @@ from hpo import metric_names
 # not change what a finished trial means.
 RESUMABLE_CHANGES = ("name", "search.max_trials", "search.time_limit", "search.total_budget",
                      "search.max_consecutive_failures", "training.checkpoint_every", "training.checkpoint_seconds",
-                     "training.fuse", "execution", "output")
+                     "training.fuse", "training.compile", "training.steps_per_call", "execution", "output")
 
 # Keys that may change when the searcher built with the new values replays every ask the study
 # recorded (`hpo.study.resume.replay` refuses it otherwise): a searcher option named to the

@@ -220,7 +220,8 @@ def test_an_option_dropped_is_one_line_naming_it():
 def test_binding_differences_ignore_resumable_keys():
     a = experiment_from_dict(MINIMAL).to_dict()
     b = experiment_from_dict({**MINIMAL, "search": {"max_trials": 99, "eta": 4}, "name": "renamed",
-                              "training": {"fuse": "auto"}}).to_dict()     # fused or not, trials train the same
+                              # Fused or not, in a graph or under XLA, so many steps a call: trials train the same.
+                              "training": {"fuse": "auto", "compile": "xla", "steps_per_call": 8}}).to_dict()
     diffs = binding_differences(a, b)
     assert diffs == ["search.eta: 3.0 -> 4.0"]
 
