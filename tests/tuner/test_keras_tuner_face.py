@@ -197,22 +197,6 @@ def sequential_without_input(hp):
     return model
 
 
-def test_a_sequential_without_an_input_trains_promotes_and_reloads_from_the_data_shape(tmp_path, digits):
-    x, y, xv, yv = digits
-    tuner = kt.Hyperband(sequential_without_input, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
-                         directory=str(tmp_path), project_name="p")
-    tuner.search(x, y, validation_data=(xv, yv), verbose=0)
-    trials = list(tuner.oracle.trials.values())
-    assert trials and all(t.status == "COMPLETED" for t in trials)
-    assert any(t.continues is not None for t in trials)          # a promotion continued one
-    # A tuner of another process (no search here) rebuilds the best model from the study.
-    reloaded = kt.Hyperband(sequential_without_input, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
-                            directory=str(tmp_path), project_name="p")
-    best = reloaded.oracle.get_best_trials(1)[0]
-    model = reloaded.get_best_models(1)[0]
-    assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
-
-
 def subclassed_model(hp):
     """A subclassed keras.Model without build(): its weights come on its first call."""
     import keras
@@ -232,21 +216,31 @@ def subclassed_model(hp):
     return model
 
 
-def test_a_subclassed_model_trains_as_compiled_and_reloads_from_the_data_shape(tmp_path, digits):
-    """hpo builds it on the data's shape, as `fit` would on its first batch; its compile's
-    run_eagerly and steps_per_execution are the trainer's eager mode and steps per call."""
+@pytest.mark.parametrize("build_model, runs_as", [(sequential_without_input, ("auto", 32)),
+                                                   (subclassed_model, ("eager", 4))])
+def test_a_model_without_an_input_trains_as_compiled_promotes_and_reloads_from_the_data_shape(
+        tmp_path, digits, build_model, runs_as):
+    """A Sequential without keras.Input, or a subclassed model without build(), has no weights
+    until its first call: hpo builds it on the data's shape, as `fit` would on its first batch.
+    The compile's run_eagerly and steps_per_execution (the subclassed model's) are the
+    trainer's compile mode and steps per call."""
     x, y, xv, yv = digits
-    tuner = kt.Hyperband(subclassed_model, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
-                         directory=str(tmp_path), project_name="s")
+    tuner = kt.Hyperband(build_model, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                         directory=str(tmp_path), project_name="p")
     tuner.search(x, y, validation_data=(xv, yv), verbose=0)
     trials = list(tuner.oracle.trials.values())
     assert trials and all(t.status == "COMPLETED" for t in trials)
-    study = Study.open(tmp_path / "s", read_only=True)
+    assert any(t.continues is not None for t in trials)          # a promotion continued one
+    study = Study.open(tmp_path / "p", read_only=True)
     training = study.experiment()["training"]
     study.close()
-    assert (training["compile"], training["steps_per_call"]) == ("eager", 4)
-    best = tuner.oracle.get_best_trials(1)[0]
-    assert tuner.get_best_models(1)[0].evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
+    assert (training["compile"], training["steps_per_call"]) == runs_as
+    # A tuner of another process (no search here) rebuilds the best model from the study.
+    reloaded = kt.Hyperband(build_model, objective="val_accuracy", max_epochs=3, factor=3, seed=0,
+                            directory=str(tmp_path), project_name="p")
+    best = reloaded.oracle.get_best_trials(1)[0]
+    model = reloaded.get_best_models(1)[0]
+    assert model.evaluate(xv, yv, verbose=0)[1] == pytest.approx(best.score, abs=1e-6)
 
 
 @pytest.mark.parametrize("options, expected", [
