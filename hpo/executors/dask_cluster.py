@@ -106,6 +106,7 @@ class DaskExecutor:
         self._make_trainer = make_trainer
         self._scattered = None         # make_trainer, held by the workers (`_trainer_maker`)
         self._cluster = None
+        self.worker_start_method: str | None = None     # a LocalCluster's: "forkserver" or "spawn"
         if scheduler:
             self.client = join_scheduler(scheduler)
             log.info("joined the Dask scheduler at %s", scheduler)
@@ -120,10 +121,12 @@ class DaskExecutor:
             pools = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                      "TF_NUM_INTEROP_THREADS")
             environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-                       **{name: os.environ.get(name, threads) for name in pools}}
+                       **{name: _users_pool_size(name, threads) for name in pools}}
+            _POOL_SIZES_WRITTEN.update({name: environ[name] for name in pools})
+            self.worker_start_method = _worker_start_method(make_trainer)
             with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                                   "distributed.nanny.pre-spawn-environ": environ,
-                                  "distributed.worker.multiprocessing-method": _worker_start_method(make_trainer)}):
+                                  "distributed.worker.multiprocessing-method": self.worker_start_method}):
                 # Loopback only: nothing outside this machine can reach the cluster. Each worker
                 # runs this module's `dask_setup` as it starts.
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -406,28 +409,49 @@ def _killed_worker(future) -> bool:
     return future.status == "error" and isinstance(future.exception(), KilledWorker)
 
 
-def _worker_start_method(make_trainer) -> str:
-    """How the LocalCluster's nannies start their workers, as the local backend's do
-    (`hpo.executors.local.worker_start_context`): on Linux without GPUs, forked from the
-    driver's forkserver, which imports distributed and TensorFlow once, so a worker starts in a
-    fraction of a second instead of the seconds of CPU each import costs; spawned elsewhere.
-    A worker the nanny restarts after a death is spawned: the method holds while the cluster
-    starts, and the user's own Dask configuration is theirs again after it."""
+# The pool sizes a LocalCluster's nannies wrote into this process's environment (they set
+# `pre-spawn-environ` there before each start): a later cluster does not take them for the user's.
+_POOL_SIZES_WRITTEN: dict[str, str] = {}
+
+
+def _users_pool_size(name: str, share: str) -> str:
+    value = os.environ.get(name)
+    return share if value is None or value == _POOL_SIZES_WRITTEN.get(name) else value
+
+
+def _worker_start_method(make_trainer, gpus: int | None = None, forkserver_running: bool | None = None) -> str:
+    """How the LocalCluster's nannies start their workers: on Linux without GPUs, forked from
+    the driver's forkserver, which this cluster's first worker starts and which imports
+    distributed and TensorFlow once, so a worker starts in a fraction of a second instead of
+    the seconds of CPU each import costs; spawned elsewhere. Spawned too when this process's
+    forkserver already runs (the local backend's, or an earlier cluster's): a worker forked
+    from it would have the environment it started with, not the driver's now, and its hash
+    seed. A worker the nanny restarts after a death is spawned: the method holds while the
+    cluster starts, and the user's own Dask configuration is theirs again after it."""
     from hpo.executors.local import physical_gpu_count, trains_with_tensorflow, worker_start_context
 
-    gpus = physical_gpu_count()
-    if worker_start_context(gpus, preload_tensorflow=False).get_start_method() != "forkserver":
+    gpus = physical_gpu_count() if gpus is None else gpus
+    running = _forkserver_running() if forkserver_running is None else forkserver_running
+    if running or worker_start_context(gpus, preload_tensorflow=False).get_start_method() != "forkserver":
         return "spawn"
     import dask
     from distributed.utils import get_mp_context
 
     # distributed sets the forkserver's preload to its own packages the first time it is asked
     # for a forkserver context, and never again: asked here first, ours is set after it and is
-    # the one the server starts with (unless this process's forkserver already runs).
+    # the one the server starts with.
     with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
         get_mp_context()
     worker_start_context(gpus, trains_with_tensorflow(make_trainer), also_preload=("distributed",))
     return "forkserver"
+
+
+def _forkserver_running() -> bool:
+    """Whether this process's multiprocessing forkserver has started (True when it cannot tell)."""
+    import multiprocessing.forkserver
+
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    return server is None or getattr(server, "_forkserver_pid", 0) is not None
 
 
 # --- inside a Dask worker process ---------------------------------------------------------

@@ -41,3 +41,19 @@ def test_only_makers_that_say_so_fork_from_the_tensorflow_server():
     """The default trainer trains Keras models; a maker that says nothing trains without them."""
     assert trains_with_tensorflow(None)
     assert not trains_with_tensorflow(lambda experiment, slot, known: object())
+
+
+def test_dask_workers_fork_only_from_a_forkserver_their_cluster_starts(monkeypatch):
+    """A LocalCluster's workers fork from the driver's forkserver when the cluster starts it
+    (CPU-only Linux); with a GPU, or a forkserver already running (whose environment and hash
+    seed are those of its start), they are spawned."""
+    from hpo.executors import dask_cluster
+
+    preloads = []
+    monkeypatch.setattr(multiprocessing.forkserver, "set_forkserver_preload", preloads.append)
+    assert dask_cluster._worker_start_method(None, gpus=1, forkserver_running=False) == "spawn"
+    assert dask_cluster._worker_start_method(None, gpus=0, forkserver_running=True) == "spawn"
+    assert preloads == []
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        assert dask_cluster._worker_start_method(None, gpus=0, forkserver_running=False) == "forkserver"
+        assert preloads[-1] == ["distributed", "hpo.executors.worker_preload"]
