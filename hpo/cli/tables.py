@@ -110,7 +110,8 @@ def _yes_no(feasible: bool | None) -> str:
     return "-" if feasible is None else "yes" if feasible else "no"
 
 
-_ENDED_BY_ERROR = (TrialState.FAILED, TrialState.INTERRUPTED)     # the states whose error says why it ended
+# The states whose error says why the trial is where it is: ended, or waiting to be retried.
+_STOPPED_BY_ERROR = (TrialState.FAILED, TrialState.INTERRUPTED, TrialState.PENDING)
 
 
 def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: int):
@@ -121,9 +122,9 @@ def status_table(trials: Sequence[TrialRow], title: str, goals: Goals, width: in
                     else [goals.objectives[0].name]) + (["feasible"] if goals.constraints else [])
     rows = []
     for t in trials:
-        # An error's first line; its traceback is in `status --trial N`. A pending or running
-        # trial's error is its last attempt's, which no longer says what it is doing.
-        detail = t.error.splitlines()[0] if t.error and t.state in _ENDED_BY_ERROR else config_text(t.config)
+        # An error's first line; its traceback is in `status --trial N`. A running trial's error
+        # is its previous attempt's, which no longer says what it is doing.
+        detail = t.error.splitlines()[0] if t.error and t.state in _STOPPED_BY_ERROR else config_text(t.config)
         state = t.state.value if t.attempts <= 1 else f"{t.state.value} ({t.attempts}x)"
         if goals.ranked:
             values, feasible = trial_goals(t, goals)
@@ -161,7 +162,8 @@ def trial_lines(trial: TrialRow, objective: str, of_function: bool = False) -> l
         lines.append("  metrics at its last epoch:")
         lines += [f"    {k}: {v:.6g}" if isinstance(v, float) else f"    {k}: {v}" for k, v in trial.metrics.items()]
     if trial.error:
-        lines.append("  error:" if trial.state in _ENDED_BY_ERROR else "  error of its previous attempt:")
+        lines.append("  error of its previous attempt:" if trial.state in (TrialState.RUNNING, TrialState.PENDING)
+                     else "  error:")
         lines += [f"    {line}" for line in trial.error.splitlines()]
     return lines
 

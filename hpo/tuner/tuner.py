@@ -41,6 +41,7 @@ from hpo.tuner import driver
 from hpo.tuner.compiled_model import (
     UnsupportedModel,
     architecture,
+    compile_arguments_recorded,
     execution_settings,
     loss_and_metrics,
     optimizer_params,
@@ -238,8 +239,9 @@ class Tuner:
                 log.info("%s", self._complete_note(prepared.experiment, complete))
             else:
                 log.info("search stopped (%s); study in %s", summary.stopped_because, self.folder)
-            if self._rows and not any(t.state == TrialState.COMPLETE for t in self._rows):
-                log.warning("%s", _none_completed(self._rows, self.folder))
+            failed = [t for t in self._rows if t.state == TrialState.FAILED]
+            if failed and not any(t.state == TrialState.COMPLETE for t in self._rows):
+                log.warning("%s", _none_completed(self._rows, failed, self.folder))
 
     @property
     def _face(self) -> str:
@@ -304,7 +306,8 @@ class Tuner:
         base = self._base_config(found)
         builder = driver.make_builder(self.hp_build, names)
         try:
-            model = builder(base)
+            with compile_arguments_recorded() as compiled_with:
+                model = builder(base)
         except NotAModel as exc:
             raise ValueError(str(exc)) from None
         except Exception as exc:
@@ -341,7 +344,7 @@ class Tuner:
             options=self.options, max_consecutive_failed_trials=self.max_consecutive_failed_trials,
             keep_best_epoch=self.keep_best_epoch)
         raw = driver.experiment_dict(settings, space, data, loss, metrics, data.batch_size or 32, epochs or 1, early,
-                                     execution_settings(model))
+                                     execution_settings(model, compiled_with.get(id(model))))
         try:
             experiment = experiment_from_dict(raw, source=self._face)
             check_batch_sizes(experiment, train_examples, given_by="given to search")
@@ -484,8 +487,9 @@ class Tuner:
         builder = driver.make_builder(self.hp_build, names)
         model = builder(config, self._training["input_shape"])
         if not model.built:
-            raise ValueError("build_model's model has no keras.Input and the study keeps no input shape to build "
-                             "it from; add keras.Input(shape) as its first layer")
+            raise ValueError("build_model's model has no weights until its first call (no keras.Input, or a "
+                             "subclassed model) and the study keeps no input shape to build it from; give it a "
+                             "keras.Input(shape), or call it once on one, in build_model")
         params = compiled_settings(builder, config, self._training["loss"], self._training["metrics"])
         load_trained_model(model, params, trial_checkpoint(self.folder, int(trial.trial_id)))
         return model
@@ -586,12 +590,12 @@ def _console(verbose: int):
         logger.propagate = saved_propagate
 
 
-def _none_completed(rows, folder: Path) -> str:
-    """What a search whose every trial failed says at its end, rather than ending as if it had
-    results: get_best_* would return nothing."""
-    failed = [t for t in rows if t.state == TrialState.FAILED]
-    last = f" (the last error: {failed[-1].error.splitlines()[0]})" if failed and failed[-1].error else ""
-    return (f"no trial has completed: {len(failed)} of the study's {len(rows)} failed{last}, so get_best_models and "
+def _none_completed(rows, failed, folder: Path) -> str:
+    """What a search whose finished trials all failed says at its end, rather than ending as
+    if it had results: get_best_* would return nothing."""
+    last = max(failed, key=lambda t: (t.finished_at or 0.0, t.trial_id))
+    why = f" (the last error: {last.error.splitlines()[0]})" if last.error else ""
+    return (f"no trial has completed: {len(failed)} of the study's {len(rows)} failed{why}, so get_best_models and "
             f"get_best_hyperparameters return nothing; `hpo status {folder}` shows each trial's error")
 
 

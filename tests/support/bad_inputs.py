@@ -161,7 +161,7 @@ def subclassed_builder(config, input_shape, num_classes):
             self.hidden = keras.layers.Dense(units, activation="relu")
             self.logits = keras.layers.Dense(num_classes)
 
-        def call(self, x):
+        def call(self, x, training):     # required, as some subclassed models write it
             return self.logits(self.hidden(self.flatten(x)))
     return TwoLayers(int(config["units"]))
 """

