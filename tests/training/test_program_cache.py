@@ -36,6 +36,7 @@ def step_graphs(program):
     return [weakref.ref(f.graph) for f in program.train_steps._list_all_concrete_functions()]
 
 
+@pytest.mark.slow
 def test_the_cache_never_holds_more_than_its_bound_and_an_evicted_architecture_trains_as_a_fresh_one(
         digits, tmp_path):
     trainer = make_trainer(digits, capacity=2)

@@ -736,6 +736,7 @@ def test_bohb_defaults_to_the_gp_choosing_among_draws_from_the_tpe_good_density(
         GPSampler(SearchSpace.coerce(SPACE), candidates="everything")
 
 
+@pytest.mark.slow
 def test_wide_candidates_late_in_a_search_leave_a_basin_the_tpe_draws_lock_onto():
     """A broad basin (0.1 at its centre) and, at a vertex of the cube, a well the first random
     configs almost never hit (0 at the vertex): the TPE's draws stay in the basin in every

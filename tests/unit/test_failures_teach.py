@@ -60,6 +60,7 @@ def within_seed_noise(failing: list[float], clean: list[float]) -> bool:
     return statistics.mean(failing) <= statistics.mean(clean) * 1.25 + statistics.stdev(clean)
 
 
+@pytest.mark.slow
 def test_a_search_through_optimize_finishes_and_ends_as_well_as_without_the_failing_half(caplog):
     caplog.set_level(logging.ERROR)          # 'trial N failed' warnings, one per failure
     best = {}

@@ -401,6 +401,7 @@ def test_past_hand_over_bohb_schedules_the_rest_knowing_every_result_so_far():
     assert searcher.best[0].budget == 27
 
 
+@pytest.mark.slow
 def test_the_hand_over_is_reproducible_with_parallel_workers():
     def run(seed, hand_over=3):
         return signature(drive(FreezeThaw(SPACE, seed=seed, min_budget=1, max_budget=27, hand_over=hand_over),

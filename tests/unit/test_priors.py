@@ -66,7 +66,8 @@ def test_sampling_around_a_prior_concentrates_by_confidence():
 
 
 @pytest.mark.parametrize("cls, jobs, dims", [pytest.param(partial(BOHB, model="tpe"), 80, 8, marks=pytest.mark.slow,
-                                                          id="BOHB-tpe-80-8"), (Hyperband, 120, 4)])
+                                                          id="BOHB-tpe-80-8"),
+                                           pytest.param(Hyperband, 120, 4, marks=pytest.mark.slow)])
 def test_a_good_prior_speeds_the_search_and_a_wrong_one_costs_little(cls, jobs, dims):
     """BOHB's priors live in its TPE (a space with priors keeps the TPE's proposals under
     `model="gp"` too), so the cost of a prior is measured against the TPE without one."""

@@ -68,7 +68,7 @@ def test_with_nothing_pending_every_proposal_is_the_argmax(model, options):
         assert plain.propose(a, 1.0, []) == kept_away.propose(b, 1.0, [])
 
 
-@pytest.mark.parametrize("model", [MultiFidelityTPESampler, GPSampler])
+@pytest.mark.parametrize("model", [MultiFidelityTPESampler, pytest.param(GPSampler, marks=pytest.mark.slow)])
 def test_proposals_keep_away_from_the_pending_configs(model):
     """The TPE's penalty, and the same penalty on the Gaussian process's expected improvement."""
     def nearest(options):
@@ -92,6 +92,7 @@ def test_proposals_keep_away_from_the_pending_configs(model):
         assert nearest({"batch": "penalty", "thompson_from": 100}) == nearest({"batch": "penalty"})
 
 
+@pytest.mark.slow
 def test_a_thompson_draw_follows_the_posterior():
     """Many draws at six points: their mean and covariance are the process's posterior's at
     the `keep` = 5 points of the lowest mean - 2 std, and the sixth reads above every draw."""
@@ -132,6 +133,7 @@ def test_a_differing_choice_counts_as_far():
     assert penalty[0] < -100 and penalty[1] == 0.0
 
 
+@pytest.mark.slow
 def test_async_bohb_penalises_by_default_and_one_worker_is_unchanged():
     plain = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="tpe", batch="argmax")
     tpe = AsyncBOHB(SPACE, min_budget=1, max_budget=9, eta=3, seed=0, model="tpe")
