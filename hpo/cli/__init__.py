@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     best.add_argument("study_dir", help=STUDY_DIR_HELP)
     best.add_argument("--json", action="store_true", help="machine-readable output")
     best.add_argument("--export", metavar="MODEL.keras",
-                      help="save the best trial's model there and score it on the held-out test split")
+                      help="save the best trial's model there and score it on the held-out test split "
+                           "(a name ending in .weights.h5: its weights alone)")
     best.add_argument("--trust-code", action="store_true",
                       help="allow --export to import the loader and builder the study names (a study "
                            "folder names code but carries none: trust it only if you trust its author)")

@@ -1,5 +1,7 @@
 """`hpo best STUDY --export model.keras`: the best trial's model, from its checkpoint, scored
-on the held-out test split that the search never saw.
+on the held-out test split that the search never saw (`--export model.weights.h5`: its
+weights alone, for a model Keras cannot save whole, such as a subclassed one without
+`get_config`).
 
 The file is compiled with a stock Keras optimizer of the trial's kind (Adam, AdamW, SGD,
 RMSprop) holding the trial's hyperparameters and its trained state (step count, moments),
@@ -20,6 +22,8 @@ from hpo.study.pareto import stored_goals
 from hpo.study.ranking import best_in
 from hpo.training.best_epoch import MissingCheckpoint, model_checkpoint
 from hpo.tuner.data import LOADER as TUNER_DATA
+
+WEIGHTS_SUFFIX = ".weights.h5"     # Keras's name for a file of weights alone
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,10 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
                              f"tuner.search() (build_model and the arrays live there), so hpo cannot rebuild the "
                              f"model here; in the script, save it with tuner.get_best_models(1)[0].save(PATH)")
     path = Path(path)
-    if path.suffix != ".keras":
-        raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format)")
+    weights_only = path.name.endswith(WEIGHTS_SUFFIX)
+    if path.suffix != ".keras" and not weights_only:
+        raise UserInputError(f"{path}: expected a file name ending in .keras (Keras 3's format: the model and its "
+                             f"optimizer) or {WEIGHTS_SUFFIX} (its weights alone)")
     target = checked_output(study_dir, path, make_folder=True)     # never over a file of the study's
     # Imported once the refusals above have had their say: these bring TensorFlow, seconds of
     # start-up that a refused export need not pay.
@@ -105,12 +111,15 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
                          metrics=[keras_metric(m) for m in training.metrics])
         test_loss, test_metrics = _score(training, portable, dataset)
     try:
-        with written_whole(target, suffix=".keras") as whole:     # Keras saves only to a name ending in .keras
-            portable.save(whole)
+        # Keras saves only to a name with its suffix, which the temporary name keeps.
+        with written_whole(target, suffix=WEIGHTS_SUFFIX if weights_only else ".keras") as whole:
+            portable.save_weights(whole) if weights_only else portable.save(whole)
     except NotImplementedError as exc:      # a subclassed model without get_config()
         reason = " ".join(str(exc).split("Example:")[0].split())
-        raise UserInputError(f"{path}: Keras cannot save the model {type(model).__name__}: {reason} The trained "
-                             f"weights are in the study's checkpoint {checkpoint}") from None
+        weights = path.with_name(path.name[:-len(path.suffix)] + WEIGHTS_SUFFIX)
+        raise UserInputError(f"{path}: Keras cannot save the model {type(model).__name__}: {reason} Its weights "
+                             f"alone can be: --export {weights} (model.load_weights(...) reads them into the "
+                             f"model your builder makes)") from None
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
                          test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
 

@@ -72,7 +72,20 @@ def test_a_subclassed_model_without_build_is_searched_and_its_export_refused_wit
     exported = hpo_here(capsys, "best", study, "--export", tmp_path / "best.keras", "--trust-code")
     assert exported.returncode == 2 and "Traceback" not in exported.stderr
     assert "Keras cannot save the model TwoLayers" in exported.stderr and "get_config()" in exported.stderr
-    assert "checkpoints/trial_0000.npz" in exported.stderr and not (tmp_path / "best.keras").exists()
+    assert f"--export {tmp_path / 'best.weights.h5'}" in exported.stderr and not (tmp_path / "best.keras").exists()
+    # Its weights alone: they load into the model the builder makes (trained: it predicts otherwise).
+    weights = tmp_path / "best.weights.h5"
+    exported = hpo_here(capsys, "best", study, "--export", weights, "--trust-code")
+    assert exported.returncode == 0 and weights.exists(), exported.stderr[-3000:]
+    import importlib
+
+    import numpy as np
+
+    from hpo.models import built
+    model = built(importlib.import_module(hooks).subclassed_builder(trial.config, (8, 8), 10), (8, 8))
+    untrained = model.predict(np.ones((2, 8, 8), "float32"), verbose=0)
+    model.load_weights(weights)
+    assert not np.allclose(model.predict(np.ones((2, 8, 8), "float32"), verbose=0), untrained)
 
 
 def test_each_name_of_a_built_in_models_choice_is_built_with_the_parameters_it_turns_on(tmp_path, monkeypatch):
