@@ -31,18 +31,11 @@ def built(model, input_shape):
     """`model`, with its weights: a subclassed `keras.Model` (or a `Sequential` without an
     `Input`) has none until it is first called, and the trainer reads and sets them before
     any step. It is called once, `training=False`, on float32 symbolic inputs of the loader's
-    shapes (one array, a tuple of them or a dict), which computes nothing. Anything else is
-    returned as it is."""
+    shapes (one array, or a tuple or dict of them, nested), which computes nothing. Anything
+    else is returned as it is."""
     if getattr(model, "built", True) or not callable(model):
         return model
-    import keras
-
-    if isinstance(input_shape, dict):
-        inputs = {name: keras.Input(tuple(shape), name=name) for name, shape in input_shape.items()}
-    elif any(isinstance(d, tuple) for d in input_shape):
-        inputs = [keras.Input(tuple(shape)) for shape in input_shape]
-    else:
-        inputs = keras.Input(tuple(input_shape))
+    inputs = _symbolic_inputs(input_shape)
     try:
         model(inputs, training=False)     # Keras leaves `training` out for a call that takes none
     except Exception as exc:
@@ -50,3 +43,14 @@ def built(model, input_shape):
                          f"keras.Input of the data's shape {input_shape} failed ({type(exc).__name__}: {exc}); "
                          f"expected a built model: call it once, or give it an Input, in the builder") from exc
     return model
+
+
+def _symbolic_inputs(shape, name: str | None = None):
+    """A `keras.Input` per array of `shape`: one shape, or a dict, tuple or list of them, nested."""
+    import keras
+
+    if isinstance(shape, dict):
+        return {key: _symbolic_inputs(value, key) for key, value in shape.items()}
+    if isinstance(shape, (tuple, list)) and any(isinstance(d, (tuple, list, dict)) for d in shape):
+        return [_symbolic_inputs(value) for value in shape]
+    return keras.Input(tuple(shape), name=name)
