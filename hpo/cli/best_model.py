@@ -35,6 +35,8 @@ class ExportedModel:
     test_examples: int
     data_source: str
     test_metrics: Mapping[str, float] = field(default_factory=dict)   # training.metrics by logged name
+    # Classes of the user's that the file names and Keras cannot find by name: loading it needs them.
+    unregistered: tuple[str, ...] = ()
 
 
 def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | None = None) -> ExportedModel:
@@ -121,7 +123,8 @@ def export_best_model(study_dir: str | Path, path: str | Path, trial_id: int | N
                              f"alone can be: --export {weights} (model.load_weights(...) reads them into the "
                              f"model your builder makes)") from None
     return ExportedModel(trial=best, path=path, test_loss=test_loss, test_accuracy=test_metrics.get("accuracy"),
-                         test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics)
+                         test_examples=dataset.examples("test"), data_source=dataset.source, test_metrics=test_metrics,
+                         unregistered=() if weights_only else unregistered_classes(portable))
 
 
 def _score(training, portable, dataset) -> tuple[float, dict[str, float]]:
@@ -165,6 +168,22 @@ def stock_optimizer(tunable, params, variables):
                                f"the checkpoint's {source.path} {tuple(source.shape)}")
         target.assign(source)
     return optimizer
+
+
+def unregistered_classes(model) -> tuple[str, ...]:
+    """The names of the model's classes (itself, its layers) that are the user's own and not
+    registered with Keras: `keras.models.load_model` finds them only through
+    `custom_objects` or `@keras.saving.register_keras_serializable()`."""
+    import keras
+
+    layers = model._flatten_layers(include_self=True) if hasattr(model, "_flatten_layers") else [model, *model.layers]
+    names = []
+    for cls in dict.fromkeys(type(layer) for layer in layers):
+        if cls.__module__.split(".")[0] == "keras":
+            continue
+        if keras.saving.get_registered_object(keras.saving.get_registered_name(cls)) is None:
+            names.append(cls.__name__)
+    return tuple(names)
 
 
 def portable_model(model):

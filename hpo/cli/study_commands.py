@@ -141,8 +141,16 @@ def _export(args: argparse.Namespace, experiment: dict, trial_id: int | None) ->
         which = "" if trial_id is None else f"trial {trial_id} to "
         stdout.print(f"saved {which}{exported.path}; held-out test set ({exported.test_examples} examples, never "
                      f"seen by the search): {scores}", highlight=False)
+        if exported.unregistered:
+            names = ", ".join(exported.unregistered)
+            objects = ", ".join(f"'{name}': {name}" for name in exported.unregistered)
+            stdout.print(f"loading it needs your class{'es' if len(exported.unregistered) > 1 else ''} {names}: "
+                         f"keras.models.load_model(path, custom_objects={{{objects}}}), or decorate "
+                         f"{'them' if len(exported.unregistered) > 1 else 'it'} with "
+                         f"@keras.saving.register_keras_serializable()", highlight=False, markup=False)
     record = {"path": str(exported.path), "test_accuracy": exported.test_accuracy, "test_loss": exported.test_loss,
-              "test_examples": exported.test_examples, "test_metrics": dict(exported.test_metrics)}
+              "test_examples": exported.test_examples, "test_metrics": dict(exported.test_metrics),
+              "needs_classes": list(exported.unregistered)}
     return record if trial_id is None else {"trial_id": trial_id, **record}
 
 

@@ -172,3 +172,55 @@ def test_corrupted_study_database_is_refused_and_left_untouched(tmp_path, capsys
     assert done.returncode == 2 and "Traceback" not in output
     assert "study.sqlite" in output and "not a readable study database" in output
     assert (study / "study.sqlite").read_bytes() == garbage
+
+
+CONFIGURED_MODEL = '''
+import keras
+
+
+class Configured(keras.Model):       # get_config(), not registered with Keras
+    def __init__(self, units, classes, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.classes = units, classes
+        self.flatten = keras.layers.Flatten()
+        self.hidden = keras.layers.Dense(units, activation="relu")
+        self.logits = keras.layers.Dense(classes)
+
+    def call(self, x):
+        return self.logits(self.hidden(self.flatten(x)))
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "classes": self.classes}
+
+
+def build(config, input_shape, num_classes):
+    return Configured(int(config["units"]), num_classes)
+'''
+
+
+def test_an_exported_model_of_an_unregistered_class_says_what_loading_it_needs(tmp_path, capsys, monkeypatch):
+    """Keras saves a subclassed model with get_config(), but load_model finds its class only
+    through custom_objects or registration: the export says so, and that load works."""
+    import importlib
+    import json
+    import sys
+
+    import keras
+    import numpy as np
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    (tmp_path / "configured_model.py").write_text(CONFIGURED_MODEL)
+    path = write_experiment(tmp_path, DIGITS_200 + "model: {builder: 'configured_model:build'}\n")
+    study = tmp_path / "study"
+    assert hpo_here(capsys, "search", path, "--study-dir", study).returncode == 0
+    target = tmp_path / "best.keras"
+    exported = hpo_here(capsys, "best", study, "--export", target, "--trust-code")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert ("loading it needs your class Configured: keras.models.load_model(path, custom_objects={'Configured': "
+            "Configured}), or decorate it with @keras.saving.register_keras_serializable()") in exported.stdout
+    record = json.loads(hpo_here(capsys, "best", study, "--json", "--export", tmp_path / "again.keras",
+                                 "--trust-code").stdout)
+    assert record["export"]["needs_classes"] == ["Configured"]
+    module = importlib.import_module("configured_model")
+    model = keras.models.load_model(target, custom_objects={"Configured": module.Configured})
+    assert model.predict(np.ones((2, 8, 8), "float32"), verbose=0).shape == (2, 10)
