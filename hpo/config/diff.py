@@ -36,10 +36,18 @@ def diff_experiments(stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
 def binding_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that would change the meaning of finished trials. A key added to hpo after
     the study was made reads as its default, which is what the study's trials ran with."""
-    stored = with_added_keys(stored)
-    return [line for line in diff_experiments(stored, current)
-            if not any(line.startswith(prefix + ".") or line.startswith(prefix + ":")
-                       for prefix in RESUMABLE_CHANGES + REPLAYED_CHANGES)]
+    return [line for line in diff_experiments(with_added_keys(stored), current)
+            if not _under(line, RESUMABLE_CHANGES + REPLAYED_CHANGES)]
+
+
+def replayed_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """The differences in keys the replay judges (`REPLAYED_CHANGES`: the searcher's options)."""
+    return [line for line in diff_experiments(with_added_keys(stored), current) if _under(line, REPLAYED_CHANGES)]
+
+
+def _under(line: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether a `diff_experiments` line is of a key at or below one of `prefixes`."""
+    return any(line.startswith(prefix + ".") or line.startswith(prefix + ":") for prefix in prefixes)
 
 
 # Keys a study may lack (hpo did not have them when it was made), with the value its trials ran with.

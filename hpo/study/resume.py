@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hpo.config import Experiment, binding_differences, diff_experiments, with_added_keys
-from hpo.config.diff import REPLAYED_CHANGES
+from hpo.config.diff import replayed_differences
 from hpo.errors import ConfigError, UserInputError
 from hpo.search.base import Searcher
 from hpo.study import DB_NAME, Study
@@ -182,8 +182,7 @@ def replay(study: Study, searcher: Searcher, on_tell: Callable[[int], None] | No
 def _changed_options(stored, current) -> str:
     """The searcher's options this run changed against the study's (stored -> now), the likely
     cause of a replay that differs; empty when none did."""
-    lines = [line for line in diff_experiments(with_added_keys(stored), current)
-             if any(line.startswith(prefix + ".") or line.startswith(prefix + ":") for prefix in REPLAYED_CHANGES)]
+    lines = replayed_differences(stored, current)
     return f"; this run changed {'; '.join(lines)} (stored -> now)" if lines else ""
 
 
