@@ -1,7 +1,9 @@
 """Python scripts as users write them, run as real processes with two local workers: no
 `if __name__ == "__main__":` guard, a search started at the top level (issue 59, case 1)."""
 
+import contextlib
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -129,21 +131,33 @@ def signalled(script: Path, text: str, ready: str, what: str, signal_number: int
     `signal_number`, and return its exit status and standard error; the child never outlives
     the test."""
     from tests.support.faults import query, wait_for
-    script.write_text(text)
+    # Where a driver that outlives the signal is stuck, should one ever: SIGUSR1 prints every
+    # thread's stack (the script's behaviour is otherwise the user's, untouched).
+    script.write_text(STACKS_ON_SIGUSR1 + text)
     driver = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=cli_env(), text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_for(lambda: query(script.parent / "study", ready), what=what, process=driver)
         driver.send_signal(signal_number)
-        _, err = driver.communicate(timeout=60)
+        try:
+            _, err = driver.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            driver.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                driver.wait(5)
+            driver.kill()
+            _, err = driver.communicate()
+            raise AssertionError(f"the driver did not end within 60 s of signal {signal_number}; its stacks:\n"
+                                 f"{err[-6000:]}") from None
     finally:
         driver.kill()       # a no-op once it ended
     return driver.returncode, err
 
 
-def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_script_resumes(tmp_path):
-    import signal
+STACKS_ON_SIGUSR1 = "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
 
+
+def test_sigterm_stops_an_optimize_script_with_its_study_safe_and_the_same_script_resumes(tmp_path):
     script, study_dir = tmp_path / "search.py", tmp_path / "study"
     code, err = signalled(script, SLOW_OBJECTIVE_SCRIPT,
                           "SELECT 1 FROM trials WHERE state='running' AND EXISTS "
@@ -181,8 +195,6 @@ hpo.optimize(objective, {"x": {"type": "float", "low": 0, "high": 1}}, "random",
 
 
 def test_ctrl_c_ends_a_script_whose_threads_are_still_calling_the_objective(tmp_path):
-    import signal
-
     from tests.support.faults import query
     # The two calls never return: the script ends all the same, its study safe, as with one worker.
     code, err = signalled(tmp_path / "search.py", BLOCKING_OBJECTIVE_SCRIPT,
