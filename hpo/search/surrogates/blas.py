@@ -18,13 +18,17 @@ import contextlib
 from typing import Iterator
 
 _controller = None      # threadpoolctl's ThreadpoolController, made at first use (a scan of loaded libraries)
+_blas = ()              # its BLAS libraries' controllers
 
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """Limit the BLAS libraries numpy and scipy loaded to one thread for the block, and
-    restore their pools after it. Without threadpoolctl (scikit-learn's dependency), a no-op."""
-    global _controller
+    restore their pools after it. Without threadpoolctl (scikit-learn's dependency), a no-op;
+    so too where every pool already has one thread (`OPENBLAS_NUM_THREADS=1`, a caller's own
+    limit): reading the pools' sizes costs a few microseconds where setting and restoring
+    them costs tens, on every ask and tell."""
+    global _controller, _blas
     if _controller is None:
         try:
             from threadpoolctl import ThreadpoolController
@@ -33,7 +37,8 @@ def one_blas_thread() -> Iterator[None]:
         else:
             import scipy.linalg  # noqa: F401 - loads scipy's own BLAS, so that it is limited too
             _controller = ThreadpoolController()
-    if not _controller:
+            _blas = tuple(_controller.select(user_api="blas").lib_controllers)
+    if not _controller or all(library.get_num_threads() == 1 for library in _blas):
         yield
         return
     with _controller.limit(limits=1, user_api="blas"):
