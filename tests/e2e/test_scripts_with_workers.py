@@ -135,7 +135,7 @@ def signalled(script: Path, text: str, ready: str, what: str, signal_number: int
     # thread's stack (the script's behaviour is otherwise the user's, untouched).
     script.write_text(STACKS_ON_SIGUSR1 + text)
     driver = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=cli_env(), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_sigint_as_in_a_terminal)
     try:
         wait_for(lambda: query(script.parent / "study", ready), what=what, process=driver)
         driver.send_signal(signal_number)
@@ -152,6 +152,14 @@ def signalled(script: Path, text: str, ready: str, what: str, signal_number: int
     finally:
         driver.kill()       # a no-op once it ended
     return driver.returncode, err
+
+
+def _sigint_as_in_a_terminal() -> None:
+    """In the script's process, before it starts: SIGINT at its default action, as a script
+    started from a terminal has it. A test run started in the background by a shell without
+    job control (`cmd &` in a script) has SIGINT ignored, its children inherit that, and
+    Python leaves an inherited SIG_IGN in place: Ctrl-C would never reach the script."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 STACKS_ON_SIGUSR1 = "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
