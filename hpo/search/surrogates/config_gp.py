@@ -96,7 +96,7 @@ class ConfigGP:
         squared = (sa * sa).sum(axis=1)[:, None] + (sb * sb).sum(axis=1)[None, :] - 2.0 * (sa @ sb.T)
         np.maximum(squared, 0.0, out=squared)
         for j in np.flatnonzero(self.unordered):
-            squared += (np.abs(a[:, j, None] - b[None, :, j]) > 1e-9) / (scales[j] * scales[j])
+            squared += _differs(a[:, j], b[:, j]) / (scales[j] * scales[j])
         return np.sqrt(np.multiply(squared, 5.0, out=squared), out=squared)
 
     def _nll(self, log_scales: np.ndarray) -> tuple[float, np.ndarray]:
@@ -104,12 +104,8 @@ class ConfigGP:
         takes one Cholesky factor a step, where a finite-difference gradient took one more per
         dimension."""
         r = self._distance(self.x, self.x, log_scales)
-        decay = np.exp(-r)
-        k = r * r
-        k *= 1.0 / 3.0
-        k += r
-        k += 1.0
-        k *= decay                      # the Matern 5/2 kernel, as `_matern`
+        decay = np.exp(-r)              # the kernel's and its gradient's
+        k = _matern(r, decay)
         k[np.diag_indices_from(k)] += self.noise
         try:
             chol = np.linalg.cholesky(k)
@@ -136,7 +132,7 @@ class ConfigGP:
         # sum_ab M_ab (x_a - x_b)^2 = 2 sum_a x_a^2 (M 1)_a - 2 x^T M x, for symmetric M.
         summed[ordered] = 2.0 * (weights.sum(axis=1) @ (x * x)) - 2.0 * np.einsum("aj,aj->j", x, weights @ x)
         for j in np.flatnonzero(self.unordered):
-            summed[j] = (weights * (np.abs(self.x[:, j, None] - self.x[None, :, j]) > 1e-9)).sum()
+            summed[j] = (weights * _differs(self.x[:, j], self.x[:, j])).sum()
         gradient = 0.5 * summed * np.exp(-2.0 * log_scales) + offset / 1.5 ** 2
         return value, gradient
 
@@ -178,14 +174,21 @@ class ConfigGP:
         return out
 
 
-def _matern(r: np.ndarray) -> np.ndarray:
-    """The Matern 5/2 kernel (1 + r + r^2 / 3) exp(-r), computed in place over `r`'s copy."""
+def _matern(r: np.ndarray, decay: np.ndarray | None = None) -> np.ndarray:
+    """The Matern 5/2 kernel (1 + r + r^2 / 3) exp(-r), computed in place over `r`'s copy;
+    `decay`: exp(-r), where the caller has it already."""
     out = r * r
     out *= 1.0 / 3.0
     out += r
     out += 1.0
-    out *= np.exp(-r)
+    out *= np.exp(-r) if decay is None else decay
     return out
+
+
+def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether the values of an unordered choice in column `a` and column `b` differ, pair by
+    pair (rows of `a` by rows of `b`): such a choice is 0 or 1 apart."""
+    return np.abs(a[:, None] - b[None, :]) > 1e-9
 
 
 def neighbours(rng: np.random.Generator, vectors: np.ndarray, dims, m: int, sd: float) -> np.ndarray:
