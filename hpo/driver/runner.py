@@ -147,6 +147,10 @@ class Runner:
         # starts, then kept as trials finish, so that a search with constraints does not read
         # every trial back after each one.
         self._best: TrialRow | None = None
+        # Finished trials (complete or failed) in the study: counted as the run starts, then
+        # kept as results are recorded, so that the progress line does not count the study's
+        # rows after every trial.
+        self._finished = 0
 
     # --- the loop -----------------------------------------------------------------------
     def run(self) -> SearchSummary:
@@ -230,7 +234,7 @@ class Runner:
     def _replay(self) -> list[Job]:
         """The study's history told to the searcher again (`hpo.study.resume.replay`), said
         where there is one: a model-based searcher takes seconds over thousands of trials."""
-        told = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
+        told = self._finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
         if told:
             log.info("resuming: telling %s the study's %d finished trial(s) again",
                      self.experiment.search.algorithm, told)
@@ -374,6 +378,7 @@ class Runner:
             if event.traceback:
                 log.debug("trial %d traceback:\n%s", job.trial_id, event.traceback)
         self.study.record_result(job, result, epochs_trained=event.epochs_trained)
+        self._finished += 1
         if result.ok:
             finished = [t for t in (self._best, self.study.trial(job.trial_id)) if t is not None]
             self._best = ranking.best(finished, self._goals)
@@ -439,8 +444,7 @@ class Runner:
             self.board.trials_counted(trial_counts(self.study))
 
     def _report_progress(self, started: float) -> None:
-        finished = self.study.count(TrialState.COMPLETE, TrialState.FAILED)
-        self.on_progress(Progress(finished=finished, total=self.experiment.search.max_trials,
+        self.on_progress(Progress(finished=self._finished, total=self.experiment.search.max_trials,
                                   best_value=self._best.value if self._best else None,
                                   running=self.executor.running(), elapsed=self.clock() - started,
                                   budget_given=self._budget_given))

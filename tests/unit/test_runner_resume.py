@@ -234,3 +234,32 @@ def test_a_study_run_uncapped_resumes_once_it_names_max_good_null(tmp_path):
     resumed = hpo.optimize(bowl, space, "bohb", min_budget=1, max_budget=9, max_trials=70, study_dir=study,
                            options={"max_good": None})
     assert len(resumed.trials) == 70
+
+
+def test_the_progress_count_is_the_studys_finished_trials_through_failures_and_a_resume(tmp_path):
+    # The runner keeps the count as results are recorded rather than counting the study's
+    # rows after every trial: it must agree with the study, the resumed run's earlier trials
+    # and the failed ones included.
+    def sometimes(config, budget):
+        if config["opt"] == "sgd":
+            raise RuntimeError("sgd diverged")
+        return objective(config, budget)
+
+    seen = []
+
+    def run_counting(exp, fresh=False):
+        study = prepare_study(exp, exp.study_dir, fresh=fresh)
+        s = exp.search
+        searcher = make_searcher(s.algorithm, exp.space, seed=exp.seed, direction=s.direction,
+                                 min_budget=s.min_budget, max_budget=s.max_budget, eta=s.eta, options=s.options)
+        runner = Runner(exp, study, searcher, FunctionExecutor(sometimes, "objective"))
+        runner.on_progress = lambda p: seen.append(
+            (p.finished, study.count(TrialState.COMPLETE, TrialState.FAILED)))
+        runner.run()
+        return study
+
+    run_counting(experiment(tmp_path, "hyperband", max_trials=8), fresh=True)
+    study = run_counting(experiment(tmp_path, "hyperband", max_trials=20))
+    assert any(t.state == TrialState.FAILED for t in study.trials())
+    assert [kept for kept, _ in seen] == [counted for _, counted in seen]
+    assert seen[-1][0] == 20 and len(seen) == 20
