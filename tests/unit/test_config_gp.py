@@ -6,7 +6,7 @@ import math
 import numpy as np
 from scipy.optimize import approx_fprime
 
-from hpo.search.surrogates.config_gp import ConfigGP
+from hpo.search.surrogates.config_gp import ConfigGP, best_and_latest
 from hpo.search.surrogates.kde import Dimension
 
 
@@ -47,3 +47,26 @@ def test_the_fitted_lengthscales_sit_at_a_minimum_of_the_likelihood_and_find_the
     # The loss moves with the first float and the choice; the second float and the ordered
     # choice are noise, so their lengthscales come out longer.
     assert model.log_scales[0] < model.log_scales[1] and model.log_scales[0] < model.log_scales[3]
+
+
+def test_the_rows_kept_are_the_best_half_as_a_stable_sort_ranks_them_then_the_latest_of_the_rest():
+    # The definition: a stable sort's first half (a tie to the older row), then the latest
+    # half of the others; best_and_latest finds the same by partition, ties, failures (+inf)
+    # and NaN included.
+    def by_sorting(scores, limit):
+        if len(scores) <= limit:
+            return np.arange(len(scores))
+        order = np.argsort(scores, kind="stable")
+        return np.concatenate([order[:limit // 2], np.sort(order[limit // 2:])[-(limit // 2):]])
+
+    rng = np.random.default_rng(0)
+    for case in range(2000):
+        n, limit = int(rng.integers(1, 300)), int(rng.integers(2, 160))
+        scores = rng.normal(size=n) if case % 4 == 0 else rng.integers(0, 5, size=n).astype(float)
+        if case % 4 == 2:
+            scores[rng.random(n) < 0.3] = np.inf
+        if case % 4 == 3:
+            scores[rng.random(n) < 0.6] = np.nan
+        kept = best_and_latest(scores, limit)
+        assert np.array_equal(kept, by_sorting(scores, limit)), (case, n, limit)
+        assert len(kept) == (n if n <= limit else 2 * (limit // 2))

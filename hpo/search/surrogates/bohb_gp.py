@@ -340,23 +340,27 @@ class GPSampler(MultiFidelityTPESampler):
         low, high = math.log(budgets[0]), math.log(budgets[-1])
         table = self._table[:len(self._rows)]
         failed = self._failures()[0] if self._failed else None
-        vectors, losses, order = [], [], []
+        rows, budget_inputs, losses, order = [], [], [], []
         # Array slices per budget, not a Python step per result: the rows are rebuilt on
         # every new result, so ask() would otherwise grow with the study, although the
         # process itself fits on at most MAX_GP_ROWS of them.
         for b in budgets:
             z = 1.0 if high == low else (math.log(b) - low) / (high - low)
-            rows = self._result_table_rows(b)
+            budget_rows = self._result_table_rows(b)
             budget_losses = self._results(b)[:, 0]
             if failed is not None:
-                kept = ~np.isin(rows, failed)
-                rows, budget_losses = rows[kept], budget_losses[kept]
-            vectors.append(np.column_stack([table[rows, 2:], np.full(len(rows), z)]))
+                kept = ~np.isin(budget_rows, failed)
+                budget_rows, budget_losses = budget_rows[kept], budget_losses[kept]
+            rows.append(budget_rows)
+            budget_inputs.append(np.full(len(budget_rows), z))
             losses.append(budget_losses)
-            order.append(rows + (b == budgets[-1]) * len(self._rows))
-        vectors, losses, order = np.concatenate(vectors), np.concatenate(losses), np.concatenate(order)
+            order.append(budget_rows + (b == budgets[-1]) * len(self._rows))
+        order = np.concatenate(order)
         keep = np.argsort(order, kind="stable")     # older configs first, the top budget's rows last
-        return vectors[keep], losses[keep]
+        vectors = np.empty((len(keep), table.shape[1] - 1))     # the config's vector, then its budget
+        vectors[:, :-1] = table[np.concatenate(rows)[keep], 2:]
+        vectors[:, -1] = np.concatenate(budget_inputs)[keep]
+        return vectors, np.concatenate(losses)[keep]
 
     def stats(self) -> dict[str, float]:
         stats = super().stats()

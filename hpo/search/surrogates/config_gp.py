@@ -238,8 +238,20 @@ def best_and_latest(scores: np.ndarray, limit: int) -> np.ndarray:
     in that order (the process keeps its incumbents and follows where the search is now)."""
     if len(scores) <= limit:
         return np.arange(len(scores))
-    order = np.argsort(scores, kind="stable")
-    return np.concatenate([order[:limit // 2], np.sort(order[limit // 2:])[-(limit // 2):]])
+    half = limit // 2
+    # The best half as a stable sort ranks them (a tie goes to the older row), found by a
+    # partition: the rows are a long search's thousands, of which `limit` are kept.
+    cut = np.partition(scores, half - 1)[half - 1]
+    if np.isnan(cut):
+        best = np.argsort(scores, kind="stable")[:half]
+    else:
+        below = np.flatnonzero(scores < cut)
+        tied = np.flatnonzero(scores == cut)[:half - len(below)]
+        best = np.sort(np.concatenate([below, tied]))
+        best = best[np.argsort(scores[best], kind="stable")]
+    rest = np.ones(len(scores), dtype=bool)
+    rest[best] = False
+    return np.concatenate([best, np.flatnonzero(rest)[-half:]])
 
 
 def inside_bounds(candidates: np.ndarray) -> np.ndarray:

@@ -681,10 +681,9 @@ class MultiFidelityTPESampler(ConfigSampler):
 
     def _worse_half(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Per config, whether it is in the worse half of all the results at its deepest budget."""
-        median = np.empty(len(budgets))
-        for b in self.by_budget:
-            median[budgets == b] = np.median(self._results(b)[:, 0])
-        return losses > median
+        levels = np.array(sorted(self.by_budget))        # every config's deepest budget is one of them
+        medians = np.array([np.median(self._results(b)[:, 0]) for b in levels])
+        return losses > medians[np.searchsorted(levels, budgets)]
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
