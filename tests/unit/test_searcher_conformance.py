@@ -40,15 +40,15 @@ def test_different_seeds_differ(name):
     assert signature(drive(make(name, seed=1), 20)) != signature(drive(make(name, seed=2), 20))
 
 
-def test_configs_stay_inside_the_space(name):
+def test_configs_stay_inside_the_space_and_budgets_within_bounds_and_no_new_config_repeats(name):
+    # One run for the three properties: a run's asks are those of a shorter run and more.
     searcher = make(name)
-    for job, _ in drive(searcher, 120, workers=3):
+    log = drive(searcher, 150, workers=3)
+    for job, _ in log:
         assert searcher.space.contains(job.config), job.config
-
-
-def test_budgets_stay_within_bounds(name):
-    for job, _ in drive(make(name), 120, workers=3):
         assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
+    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
+    assert len(fresh) == len(set(fresh))
 
 
 def test_continued_jobs_grow_the_budget_of_the_same_config(name):
@@ -58,12 +58,6 @@ def test_continued_jobs_grow_the_budget_of_the_same_config(name):
         if job.continues is not None:
             parent = by_id[job.continues]
             assert job.config == parent.config and job.budget > parent.budget
-
-
-def test_new_configs_are_never_repeated(name):
-    log = drive(make(name), 150, workers=3)
-    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
-    assert len(fresh) == len(set(fresh))
 
 
 def test_failed_results_are_tolerated(name):
