@@ -43,7 +43,11 @@ def test_different_seeds_differ(name):
 def test_configs_stay_inside_the_space_and_budgets_within_bounds_and_no_new_config_repeats(name):
     # One run for the three properties: a run's asks are those of a shorter run and more.
     searcher = make(name)
-    log = drive(searcher, 150, workers=3)
+    check_inside_and_fresh(searcher, drive(searcher, 150, workers=3))
+
+
+def check_inside_and_fresh(searcher, log):
+    """Every job's config inside the space and its budget within bounds; no new config twice."""
     for job, _ in log:
         assert searcher.space.contains(job.config), job.config
         assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
@@ -230,12 +234,7 @@ def test_priors_and_enqueued_configs_are_deterministic(name, workers):
 
 def test_priors_and_enqueued_configs_stay_inside_the_space(name):
     searcher = make_guided(name)
-    log = drive(searcher, 150, workers=3)
-    for job, _ in log:
-        assert searcher.space.contains(job.config), job.config
-        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
-    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
-    assert len(fresh) == len(set(fresh))
+    check_inside_and_fresh(searcher, drive(searcher, 150, workers=3))
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -303,11 +302,7 @@ def test_several_objectives_stay_in_bounds_and_run_enqueued_configs_first(mo_nam
     searcher = make_several(mo_name, n_objectives, enqueue=True)
     log = drive_several(searcher, 150, workers=3)
     assert [dict(j.config) for j, _ in sorted(log, key=lambda jr: jr[0].trial_id)[:2]] == ENQUEUED
-    for job, _ in log:
-        assert searcher.space.contains(job.config), job.config
-        assert 1 - 1e-9 <= job.budget <= 27 + 1e-9
-    fresh = [tuple(sorted(j.config.items())) for j, _ in log if j.continues is None]
-    assert len(fresh) == len(set(fresh))
+    check_inside_and_fresh(searcher, log)
     front = searcher.pareto_front()
     assert front
     if n_objectives == 3:
