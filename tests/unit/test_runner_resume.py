@@ -26,15 +26,26 @@ def experiment(tmp_path, algorithm, **search):
         "output": {"dir": str(tmp_path)}})
 
 
-def run(exp, objective_fn, fresh=False):
+def run(exp, objective_fn, fresh=False, on_progress=None):
+    """(summary, study) of one run; `on_progress(progress, study)` after each finished trial."""
     study = prepare_study(exp, exp.study_dir, fresh=fresh)
     s = exp.search
     searcher = make_searcher(s.algorithm, exp.space, seed=exp.seed, direction=s.direction, min_budget=s.min_budget,
                              max_budget=s.max_budget, eta=s.eta, options=s.options)
+    runner = Runner(exp, study, searcher, FunctionExecutor(objective_fn, "objective"))
+    if on_progress is not None:
+        runner.on_progress = lambda progress: on_progress(progress, study)
     try:
-        return Runner(exp, study, searcher, FunctionExecutor(objective_fn, "objective")).run(), study
+        return runner.run(), study
     except Crash:
         return None, study
+
+
+def fails_on_sgd(config, budget):
+    """The harness's objective, raising for every config that uses SGD."""
+    if config["opt"] == "sgd":
+        raise RuntimeError("sgd diverged")
+    return objective(config, budget)
 
 
 def sequence(study):
@@ -107,12 +118,7 @@ def test_changed_search_options_resume_only_where_they_replay_every_ask(tmp_path
 
 
 def test_failing_trials_are_recorded_and_the_search_goes_on(tmp_path):
-    def sometimes(config, budget):
-        if config["opt"] == "sgd":
-            raise RuntimeError("sgd diverged")
-        return objective(config, budget)
-
-    summary, study = run(experiment(tmp_path, "random", max_trials=12), sometimes)
+    summary, study = run(experiment(tmp_path, "random", max_trials=12), fails_on_sgd)
     failed = [t for t in study.trials() if t.state == TrialState.FAILED]
     assert failed and all("sgd diverged" in t.error for t in failed)
     assert len(study.trials()) == 12 and summary.best is not None
@@ -240,26 +246,13 @@ def test_the_progress_count_is_the_studys_finished_trials_through_failures_and_a
     # The runner keeps the count as results are recorded rather than counting the study's
     # rows after every trial: it must agree with the study, the resumed run's earlier trials
     # and the failed ones included.
-    def sometimes(config, budget):
-        if config["opt"] == "sgd":
-            raise RuntimeError("sgd diverged")
-        return objective(config, budget)
-
     seen = []
 
-    def run_counting(exp, fresh=False):
-        study = prepare_study(exp, exp.study_dir, fresh=fresh)
-        s = exp.search
-        searcher = make_searcher(s.algorithm, exp.space, seed=exp.seed, direction=s.direction,
-                                 min_budget=s.min_budget, max_budget=s.max_budget, eta=s.eta, options=s.options)
-        runner = Runner(exp, study, searcher, FunctionExecutor(sometimes, "objective"))
-        runner.on_progress = lambda p: seen.append(
-            (p.finished, study.count(TrialState.COMPLETE, TrialState.FAILED)))
-        runner.run()
-        return study
+    def count(progress, study):
+        seen.append((progress.finished, study.count(TrialState.COMPLETE, TrialState.FAILED)))
 
-    run_counting(experiment(tmp_path, "hyperband", max_trials=8), fresh=True)
-    study = run_counting(experiment(tmp_path, "hyperband", max_trials=20))
+    run(experiment(tmp_path, "hyperband", max_trials=8), fails_on_sgd, fresh=True, on_progress=count)
+    _, study = run(experiment(tmp_path, "hyperband", max_trials=20), fails_on_sgd, on_progress=count)
     assert any(t.state == TrialState.FAILED for t in study.trials())
     assert [kept for kept, _ in seen] == [counted for _, counted in seen]
     assert seen[-1][0] == 20 and len(seen) == 20
