@@ -17,6 +17,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # not depend on it.
 for _pool in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_pool, "1")
+# XLA's LLVM back end at its lowest optimisation level, for this process and every CLI and worker
+# process a test starts: the tests' programs run a few steps each, so the machine code's speed
+# does not matter, while optimising it is about half of what an XLA compilation costs here.
+# XLA's own passes, the fusion decisions tests read from the HLO included, run as before; the
+# trainers add their multi-output fusion option to these flags as for a user, and the process
+# that checks a user's first compilation (tests/support/tensorflow_process.py) starts without them.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 # Compiled modules are kept (`__pycache__`, ignored by git) even where the environment says
 # not to write them (PYTHONDONTWRITEBYTECODE): the suite starts dozens of CLI and worker
 # processes, each of which would otherwise compile hpo's modules from source again, and pytest
