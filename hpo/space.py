@@ -38,11 +38,19 @@ class Param:
     def is_active(self, config: Mapping[str, Any]) -> bool:
         return all(parent in config and is_among(config[parent], allowed) for parent, allowed in self.when.items())
 
-    # Subclasses implement these four.
+    # Subclasses implement these six.
     def from_unit(self, u: float) -> Any: raise NotImplementedError
     def to_unit(self, value: Any) -> float: raise NotImplementedError
     def contains(self, value: Any) -> bool: raise NotImplementedError
     def to_dict(self) -> dict[str, Any]: raise NotImplementedError
+
+    def units_round_trip(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a column of units in [0, 1]: `to_unit(from_unit(u))` of each, and a numeric key
+        of each decoded value (`value_of` turns a key into that value), bit for bit as the
+        scalar methods compute them: the same operations, elementwise."""
+        raise NotImplementedError
+
+    def value_of(self, key: Any) -> Any: raise NotImplementedError
 
     def _when_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -81,6 +89,18 @@ class FloatParam(Param):
             return (math.log(value) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
         return (float(value) - self.low) / (self.high - self.low)
 
+    def units_round_trip(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        u = np.clip(u, 0.0, 1.0)
+        if self.log:
+            low, high = math.log(self.low), math.log(self.high)
+            values = _elementwise(math.exp, low + u * (high - low))
+            return (_elementwise(math.log, values) - low) / (high - low), values
+        values = self.low + u * (self.high - self.low)
+        return (values - self.low) / (self.high - self.low), values
+
+    def value_of(self, key: Any) -> float:
+        return float(key)
+
     def contains(self, value: Any) -> bool:
         return isinstance(value, (int, float)) and self.low <= value <= self.high
 
@@ -112,6 +132,15 @@ class IntParam(Param):
         lo, hi = self._edges()
         x = math.log(value) if self.log else float(value)
         return (x - lo) / (hi - lo)
+
+    def units_round_trip(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self._edges()
+        x = lo + np.clip(u, 0.0, 1.0) * (hi - lo)
+        values = np.clip(np.floor((_elementwise(math.exp, x) if self.log else x) + 0.5), self.low, self.high)
+        return ((_elementwise(math.log, values) if self.log else values) - lo) / (hi - lo), values
+
+    def value_of(self, key: Any) -> int:
+        return int(key)
 
     def contains(self, value: Any) -> bool:
         return isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
@@ -153,6 +182,15 @@ class ChoiceParam(Param):
 
     def to_unit(self, value: Any) -> float:
         return (self.index(value) + 0.5) / len(self.values)
+
+    def units_round_trip(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        slots = np.minimum((np.clip(u, 0.0, 1.0) * len(self.values)).astype(np.int64), len(self.values) - 1)
+        # A value listed twice (1 and 1.0) encodes as its first listing, as `index` finds it.
+        first = np.array([self.index(v) for v in self.values], dtype=np.int64)
+        return (first[slots] + 0.5) / len(self.values), slots
+
+    def value_of(self, key: Any) -> Any:
+        return self.values[int(key)]
 
     def contains(self, value: Any) -> bool:
         return is_among(value, self.values)
@@ -303,6 +341,50 @@ class SearchSpace:
     def to_unit(self, config: Mapping[str, Any]) -> np.ndarray:
         return np.array([p.to_unit(config[p.name]) if p.name in config else np.nan
                          for p in self.params], dtype=float)
+
+    def units_round_trip(self, points: np.ndarray) -> np.ndarray:
+        """Unit-cube rows as the configs they decode to encode them: `to_unit(from_unit(row))`
+        for every row (an int or a choice at its slot's centre, NaN where the row's parents make
+        a parameter inactive), bit for bit, computed a column at a time rather than a config at
+        a time: a model scores hundreds of candidates per ask in a conditional space."""
+        active, encoded = self._decode_columns(points)
+        return np.where(active, encoded, np.nan)
+
+    def active_mask(self, points: np.ndarray) -> np.ndarray:
+        """Per row and parameter of unit-cube rows, whether the parameter is in the config the
+        row decodes to (`from_unit`): its parents active, with values that switch it on."""
+        return self._decode_columns(points)[0]
+
+    def _decode_columns(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(active, encoded) for `units_round_trip` and `active_mask`; NaN units decode as 0.5,
+        as in `from_unit`."""
+        points = np.asarray(points, dtype=float).reshape(-1, len(self.params))
+        active = np.ones(points.shape, dtype=bool)
+        encoded = np.empty(points.shape)
+        parents = {parent for p in self.params for parent in p.when}
+        column_of = {p.name: j for j, p in enumerate(self.params)}
+        decoded: dict[str, np.ndarray] = {}     # a parent's decoded values, as `value_of` keys
+        for j, p in enumerate(self.params):
+            for parent, allowed in p.when.items():
+                # Parents come first (`_parents_first`), so a parent's column is final here.
+                k = column_of[parent]
+                keys = decoded[parent]
+                switched_on = np.zeros(len(points), dtype=bool)
+                for key in np.unique(keys[active[:, k]]):
+                    if is_among(self.params[k].value_of(key), allowed):
+                        switched_on |= keys == key
+                active[:, j] &= active[:, k] & switched_on
+            column = points[:, j]
+            encoded[:, j], keys = p.units_round_trip(np.where(np.isnan(column), 0.5, column))
+            if p.name in parents:
+                decoded[p.name] = keys
+        return active, encoded
+
+
+def _elementwise(function, values: np.ndarray) -> np.ndarray:
+    """`function` (math's exp or log) of each value: numpy's own may round the last bit
+    differently, and a round trip must match the scalar one exactly."""
+    return np.fromiter(map(function, values.tolist()), dtype=float, count=values.size)
 
 
 def _parents_first(params: list[Param]) -> tuple[Param, ...]:

@@ -564,11 +564,9 @@ class FreezeThaw(Searcher):
         the model reads them, `decoded` as they become configs), unseen and not pending. In a
         conditional space each candidate is scored as its config encodes it: an inactive value
         says nothing."""
-        configs = None
         if self._conditional:
-            configs = [self.space.from_unit(row) for row in decoded]
-            scored = np.array([self.space.to_unit(c) for c in configs])
-        return first_unseen(self.space, decoded, score(scored), self.sampler.taken(pending), configs)
+            scored = self.space.units_round_trip(decoded)
+        return first_unseen(self.space, decoded, score(scored), self.sampler.taken(pending))
 
     def _best_vectors(self, mean: np.ndarray, told: np.ndarray) -> np.ndarray:
         """The unit-cube vectors of the LOCAL_TOP best lineages by predicted final loss, best first."""

@@ -197,3 +197,29 @@ def test_hpo_optimize_takes_0_and_false_as_two_choices():
     hpo.optimize(objective, {"c": {"type": "choice", "values": [0, False]}}, "random", min_budget=1, max_budget=1,
                  max_trials=2, seed=0)
     assert seen == {"0", "False"}
+
+
+def test_the_column_wise_round_trip_matches_the_config_one_bit_for_bit():
+    """`units_round_trip` and `active_mask` decode a column at a time what `from_unit` and
+    `to_unit` do a config at a time, over every kind: log and linear floats and ints, choices
+    of strings, booleans and numbers (1 and 1.0 listed as one value), a choice and an int as
+    parents, a grandchild, and units that are NaN, outside [0, 1] or at its edges."""
+    space = SearchSpace([
+        ChoiceParam("opt", values=("sgd", "adam", True, 1, 1.0)),
+        IntParam("layers", low=1, high=4),
+        FloatParam("lr", low=1e-5, high=0.3, log=True),
+        FloatParam("momentum", low=0, high=1, when={"opt": ("sgd", True)}),
+        IntParam("units", low=8, high=1024, log=True, when={"layers": (2, 3)}),
+        ChoiceParam("nesterov", values=(False, True), when={"opt": ("sgd",)}),
+        FloatParam("decay", low=-2.5, high=7, when={"nesterov": (True,)}),
+        IntParam("width", low=-3, high=3, when={"units": (8, 9, 1024), "opt": (1, "adam")}),
+    ])
+    rng = np.random.default_rng(0)
+    points = rng.random((400, len(space)))
+    points[rng.random(points.shape) < 0.1] = np.nan
+    points[rng.random(points.shape) < 0.05] = rng.choice([-0.3, -0.0, 0.0, 1.0, 1.7, np.inf])
+    by_config = np.array([space.to_unit(space.from_unit(row)) for row in points])
+    np.testing.assert_array_equal(space.units_round_trip(points), by_config)
+    assert (space.units_round_trip(points).view(np.int64) == by_config.view(np.int64)).all()
+    np.testing.assert_array_equal(space.active_mask(points), ~np.isnan(by_config))
+    assert space.active_mask(points).all(axis=0).sum() == 3 and space.active_mask(points).any(axis=0).all()

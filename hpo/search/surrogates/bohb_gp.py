@@ -149,20 +149,12 @@ GP_ONLY_OPTIONS = frozenset({"fit_on", "noise", "candidates", "explore_from", "t
 def inactive_as_nan(space: SearchSpace, points: np.ndarray) -> np.ndarray:
     """Unit-cube rows with each dimension that its row's parents make inactive set to NaN,
     and each active one that was NaN (a neighbour that switched its parent) set to 0.5, as
-    `space.from_unit` decodes it: `space.to_unit(space.from_unit(row))`'s NaNs, decoding only
-    the parents' values rather than every candidate."""
+    `space.from_unit` decodes it: `space.to_unit(space.from_unit(row))`'s NaNs, with the
+    active values left as they are rather than moved to their int's or choice's slot."""
     out = np.array(points, dtype=float)
-    parents = {parent for param in space.params for parent in param.when}
-    decoded: list[dict[str, Any]] = [{} for _ in range(len(out))]     # each row's active parents' values
-    for j, param in enumerate(space.params):       # parents first, so a parent's NaN is final
-        active = (np.array([param.is_active(row) for row in decoded], dtype=bool) if param.when
-                  else np.ones(len(out), dtype=bool))
-        out[~active, j] = np.nan
-        out[active & np.isnan(out[:, j]), j] = 0.5
-        if param.name in parents:
-            for row, u, on in zip(decoded, out[:, j], active):
-                if on:
-                    row[param.name] = param.from_unit(u)
+    active = space.active_mask(out)
+    out[~active] = np.nan
+    out[active & np.isnan(out)] = 0.5
     return out
 
 

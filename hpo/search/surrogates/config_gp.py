@@ -259,12 +259,11 @@ def inside_bounds(candidates: np.ndarray) -> np.ndarray:
     return np.clip(candidates, BOUND_MARGIN, 1.0 - BOUND_MARGIN)
 
 
-def first_unseen(space, decoded: np.ndarray, scores: np.ndarray, taken, configs=None) -> dict[str, Any] | None:
-    """The config of the highest score whose key is not in `taken`: candidate i is
-    `configs[i]` where given, else `space.from_unit(decoded[i])` (decoded only as far as
-    needed). None when every candidate is taken."""
+def first_unseen(space, decoded: np.ndarray, scores: np.ndarray, taken) -> dict[str, Any] | None:
+    """The config (`space.from_unit(decoded[i])`, decoded only as far as needed) of the highest
+    score whose key is not in `taken`. None when every candidate is taken."""
     for index in np.argsort(-scores, kind="stable"):
-        config = configs[index] if configs is not None else space.from_unit(decoded[index])
+        config = space.from_unit(decoded[index])
         if config_key(config) not in taken:
             return config
     return None

@@ -688,17 +688,16 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
         model = self._fit()
         penalised = self._keeps_away(rng, pending)
-        candidates = self._sample_good(rng, model, self.num_samples)
-        if self._conditional:
-            configs = [self.space.from_unit(row) for row in candidates]
-            # Score only what is active in each candidate: an inactive value says nothing.
-            candidates = np.array([self.space.to_unit(c) for c in configs])
+        drawn = self._sample_good(rng, model, self.num_samples)
+        # In a conditional space each candidate is scored as its config encodes it: an
+        # inactive value says nothing.
+        candidates = self.space.units_round_trip(drawn) if self._conditional else drawn
         total = model.score(candidates)
         taken = self.taken(pending)
         if penalised:
             total = total + self._pending_penalty(model.good_points, candidates, pending)
         for index in np.argsort(-total, kind="stable"):
-            config = configs[index] if self._conditional else self.space.from_unit(candidates[index])
+            config = self.space.from_unit(drawn[index])
             if config_key(config) not in taken:
                 return config
         return None
