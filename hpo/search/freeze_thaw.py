@@ -528,7 +528,7 @@ class FreezeThaw(Searcher):
             # TPE caps l(x), after HAND_OVER full-budget evaluations, while its lineages are few
             # (with hand_over=None it never does, and l(x) grows with the search).
             self._model = (self._version, _SplitModel(vectors, mean[rows], self.top_n_percent / 100, self.dims,
-                                                      self.min_bandwidth))
+                                                      self.min_bandwidth, last=self._model[1] if self._model else None))
         model = self._model[1]
         candidates = model.sample_good(self.rng, self.num_samples)
         return self._best_unseen(candidates, candidates, model.score, pending)

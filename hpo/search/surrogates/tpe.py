@@ -87,7 +87,7 @@ from hpo.search.base import (
     with_room,
 )
 from hpo.search.surrogates.kde import dimensions_of
-from hpo.search.surrogates.rung_agreement import MAX_LOWER, agreement, features
+from hpo.search.surrogates.rung_agreement import MAX_LOWER, MAX_UPPER, agreement, features
 from hpo.space import SearchSpace
 
 RUNG_MODES = ("reliable", "deepest")
@@ -285,7 +285,7 @@ class _SplitModel:
     estimator per dimension, each drawn from and scored on its own)."""
 
     def __init__(self, vectors: np.ndarray, losses: np.ndarray, gamma: float, dims, min_bandwidth: float,
-                 kernels: str = "independent", max_good: int | None = None):
+                 kernels: str = "independent", max_good: int | None = None, last: "_SplitModel | None" = None):
         order = np.argsort(losses, kind="stable")
         order = order[spread_over_ranking(len(order))]      # bounded rows: a bounded ask
         n_good = max(1, int(math.ceil(gamma * len(order))))
@@ -295,7 +295,13 @@ class _SplitModel:
         self.kernels = kernels
         estimator = _joint if kernels == "joint" else _estimators
         self.good_points = vectors[order[:n_good]]
-        self.good = estimator(self.good_points, dims, min_bandwidth)
+        # `last`, the same sampler's previous model: where l(x) holds the same points (capped,
+        # most new results land in g(x)), its estimator is the same and is kept.
+        if last is not None and last.kernels == kernels and last.good_points.shape == self.good_points.shape \
+                and np.array_equal(last.good_points, self.good_points, equal_nan=True):
+            self.good = last.good
+        else:
+            self.good = estimator(self.good_points, dims, min_bandwidth)
         self.bad = estimator(vectors[order[n_good:]], dims, min_bandwidth)
 
     def score(self, points: np.ndarray) -> np.ndarray:
@@ -402,7 +408,8 @@ class MultiFidelityTPESampler(ConfigSampler):
         self._result_configs: dict[float, np.ndarray] = {}   # budget -> each result's row of _table, likewise
         self._result_unmodelled: dict[float, np.ndarray] = {}   # budget -> each result's config not drawn there
         self._features: dict[float, tuple] = {}             # budget -> (`features`, unmodelled mask), likewise
-        self._agreements: dict[tuple, float] = {}           # (budget, top, their result counts) -> rho
+        self._medians: dict[float, float] = {}              # budget -> median loss of its results, likewise
+        self._agreements: dict[tuple, tuple] = {}           # (budget, top) -> (result counts, inputs, rho)
         self._modelled: dict[str, float] = {}               # config drawn by the model -> the budget it started at
         self._failed: dict[str, np.ndarray] = {}            # config that failed (at any budget) -> unit vector
         self.rung_agreement: dict[float, float] = {}        # budget -> Spearman's rho with the top budget
@@ -424,6 +431,7 @@ class MultiFidelityTPESampler(ConfigSampler):
         table = self._result_table[budget] = with_room(self._result_table.get(budget, np.empty((0, 2))), row + 1)
         table[row] = (loss, promoted_from)
         self._features.pop(budget, None)
+        self._medians.pop(budget, None)
         if known is None or budget >= known[0]:
             self.deepest[key] = (budget, loss, vector)
             # The same facts as arrays, updated in place: ask() must not rebuild them from dicts.
@@ -543,7 +551,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             succeeded = order[~np.isin(order, failed_rows)]
             ranked = np.concatenate([vectors[succeeded], failed])
         model = _SplitModel(ranked, np.arange(len(ranked), dtype=float), gamma, self.dims, self.min_bandwidth,
-                            kernels, self.max_good)
+                            kernels, self.max_good, last=self._model[1] if self._model is not None else None)
         self._model = (key, model)
         return model
 
@@ -617,18 +625,29 @@ class MultiFidelityTPESampler(ConfigSampler):
                     # Recomputed when the top has a new result, and when the lower budget has
                     # grown by a sixteenth: one more result among hundreds changes little.
                     n = len(self.by_budget[budget])
-                    pair = (budget, top, n - n % max(1, n // 16), len(self.by_budget[top]))
-                    if pair not in self._agreements:
-                        self._agreements = {k: v for k, v in self._agreements.items() if k[:2] != pair[:2]}
-                        self._agreements[pair] = agreement(
-                            (self._features_at(budget), self._results(budget)[-MAX_LOWER:, 0]), upper)
-                    rho = self._agreements[pair]
+                    rho = self._agreement(budget, top, (n - n % max(1, n // 16), len(self.by_budget[top])), upper)
                     self.rung_agreement[budget] = rho
                     if rho < RHO_MIN:
                         reliability[budget] = 0.0
         self._trust = (key, reliability)
         self.rung_trusted = reliability
         return reliability
+
+    def _agreement(self, budget: float, top: float, counts: tuple, upper: tuple) -> float:
+        """The rung agreement of `budget` with `top`, computed again when `counts` changed and
+        the inputs did too: a result at the top that the model drew there changes the counts
+        and leaves the judges, and so the rho, as they were."""
+        known = self._agreements.get((budget, top))
+        if known is not None and known[0] == counts:
+            return known[2]
+        lower = (self._features_at(budget)[-MAX_LOWER:], self._results(budget)[-MAX_LOWER:, 0])
+        inputs = (*lower, upper[0][-MAX_UPPER:], upper[1][-MAX_UPPER:])
+        if known is not None and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(known[1], inputs)):
+            rho = known[2]
+        else:
+            rho = agreement(lower, upper)
+        self._agreements[(budget, top)] = (counts, tuple(np.array(a) for a in inputs), rho)
+        return rho
 
     def open_with_climb(self) -> None:
         self.climbing = True
@@ -682,7 +701,10 @@ class MultiFidelityTPESampler(ConfigSampler):
     def _worse_half(self, budgets: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Per config, whether it is in the worse half of all the results at its deepest budget."""
         levels = np.array(sorted(self.by_budget))        # every config's deepest budget is one of them
-        medians = np.array([np.median(self._results(b)[:, 0]) for b in levels])
+        for b in self.by_budget:                          # most budgets have no new result since the last ask
+            if b not in self._medians:
+                self._medians[b] = np.median(self._results(b)[:, 0])
+        medians = np.array([self._medians[b] for b in levels])
         return losses > medians[np.searchsorted(levels, budgets)]
 
     def _best_candidate(self, rng: np.random.Generator, pending) -> dict[str, Any] | None:
