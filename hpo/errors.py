@@ -8,6 +8,7 @@ Everything else is a bug or an environment failure and keeps its traceback in hp
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 
@@ -57,6 +58,23 @@ class ConfigTypeError(ConfigError, TypeError):
 
 class TrialFailed(Exception):
     """A trial could not produce a result (NaN loss, bad config); the search goes on."""
+
+
+# What TensorFlow and Keras wrap an error's own words in: the op's internal name
+# ('{{function_node ...}}'), Keras's 'Exception encountered when calling Sequential.call().'
+# line before the layer's message, and the terminal's bold around that message.
+_WRAPPING = re.compile(r"^\{\{function_node [^}]*\}\}\s*|\x1b\[[0-9;]*m")
+_KERAS_CALL_LINE = re.compile(r"^Exception encountered when calling .*\(\)\.?$")
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """The line of an exception that says what went wrong, for a one-line message: its first
+    line, past what TensorFlow and Keras wrap it in; the exception's type where it says nothing."""
+    text = getattr(exc, "message", None)
+    text = text if isinstance(text, str) and text.strip() else str(exc)
+    lines = [line.strip() for line in _WRAPPING.sub("", text.strip()).splitlines() if line.strip()]
+    lines = [line for line in lines if not _KERAS_CALL_LINE.match(line)] or lines
+    return lines[0][:limit] if lines else type(exc).__name__
 
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hpo.errors import error_line
+
 log = logging.getLogger("hpo.data")
 
 NETWORK_TIMEOUT_S = 5.0
@@ -100,5 +102,4 @@ def load_synthetic(samples: int = 2000, features: int = 20, classes: int = 4,
 
 
 def short(exc: Exception) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:160]
+    return error_line(exc, 160)

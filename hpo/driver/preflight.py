@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping
 
 from hpo.config import Experiment
 from hpo.data.nested import is_nested
-from hpo.errors import ConfigError, did_you_mean
+from hpo.errors import ConfigError, did_you_mean, error_line
 from hpo.metric_names import DEFAULT_LOSS, maybe_logged, objective_names, per_output
 from hpo.models import BUILDERS
 from hpo.registry import MODEL_MEASURES, OPTIMIZER_PARAMS
@@ -334,7 +334,7 @@ def _check_several_outputs(experiment: Experiment, model, x, y) -> None:
     except Exception as exc:   # noqa: BLE001 - Keras refusing the combination is the user's to fix
         raise ConfigError(f"with the builder {experiment.model.builder!r} and the loader {experiment.data.dataset!r}: "
                           f"the losses and metrics failed on the model's outputs and the targets: "
-                          f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}",
+                          f"{type(exc).__name__}: {error_line(exc)}",
                           key="training.loss") from None
     if not math.isfinite(float(logs.get("loss", 0.0))):
         raise ConfigError(f"with the builder {experiment.model.builder!r}: the loss gave {logs['loss']} on the "

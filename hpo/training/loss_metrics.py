@@ -13,10 +13,9 @@ A model that ends in softmax or sigmoid outputs probabilities: its cross-entropy
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Sequence
 
-from hpo.errors import ConfigError
+from hpo.errors import ConfigError, error_line
 from hpo.metric_names import logged_name
 from hpo.references import resolve
 
@@ -291,22 +290,16 @@ def check_on_batch(measures: LossAndMetrics, model, x, y) -> str | None:
             return f"loss {measures.loss_id!r} gave {float(value)} on the first examples"
     except Exception as exc:   # noqa: BLE001 - a shape or dtype mismatch is the user's to fix
         return f"loss {measures.loss_id!r} failed on the model's outputs {tuple(outputs.shape)} and the " \
-               f"targets {tuple(y.shape)}: {type(exc).__name__}: {_first_line(exc)}{_integer_targets_hint(y, outputs)}"
+               f"targets {tuple(y.shape)}: {type(exc).__name__}: {error_line(exc)}{_integer_targets_hint(y, outputs)}"
     for identifier, metric in zip(measures.metric_ids, measures.val_metrics):
         try:
             measures.update([metric], y, outputs)
             metric.result()
         except Exception as exc:   # noqa: BLE001
             return f"metric {identifier!r} failed on the model's outputs {tuple(outputs.shape)} and the " \
-                   f"targets {tuple(y.shape)}: {type(exc).__name__}: {_first_line(exc)}"
+                   f"targets {tuple(y.shape)}: {type(exc).__name__}: {error_line(exc)}"
     measures.reset()
     return None
-
-
-def _first_line(exc: Exception) -> str:
-    # TensorFlow opens its errors with the op's internal name ('{{function_node ...}}').
-    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", str(exc).strip())
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _integer_targets_hint(y, outputs) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from hpo.config import TrainingConfig
 from hpo.data import Dataset
-from hpo.errors import TrialFailed
+from hpo.errors import TrialFailed, error_line
 from hpo.jobs import CompileChoiceMade, EpochDone, EpochReport, Event, TrainTask, TrialDone
 from hpo.metric_names import objective_names
 from hpo.training.call_timing import first_call_seconds, steady_seconds
@@ -128,7 +128,7 @@ class Trainer:
                 model = self.builder(params, self.context.input_shape, self.context.num_classes)
             except tf.errors.ResourceExhaustedError as exc:
                 raise TrialFailed(f"out of memory on {self.device} while building the model "
-                                  f"(ResourceExhaustedError: {_first_line(exc)}); a smaller model may fit") from exc
+                                  f"(ResourceExhaustedError: {error_line(exc)}); a smaller model may fit") from exc
             except Exception as exc:
                 raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
         self._janitor.after_build()
@@ -357,7 +357,7 @@ class Trainer:
                 for key in (signature, fit_signature(signature)):
                     self.programs.discard((key, self.device, mode))
             raise TrialFailed(f"out of memory on {self.device} while training with batch_size "
-                              f"{params.get('batch_size')} (ResourceExhaustedError: {_first_line(exc)}); "
+                              f"{params.get('batch_size')} (ResourceExhaustedError: {error_line(exc)}); "
                               f"a smaller batch or model may fit") from exc
 
     def resolve_task(self, task: TrainTask) -> dict[str, Any]:
@@ -410,11 +410,6 @@ def _compiled_signature(signature: str) -> str:
 
 def _params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, default=str)
-
-
-def _first_line(exc: Exception) -> str:
-    text = getattr(exc, "message", None) or str(exc)
-    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
 
 
 def _run_label(task: TrainTask) -> str:

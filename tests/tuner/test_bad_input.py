@@ -43,6 +43,14 @@ def sgd_with_weight_decay(hp):
     return model
 
 
+def wrong_input_shape(hp):
+    import keras
+    model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(),
+                              keras.layers.Dense(hp.Choice("units", [16, 32])), keras.layers.Dense(10)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
 @pytest.mark.parametrize("build, kwargs, message", [
     (never_builds, {}, "build_model failed on the default hyperparameters: RuntimeError: cannot build this"),
     (no_hyperparameters, {}, "the search space is empty"),
@@ -50,6 +58,9 @@ def sgd_with_weight_decay(hp):
     (adam_with_weight_decay, {}, "Adam(weight_decay=...) is not supported by hpo's trainer; use AdamW"),
     (sgd_with_weight_decay, {}, "SGD(weight_decay=...) is not supported by hpo's trainer; leave weight_decay"),
     (small_mlp, {"objective": "val_auc"}, "objective 'val_auc' is not a metric the model logs; expected one of"),
+    # Keras's own words, not its 'Exception encountered when calling Sequential.call().' line.
+    (wrong_input_shape, {}, "the model build_model returns cannot take the data given to search: ValueError: "
+                            "Input 0 .* of layer 'dense.*' is incompatible with the layer: expected axis -1"),
 ])
 def test_a_search_that_cannot_work_is_refused_before_any_file(tmp_path, digits, build, kwargs, message):
     tuner = kt.RandomSearch(build, max_trials=2, directory=str(tmp_path), project_name="p",

@@ -32,3 +32,14 @@ def test_a_value_of_the_wrong_type_is_a_type_error():
 def test_a_negative_seed_is_refused():
     with pytest.raises(ValueError, match="argument 'seed'"):
         hpo.optimize(objective, SPACE, min_budget=1, max_budget=3, seed=-1)
+
+
+def test_an_errors_line_is_its_own_words_past_what_tensorflow_and_keras_wrap_it_in():
+    from hpo.errors import ConfigError, error_line
+    keras_call = ValueError("Exception encountered when calling Sequential.call().\n\n\x1b[1mInput 0 of layer "
+                            "'dense' is incompatible with the layer\x1b[0m\n\nArguments received by Sequential.call():")
+    assert error_line(keras_call) == "Input 0 of layer 'dense' is incompatible with the layer"
+    assert error_line(RuntimeError("{{function_node __wrapped__Sum}} loss became nan\n[[node]]")) == "loss became nan"
+    assert error_line(ConfigError("bad key", key="a.b")) == "bad key"      # its message, not the located text
+    assert error_line(RuntimeError("")) == "RuntimeError"
+    assert error_line(ValueError("x" * 400), limit=10) == "x" * 10
