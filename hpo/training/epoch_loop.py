@@ -190,7 +190,7 @@ def _evaluate(context: TrainingContext, group: TrialGroup, k: int, whole: bool =
     losses = np.zeros(k)
     n_val = 0
     with tf.device(context.device):
-        if whole and context.data.streamed:
+        if whole:    # a whole-epoch (`fit`) trial reads the split as one Dataset: no array pipeline traced per call
             n_val = context.data.validation_examples
             stream = WholeStream(context.data.validation_dataset(EVAL_BATCH), -(-n_val // EVAL_BATCH), n_val)
             losses += group.evaluate(stream, None)

@@ -8,8 +8,10 @@ trial of the architecture), `jit_compile` from the compile mode (`xla`; `graph` 
 `tf.function`, `eager` is `run_eagerly`) and `steps_per_execution` from
 `training.steps_per_call`. Its `train_steps` trains one whole epoch in one `fit` call on the
 epoch's batches in the study's order (`training_data.epoch_batches`), so both engines see the
-same data; its `evaluate` scores the whole validation set in one `evaluate` call. Streamed
-(tf.data) splits reach it as `WholeStream`s: `fit` and `evaluate` read them batch by batch. Keras
+same data; its `evaluate` scores the whole validation set in one `evaluate` call, as a `WholeStream` (a
+Dataset of its batches). Streamed (tf.data) training splits reach it as `WholeStream`s too;
+an in-memory epoch's batches become a Dataset: `fit` and `evaluate` read them batch by batch,
+where arrays would have Keras build and trace a data pipeline at every call. Keras
 resets its metrics at the start of each call, so an epoch must not be split across calls:
 `FitTrial.whole_epoch` tells the epoch loop so.
 
@@ -29,7 +31,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from hpo.metric_names import logged_name, loss_for, metrics_for, objective_names
-from hpo.training.epoch_loop import EVAL_BATCH
 from hpo.training.loss_metrics import LossAndMetrics, keras_loss, keras_metric
 from hpo.training.optimizers import TunableOptimizer
 from hpo.training.program import TrainingProgram
@@ -144,22 +145,20 @@ def build_fit_program(signature: str, model, params: Mapping[str, Any], x_train,
         flat = tf.reshape(indices, [-1])
         x = tf.nest.map_structure(lambda a: tf.gather(a, flat), x_train)
         y = tf.nest.map_structure(lambda a: tf.gather(a, flat), y_train)
-        history = model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0,
-                            callbacks=list(callbacks))
+        # As a Dataset of the epoch's batches: arrays would have Keras build and trace a data
+        # pipeline of its own at every call.
+        batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
+        history = model.fit(batches, epochs=1, shuffle=False, verbose=0, callbacks=list(callbacks))
         measures.record({k: v[-1] for k, v in history.history.items() if v}, validation=False)
         return (tf.constant(measures.loss(validation=False) * steps, tf.float32),)
 
-    def evaluate(x, y):
-        """Summed validation loss over (x, y) (or over a streamed validation set, a `WholeStream`
-        given as x), scored in one `evaluate` call."""
-        if isinstance(x, WholeStream):
-            logs = model.evaluate(x.dataset, steps=x.batches, verbose=0, return_dict=True)
-            measures.record(logs, validation=True)
-            return np.float32(measures.loss(validation=True) * x.examples)
-        logs = model.evaluate(x, y, batch_size=EVAL_BATCH, verbose=0, return_dict=True)
+    def evaluate(stream: WholeStream, _y=None):
+        """Summed validation loss over the validation split, given as one `WholeStream` (the
+        epoch loop's way for a whole-epoch trial, in memory or streamed), scored in one
+        `evaluate` call."""
+        logs = model.evaluate(stream.dataset, steps=stream.batches, verbose=0, return_dict=True)
         measures.record(logs, validation=True)
-        n = len(tf.nest.flatten(y)[0])
-        return np.float32(measures.loss(validation=True) * n)
+        return np.float32(measures.loss(validation=True) * stream.examples)
 
     return TrainingProgram(signature, mode, model, optimizer, train_steps, evaluate, measures)
 
