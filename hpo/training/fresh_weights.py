@@ -3,13 +3,15 @@
 A reused program starts each trial from the values a fresh build under the trial's seed
 would give. A real build vouches once per architecture that the stateless path
 (`hpo.training.initial_weights.stateless_build`) reproduces them; after two stateless builds
-that differ in every tunable parameter, a learnt recipe replays the draws without running
-the builder at all. A builder whose `builds_stateless` is False (one that makes variables
+under different seeds, a learnt recipe replays the draws without running the builder at
+all (for the values of the builder's tunable parameters that were the same in both builds,
+only at those values: another value relearns). A builder whose `builds_stateless` is False (one that makes variables
 outside its layers, as a model compiled with its optimizer does) is built for real each time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Callable, Mapping
 
@@ -18,8 +20,8 @@ from hpo.training.context import TrainingContext
 from hpo.training.initial_weights import (
     InitRecipe,
     StatelessBuild,
-    differ_in_all,
     learn_recipe,
+    same_in_both,
     same_values,
     stateless_build,
 )
@@ -57,7 +59,7 @@ class FreshWeights:
             recipe = self.recipes.get(signature)
             if isinstance(recipe, InitRecipe) and recipe.covers(params):
                 return self._on_device(seed, lambda: recipe.values(params))
-            learning = recipe is None or isinstance(recipe, StatelessBuild)
+            learning = not isinstance(recipe, bool) and (not isinstance(recipe, InitRecipe) or bool(recipe.pinned))
             build = self._stateless_build(params, seed, record_draws=learning)
         except Exception as exc:
             raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc
@@ -65,12 +67,20 @@ class FreshWeights:
             self._learn_recipe(signature, recipe, build)
         return build.values
 
-    def _learn_recipe(self, signature: str, first: StatelessBuild | None, build: StatelessBuild) -> None:
-        tunable = getattr(self.context.builder, "tunable_params", ())
-        if first is None or not differ_in_all(first.params, build.params, tunable):
-            self.recipes[signature] = build       # a later trial that differs teaches it
+    def _learn_recipe(self, signature: str, first: StatelessBuild | InitRecipe | None, build: StatelessBuild) -> None:
+        """A recipe from an earlier build (`first`, or the build a pinned recipe this trial fell
+        outside of was learnt from) and this one."""
+        if isinstance(first, InitRecipe):
+            first = first.learnt_from
+        if first is None:
+            self.recipes[signature] = build       # the next trial teaches it
             return
-        self.recipes[signature] = learn_recipe(first, build, tunable) or False
+        tunable = getattr(self.context.builder, "tunable_params", ())
+        recipe = learn_recipe(first, build, tunable)
+        pinned = same_in_both(first.params, build.params, tunable)
+        if recipe and pinned:
+            recipe = dataclasses.replace(recipe, pinned=pinned, learnt_from=build)
+        self.recipes[signature] = recipe or False
         if not self.recipes[signature]:
             log.info("initial weights do not follow the seeds and parameters in a way we can replay; "
                      "running the builder for each trial")

@@ -149,11 +149,17 @@ class InitRecipe:
     parts: tuple
     # The random initializers' values, eager or traced (`_SeededValues`); None: eager here.
     seeded: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # Tunable parameters whose value was the same in both builds it was learnt from, with that
+    # value: a variable holding one reads as a constant, so it covers that value only.
+    pinned: tuple[tuple[str, Any], ...] = ()
+    # The second of those builds, where pinned: with a trial outside the pins it teaches a new recipe.
+    learnt_from: "StatelessBuild | None" = dataclasses.field(default=None, compare=False, repr=False)
 
     def covers(self, params: Mapping[str, Any]) -> bool:
         """Whether `params` has every parameter the recipe fills a value from (a conditional
-        one may be absent, leaving the builder's own default)."""
-        return all(part.name in params for part in self.parts if isinstance(part, _FromParam))
+        one may be absent, leaving the builder's own default), and each pinned one at its value."""
+        return all(part.name in params for part in self.parts if isinstance(part, _FromParam)) \
+            and all(name in params and params[name] == value for name, value in self.pinned)
 
     def values(self, params: Mapping[str, Any]) -> list:
         """A fresh build's values under the seed the caller set; leaves Python's `random` where
@@ -180,10 +186,10 @@ class InitRecipe:
         return values
 
 
-def differ_in_all(a: Mapping[str, Any], b: Mapping[str, Any], names: Sequence[str]) -> bool:
-    """Whether two trials' values differ for every one of `names` they have: only then can
-    `learn_recipe` tell a parameter's value from a constant."""
-    return all(a[name] != b[name] for name in names if name in a and name in b)
+def same_in_both(a: Mapping[str, Any], b: Mapping[str, Any], names: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    """The `names` two trials both have at one value, with it: `learn_recipe` cannot tell such a
+    parameter's value from a constant, so a recipe learnt from them is pinned to it."""
+    return tuple((name, a[name]) for name in names if name in a and name in b and a[name] == b[name])
 
 
 def learn_recipe(first: StatelessBuild, second: StatelessBuild, tunable: Sequence[str] = ()) -> InitRecipe | None:

@@ -156,21 +156,29 @@ def test_builders_a_recipe_cannot_explain_keep_running_and_all_give_exact_weight
     assert [isinstance(r, InitRecipe) for r in trainer.weights.recipes.values()] == [replayed]
 
 
-def test_a_recipe_waits_for_a_trial_whose_tunable_values_differ(digits):
-    """Two trials with the same dropout cannot show whether the rate is a constant."""
-    from hpo.training.initial_weights import InitRecipe, StatelessBuild
+def test_a_recipe_from_trials_of_one_dropout_holds_for_that_dropout_only(digits):
+    """Two trials with the same dropout cannot show whether the rate is a constant: their
+    recipe replays that dropout only (a search that never tunes it replays every trial); a
+    trial with another rate gets exact weights and, with the earlier build, a recipe for any rate."""
+    from hpo.training.initial_weights import InitRecipe
 
-    trainer = make_trainer(digits, get_builder("mlp"))
+    counting = CountingBuilder(get_builder("mlp"))
+    trainer = make_trainer(digits, counting)
     params = trainer.resolve({"layers": 1, "units": 16, "dropout": 0.2})
     trainer.fresh_weights(params, 1)
     trainer.fresh_weights(params, 2)
-    assert isinstance(next(iter(trainer.weights.recipes.values())), StatelessBuild)
-    trainer.fresh_weights({**params, "dropout": 0.3}, 3)
     recipe = next(iter(trainer.weights.recipes.values()))
-    assert isinstance(recipe, InitRecipe)
-    for a, b in zip(trainer.fresh_weights({**params, "dropout": 0.45}, 4),
-                    real_values(trainer, {**params, "dropout": 0.45}, 4), strict=True):
+    assert isinstance(recipe, InitRecipe) and recipe.pinned == (("dropout", 0.2),)
+    calls = counting.calls
+    for a, b in zip(trainer.fresh_weights(params, 5), real_values(trainer, params, 5), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)
+    assert counting.calls == calls + 1          # the real build above; the replay ran no builder
+    for dropout, seed in ((0.3, 3), (0.45, 4)):
+        trial = {**params, "dropout": dropout}
+        for a, b in zip(trainer.fresh_weights(trial, seed), real_values(trainer, trial, seed), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), b)
+        recipe = next(iter(trainer.weights.recipes.values()))
+        assert isinstance(recipe, InitRecipe) and recipe.pinned == ()
 
 
 def test_a_trial_without_a_parameter_the_recipe_fills_gets_the_builders_default(digits):
