@@ -61,6 +61,8 @@ class ConfigGP:
         self.unordered = np.array([d.kind == "u" for d in dims])
         self.inactive = float(inactive)
         self.x = np.where(np.isnan(vectors), self.inactive, vectors)
+        # Which rows differ in each choice: every step of the lengthscale fit reads them.
+        self._rows_differ = [_differs(self.x[:, j], self.x[:, j]) for j in np.flatnonzero(self.unordered)]
         n = len(losses)
         ranks = np.argsort(np.argsort(losses, kind="stable"), kind="stable")
         self.y = ndtri((ranks + 0.5) / n)
@@ -77,7 +79,7 @@ class ConfigGP:
         if log_scales is None:
             log_scales = self._fit(np.full(len(dims), math.log(0.3)))
         self.log_scales = log_scales
-        k = self._kernel(self.x, self.x) + np.diag(self.noise)
+        k = _matern(self._distance(self.x, self.x, differ=self._rows_differ)) + np.diag(self.noise)
         self._chol = np.linalg.cholesky(k)
         self._alpha = cho_solve((self._chol, True), self.y)
         self.best = float(self.y.min())
@@ -85,9 +87,11 @@ class ConfigGP:
     def _kernel(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None) -> np.ndarray:
         return _matern(self._distance(a, b, log_scales))
 
-    def _distance(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None) -> np.ndarray:
+    def _distance(self, a: np.ndarray, b: np.ndarray, log_scales: np.ndarray | None = None,
+                  differ: list[np.ndarray] | None = None) -> np.ndarray:
         """r = sqrt(5 * sum_j d_j^2 / scale_j^2) between the rows of `a` and of `b`, the
-        Matern 5/2 kernel's argument; a choice's d_j is 1 where the two differ, else 0."""
+        Matern 5/2 kernel's argument; a choice's d_j is 1 where the two differ, else 0
+        (`differ`: those masks per choice, where the caller has them)."""
         scales = np.exp(self.log_scales if log_scales is None else log_scales)
         ordered = ~self.unordered
         # Scaled squared distances over the ordered dimensions as |a|^2 + |b|^2 - 2 a.b (one
@@ -95,15 +99,15 @@ class ConfigGP:
         sa, sb = a[:, ordered] / scales[ordered], b[:, ordered] / scales[ordered]
         squared = (sa * sa).sum(axis=1)[:, None] + (sb * sb).sum(axis=1)[None, :] - 2.0 * (sa @ sb.T)
         np.maximum(squared, 0.0, out=squared)
-        for j in np.flatnonzero(self.unordered):
-            squared += _differs(a[:, j], b[:, j]) / (scales[j] * scales[j])
+        for i, j in enumerate(np.flatnonzero(self.unordered)):
+            squared += (_differs(a[:, j], b[:, j]) if differ is None else differ[i]) / (scales[j] * scales[j])
         return np.sqrt(np.multiply(squared, 5.0, out=squared), out=squared)
 
     def _nll(self, log_scales: np.ndarray) -> tuple[float, np.ndarray]:
         """The negative log marginal likelihood at `log_scales`, with its gradient: the fit
         takes one Cholesky factor a step, where a finite-difference gradient took one more per
         dimension."""
-        r = self._distance(self.x, self.x, log_scales)
+        r = self._distance(self.x, self.x, log_scales, self._rows_differ)
         decay = np.exp(-r)              # the kernel's and its gradient's
         k = _matern(r, decay)
         k[np.diag_indices_from(k)] += self.noise
@@ -131,8 +135,8 @@ class ConfigGP:
         x = self.x[:, ordered]
         # sum_ab M_ab (x_a - x_b)^2 = 2 sum_a x_a^2 (M 1)_a - 2 x^T M x, for symmetric M.
         summed[ordered] = 2.0 * (weights.sum(axis=1) @ (x * x)) - 2.0 * np.einsum("aj,aj->j", x, weights @ x)
-        for j in np.flatnonzero(self.unordered):
-            summed[j] = (weights * _differs(self.x[:, j], self.x[:, j])).sum()
+        for i, j in enumerate(np.flatnonzero(self.unordered)):
+            summed[j] = (weights * self._rows_differ[i]).sum()
         gradient = 0.5 * summed * np.exp(-2.0 * log_scales) + offset / 1.5 ** 2
         return value, gradient
 

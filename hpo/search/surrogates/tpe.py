@@ -134,13 +134,14 @@ class ParzenEstimator:
         # Each component's normalising factor, with the equal mixture weight folded in.
         self._scale = 1.0 / (math.sqrt(2 * math.pi) * self.sigmas * mass * len(self.mus))
         self._inverse_sigmas = 1.0 / self.sigmas
+        self._scale32 = self._scale.astype(np.float32)
 
     def log_pdf(self, x: np.ndarray) -> np.ndarray:
         # No max-subtraction is needed: the prior component (sigma 1) keeps every density
         # above ~0.35, and the narrowest kernel bounds it above, so exp cannot under- or overflow.
         # This is the hot loop of ask() (candidates x observations); float32 halves its cost.
         z = ((x[:, None] - self.mus[None, :]) * self._inverse_sigmas[None, :]).astype(np.float32)
-        return np.log(np.exp(-0.5 * z * z) @ self._scale.astype(np.float32)).astype(float)
+        return np.log(np.exp(-0.5 * z * z) @ self._scale32).astype(float)
 
     def sample(self, rng: np.random.Generator, m: int) -> np.ndarray:
         index = rng.integers(0, len(self.mus), size=m)
