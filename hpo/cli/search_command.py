@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -26,6 +27,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from hpo.driver.preflight import preflight
     from hpo.driver.runner import SearchAborted, budget_given, build_keras_runner
     from hpo.errors import ConfigError
+    from hpo.executors.worker_trainer import trainer_for_experiment
     from hpo.native_logs import import_tensorflow
     from hpo.study import ranking
     from hpo.study.resume import check_study_dir
@@ -45,7 +47,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         args.resolved_study_dir = study_dir
         log.info("study %s (%s, %s)", study_dir, experiment.search.algorithm, experiment.source)
         _keep_data_fingerprint(study, findings.data_fingerprint, experiment)
-        runner = build_keras_runner(experiment, study, output_names=findings.output_names)
+        # Inline, the trainer lives in this process: it trains on the data the pre-flight loaded.
+        in_process = experiment.execution.backend == "inline"
+        runner = build_keras_runner(experiment, study, output_names=findings.output_names,
+                                    make_trainer=functools.partial(trainer_for_experiment, dataset=findings.dataset)
+                                    if in_process else None)
         # The bar counts what ends the search: trials, or the epochs search.total_budget limits.
         by_epochs = experiment.search.max_trials is None and experiment.search.total_budget is not None
         total = experiment.search.total_budget if by_epochs else experiment.search.max_trials

@@ -38,6 +38,9 @@ class PreflightFindings:
     """What the pre-flight learnt from the one model it built, for the driver (which builds none)."""
     output_names: tuple[str, ...] = ()     # a model with several outputs: their names, else ()
     data_fingerprint: str | None = None    # how the loader split its examples (`Dataset.fingerprint`)
+    # The data it loaded and checked: a trainer in this process (the inline backend) trains on
+    # it rather than loading it again, which for a large or streamed split costs what this load did.
+    dataset: Any = None
 
 
 def preflight(experiment: Experiment) -> PreflightFindings:
@@ -86,8 +89,9 @@ def _check(experiment: Experiment) -> PreflightFindings:
         else:
             _check_loss_and_metrics(experiment, model, x, y)
         _check_engine(experiment, model, callbacks, y, is_nested(x))
-        return PreflightFindings(output_names=tuple(outputs), data_fingerprint=dataset.fingerprint())
-    return PreflightFindings(data_fingerprint=dataset.fingerprint())
+        return PreflightFindings(output_names=tuple(outputs), data_fingerprint=dataset.fingerprint(),
+                                 dataset=dataset)
+    return PreflightFindings(data_fingerprint=dataset.fingerprint(), dataset=dataset)
 
 
 def _check_goals(experiment: Experiment, reported: tuple[str, ...]) -> None:

@@ -37,10 +37,14 @@ def _generator_stream(x, y):
     return tf.data.Dataset.from_generator(examples, output_signature=spec)
 
 
+STREAM_LOADS = [0]             # calls of stream_splits so far
+
+
 def stream_splits(targets="classes", generator=True, with_test=True):
     """tf.data splits of `targets`: 'classes' (0..2), 'float', 'binary', 'onehot', 'multilabel'."""
     import tensorflow as tf
 
+    STREAM_LOADS[0] += 1
     x, y = _tabular()
     y = {"classes": y, "float": x[:, 0] * 2.0 + 1.0, "binary": (y > 0).astype("int32"),
          "onehot": np.eye(3, dtype="float32")[y],

@@ -147,11 +147,14 @@ def test_an_offline_keras_dataset_says_where_to_put_the_file(tmp_path, monkeypat
 def test_streamed_splits_train_on_the_fit_engine_as_on_the_compiled_one(tmp_path, capsys):
     """The fit engine reads a streamed epoch batch by batch (`WholeStream`), and scores the
     same trial as the compiled engine: same seeded weights, same batches in the stream's own
-    order, so only the order of float32 sums differs (see tests/training/test_engines.py)."""
+    order, so only the order of float32 sums differs (see tests/training/test_engines.py).
+    Each search loads the data once: the inline trainer trains on what the pre-flight loaded."""
     from hpo.study import Study
+    from tests.support import data_tasks
 
     values = {}
     for engine in ("compiled", "fit"):
+        data_tasks.STREAM_LOADS[0] = 0
         path = tmp_path / f"{engine}.yaml"
         path.write_text(textwrap.dedent(DATA_TASK.format(loader="stream_splits")) +
                         f"training: {{engine: {engine}, compile: graph}}\n")
@@ -159,6 +162,7 @@ def test_streamed_splits_train_on_the_fit_engine_as_on_the_compiled_one(tmp_path
         code = main(["search", str(path), "--study-dir", str(study_dir)])
         output = "".join(capsys.readouterr())
         assert code == 0, output
+        assert data_tasks.STREAM_LOADS[0] == 1
         assert f"trains with the {engine} engine: training.engine is {engine}" in (study_dir / "hpo.log").read_text()
         study = Study.open(study_dir, read_only=True)
         (trial,) = study.trials()
