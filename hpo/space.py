@@ -347,17 +347,18 @@ class SearchSpace:
         for every row (an int or a choice at its slot's centre, NaN where the row's parents make
         a parameter inactive), bit for bit, computed a column at a time rather than a config at
         a time: a model scores hundreds of candidates per ask in a conditional space."""
-        active, encoded = self._decode_columns(points)
+        active, encoded = self._decode_columns(points, encode=True)
         return np.where(active, encoded, np.nan)
 
     def active_mask(self, points: np.ndarray) -> np.ndarray:
         """Per row and parameter of unit-cube rows, whether the parameter is in the config the
         row decodes to (`from_unit`): its parents active, with values that switch it on."""
-        return self._decode_columns(points)[0]
+        return self._decode_columns(points, encode=False)[0]
 
-    def _decode_columns(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(active, encoded) for `units_round_trip` and `active_mask`; NaN units decode as 0.5,
-        as in `from_unit`."""
+    def _decode_columns(self, points: np.ndarray, encode: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(active, encoded) for `units_round_trip` and `active_mask` (`encode` False: only the
+        parents' columns are decoded, the mask needs no more); NaN units decode as 0.5, as in
+        `from_unit`."""
         points = np.asarray(points, dtype=float).reshape(-1, len(self.params))
         active = np.ones(points.shape, dtype=bool)
         encoded = np.empty(points.shape)
@@ -374,10 +375,11 @@ class SearchSpace:
                     if is_among(self.params[k].value_of(key), allowed):
                         switched_on |= keys == key
                 active[:, j] &= active[:, k] & switched_on
-            column = points[:, j]
-            encoded[:, j], keys = p.units_round_trip(np.where(np.isnan(column), 0.5, column))
-            if p.name in parents:
-                decoded[p.name] = keys
+            if encode or p.name in parents:
+                column = points[:, j]
+                encoded[:, j], keys = p.units_round_trip(np.where(np.isnan(column), 0.5, column))
+                if p.name in parents:
+                    decoded[p.name] = keys
         return active, encoded
 
 

@@ -14,8 +14,8 @@ from hpo.data.dataset import SPLITS, Dataset, StreamedSplit, num_classes, split
 from hpo.data.files import load_csv, load_npz
 from hpo.data.images import load_image_folder
 from hpo.data.loaders import LOADERS, resolve_callable
-from hpo.data.loading import load_arrays, load_dataset
+from hpo.data.loading import announce_data, load_arrays, load_dataset
 
-__all__ = ["LOADERS", "NETWORK_TIMEOUT_S", "SPLITS", "Dataset", "StreamedSplit", "load_arrays", "load_csv",
-           "load_dataset", "load_digits", "load_image_folder", "load_mnist", "load_npz", "load_synthetic",
+__all__ = ["LOADERS", "NETWORK_TIMEOUT_S", "SPLITS", "Dataset", "StreamedSplit", "announce_data", "load_arrays",
+           "load_csv", "load_dataset", "load_digits", "load_image_folder", "load_mnist", "load_npz", "load_synthetic",
            "num_classes", "resolve_callable", "split"]

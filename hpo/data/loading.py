@@ -86,8 +86,13 @@ def load_dataset(config: DataConfig, seed: int = 0, class_labels: bool = True, a
         x, y, source = _arrays_result(loaded, bad, class_labels)
         dataset = split(config.dataset, source, x, y, config, seed)
     if announce:
-        log.info("data: %s", dataset.describe())
+        announce_data(dataset)
     return dataset
+
+
+def announce_data(dataset: Dataset) -> None:
+    """Say in the log which data a trainer trains on (a load, or a dataset loaded before)."""
+    log.info("data: %s", dataset.describe())
 
 
 def load_arrays(config: DataConfig, class_labels: bool = True) -> tuple[np.ndarray, np.ndarray, str]:

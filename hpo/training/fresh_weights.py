@@ -4,8 +4,8 @@ A reused program starts each trial from the values a fresh build under the trial
 would give. A real build vouches once per architecture that the stateless path
 (`hpo.training.initial_weights.stateless_build`) reproduces them; after two stateless builds
 under different seeds, a learnt recipe replays the draws without running the builder at
-all (for the values of the builder's tunable parameters that were the same in both builds,
-only at those values: another value relearns). A builder whose `builds_stateless` is False (one that makes variables
+all (where a tunable parameter had one value in both builds, only at that value: another
+value relearns). A builder whose `builds_stateless` is False (one that makes variables
 outside its layers, as a model compiled with its optimizer does) is built for real each time.
 """
 
@@ -59,7 +59,9 @@ class FreshWeights:
             recipe = self.recipes.get(signature)
             if isinstance(recipe, InitRecipe) and recipe.covers(params):
                 return self._on_device(seed, lambda: recipe.values(params))
-            learning = not isinstance(recipe, bool) and (not isinstance(recipe, InitRecipe) or bool(recipe.pinned))
+            # Learning while there is no recipe yet, or one pinned to values this trial lies outside.
+            learning = recipe is None or isinstance(recipe, StatelessBuild) \
+                or (isinstance(recipe, InitRecipe) and bool(recipe.pinned))
             build = self._stateless_build(params, seed, record_draws=learning)
         except Exception as exc:
             raise TrialFailed(f"model builder failed: {type(exc).__name__}: {exc}") from exc

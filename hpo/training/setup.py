@@ -6,7 +6,7 @@ import logging
 from typing import Any, Mapping
 
 from hpo.config import Experiment
-from hpo.data import Dataset, load_dataset
+from hpo.data import Dataset, announce_data, load_dataset
 from hpo.models import get_builder
 from hpo.training.devices import available_devices, enable_memory_growth, select_device
 from hpo.training.trainer import Trainer
@@ -24,7 +24,7 @@ def trainer_for(experiment: Experiment, slot: int = 0,
     if dataset is None:
         dataset = load_dataset(experiment.data, seed=experiment.seed, class_labels=experiment.training.class_labels)
     else:
-        logging.getLogger("hpo.data").info("data: %s", dataset.describe())     # as load_dataset says it
+        announce_data(dataset)
     trainer = Trainer(dataset, get_builder(experiment.model.builder), experiment.training,
                       experiment.model.params, device, known_compile_choices=known_compile_choices)
     log.info("training on %s, compile mode %s", device,

@@ -643,7 +643,7 @@ class MultiFidelityTPESampler(ConfigSampler):
             return known[2]
         lower = (self._features_at(budget)[-MAX_LOWER:], self._results(budget)[-MAX_LOWER:, 0])
         inputs = (*lower, upper[0][-MAX_UPPER:], upper[1][-MAX_UPPER:])
-        if known is not None and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(known[1], inputs)):
+        if known is not None and all(np.array_equal(a, b) for a, b in zip(known[1], inputs)):
             rho = known[2]
         else:
             rho = agreement(lower, upper)
